@@ -1,0 +1,174 @@
+/*
+ * libwms - the circuit breaker.
+ *
+ * Every client call goes through one; it is also usable on its own:
+ *
+ *     wms_breaker_permit p;
+ *     if (wms_breaker_acquire(&p, b, &retry_after_ms) != WMS_OK)
+ *         return fail_fast();            // open: nothing is sent
+ *     outcome = do_the_call();
+ *     wms_breaker_record(b, &p, outcome);
+ *
+ * Thread-safe: any number of threads may share one breaker. The closed path
+ * of the consecutive mode takes no lock and allocates nothing.
+ */
+#ifndef WMS_BREAKER_H
+#define WMS_BREAKER_H
+
+#include "common.h"
+#include "errors.h"
+
+WMS_BEGIN_DECL
+
+typedef struct wms_breaker wms_breaker;
+
+/** Breaker states. The first three values are the gauge seed 000 names
+ *  (fulfillment.circuit_breaker_state: 0 closed, 1 open, 2 half-open). */
+typedef enum wms_breaker_state {
+	WMS_BREAKER_CLOSED = 0,
+	WMS_BREAKER_OPEN = 1,
+	WMS_BREAKER_HALF_OPEN = 2,
+	WMS_BREAKER_DISABLED = 3,     /**< manual: every call permitted, outcomes only counted */
+	WMS_BREAKER_FORCED_OPEN = 4   /**< manual: every call rejected until reset */
+} wms_breaker_state;
+
+typedef enum wms_breaker_mode {
+	/** failure_threshold consecutive failures open it (the default). */
+	WMS_BREAKER_CONSECUTIVE = 0,
+	/** failure / slow-call rate over the last sliding_window_size calls. */
+	WMS_BREAKER_COUNT_BASED = 1,
+	/** failure / slow-call rate over the last sliding_window_size seconds. */
+	WMS_BREAKER_TIME_BASED = 2
+} wms_breaker_mode;
+
+typedef enum wms_outcome {
+	WMS_OUTCOME_SUCCESS = 0,
+	WMS_OUTCOME_FAILURE = 1,
+	/** Says nothing about the dependency's health (e.g. a business rejection):
+	 *  not counted in any rate; a half-open trial that reports it frees its slot. */
+	WMS_OUTCOME_IGNORED = 2
+} wms_outcome;
+
+/** A monotonic clock in nanoseconds. The default is CLOCK_MONOTONIC. */
+typedef uint64_t (*wms_clock_fn)(void *ctx);
+
+typedef struct wms_breaker_event {
+	wms_breaker_state from;
+	wms_breaker_state to;
+	/** Static text: "failure threshold reached", "probe succeeded", ... */
+	const char *reason;
+	/** The breaker's clock at the transition, nanoseconds. */
+	uint64_t time_ns;
+	/** The breaker's name (options.name). */
+	const char *name;
+} wms_breaker_event;
+
+/** Called on every state change, after the change, outside the breaker's
+ *  lock; it may call any wms_breaker_* read function. */
+typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *ctx);
+
+#define WMS_BREAKER_OPTIONS_VERSION 1
+
+/** Breaker options. Zero means "the default" for every field. */
+typedef struct wms_breaker_options {
+	unsigned version;
+	/** Name used in events, metrics and health output. Default "wms". Copied. */
+	const char *name;
+	wms_breaker_mode mode;                 /**< default CONSECUTIVE */
+	uint32_t failure_threshold;            /**< consecutive: failures to open; default 5 */
+	uint32_t failure_rate_threshold;       /**< rate modes: percent, 1-100; default 50 */
+	uint32_t slow_call_rate_threshold;     /**< rate modes: percent, 1-100; default 100 */
+	uint32_t slow_call_duration_ms;        /**< a call longer than this is slow; default 60000 */
+	uint32_t sliding_window_size;          /**< calls (count) or seconds (time); default 100 / 60 */
+	uint32_t minimum_number_of_calls;      /**< rate modes: calls before a rate is judged; default 100 / 10 */
+	uint32_t open_duration_ms;             /**< default 30000 */
+	uint32_t permitted_calls_in_half_open; /**< trial calls; consecutive: always 1; default 1 */
+	/** A trial that has not reported after this long counts as failed. Default 60000. */
+	uint32_t max_wait_in_half_open_ms;
+	/** Growth of the open duration on each reopening without a close in
+	 *  between, in percent (200 doubles it). Default 100: no growth. */
+	uint32_t open_duration_growth_pct;
+	/** Cap for the grown open duration. Default 10 x open_duration_ms. */
+	uint32_t max_open_duration_ms;
+	/** Random jitter added to each open duration, percent of it (0-100). Default 0. */
+	uint32_t open_duration_jitter_pct;
+	/** Clock override (tests). Default: CLOCK_MONOTONIC. */
+	wms_clock_fn clock;
+	void *clock_ctx;
+	wms_breaker_event_fn on_state_change;
+	void *event_ctx;
+} wms_breaker_options;
+
+#define WMS_BREAKER_OPTIONS_INIT { WMS_BREAKER_OPTIONS_VERSION, NULL, WMS_BREAKER_CONSECUTIVE, \
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
+
+/** Initialise options to the defaults (all zero) with the right version. */
+WMS_EXTERN(wms_status) wms_breaker_options_init(wms_breaker_options *opts, unsigned version);
+
+/** Create a breaker. NULL options mean all defaults. Validates every field:
+ *  an out-of-range value gives WMS_ERR_INVALID_ARG. */
+WMS_EXTERN(wms_status) wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts);
+
+/** NULL-safe. No call may be in flight on the breaker. */
+WMS_EXTERN(void) wms_breaker_free(wms_breaker *breaker);
+
+/** What acquire hands out; pass it back to record. Plain data, no cleanup. */
+typedef struct wms_breaker_permit {
+	uint64_t start_ns;
+	uint64_t epoch;
+	uint32_t flags;
+} wms_breaker_permit;
+
+/**
+ * Ask to make a call. WMS_OK: go ahead, then report with wms_breaker_record().
+ * WMS_ERR_CIRCUIT_OPEN: do not call; *retry_after_ms (optional) gets the
+ * milliseconds until a probe may be let through (0 when a probe is in flight).
+ */
+WMS_EXTERN(wms_status) wms_breaker_acquire(wms_breaker_permit *out, wms_breaker *breaker,
+					   uint32_t *retry_after_ms);
+
+/** Report how a permitted call ended. Each permit must be recorded once. */
+WMS_EXTERN(void) wms_breaker_record(wms_breaker *breaker, const wms_breaker_permit *permit,
+				    wms_outcome outcome);
+
+/** Hand back a permit without an outcome (the call was never made). */
+WMS_EXTERN(void) wms_breaker_release(wms_breaker *breaker, const wms_breaker_permit *permit);
+
+/** The current state (OPEN whose duration has passed still reads OPEN until
+ *  the next acquire moves it to HALF_OPEN). */
+WMS_EXTERN(wms_breaker_state) wms_breaker_state_get(const wms_breaker *breaker);
+
+/** "CLOSED", "OPEN", "HALF_OPEN", "DISABLED", "FORCED_OPEN". */
+WMS_EXTERN(const char *) wms_breaker_state_name(wms_breaker_state state);
+
+/** Manual control. Each fires the state-change callback. reset: CLOSED, window cleared. */
+WMS_EXTERN(void) wms_breaker_force_open(wms_breaker *breaker);
+WMS_EXTERN(void) wms_breaker_disable(wms_breaker *breaker);
+WMS_EXTERN(void) wms_breaker_reset(wms_breaker *breaker);
+
+/** Counters since creation (or the last reset of counters). */
+typedef struct wms_breaker_snapshot {
+	wms_breaker_state state;
+	uint64_t permitted;
+	uint64_t rejected;
+	uint64_t successes;
+	uint64_t failures;
+	uint64_t slow;
+	uint64_t ignored;
+	uint64_t transitions;
+	/** Over the current window (rate modes) or -1 when too few calls. Percent. */
+	double failure_rate;
+	double slow_call_rate;
+	uint32_t window_calls;
+	uint32_t consecutive_failures;
+	uint32_t half_open_in_flight;
+	/** Milliseconds until a probe may go through; 0 unless OPEN. */
+	uint32_t retry_after_ms;
+	const char *name;
+} wms_breaker_snapshot;
+
+WMS_EXTERN(void) wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *breaker);
+
+WMS_END_DECL
+
+#endif

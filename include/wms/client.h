@@ -1,0 +1,194 @@
+/*
+ * libwms - the WMS client and its operations.
+ *
+ * A wms_client owns its transport and its breaker. It may be shared by any
+ * number of threads: every operation is thread-safe, and calls made at the
+ * same time run in parallel over separate keep-alive connections. Options
+ * are copied at creation; nothing can be changed afterwards.
+ */
+#ifndef WMS_CLIENT_H
+#define WMS_CLIENT_H
+
+#include "common.h"
+#include "errors.h"
+#include "breaker.h"
+
+WMS_BEGIN_DECL
+
+typedef struct wms_client wms_client;
+typedef struct wms_transport wms_transport; /* see wms/sys/transport.h */
+
+typedef enum wms_soap_version {
+	WMS_SOAP_11 = 0, /**< text/xml, quoted SOAPAction header (default) */
+	WMS_SOAP_12 = 1  /**< application/soap+xml; action="..." */
+} wms_soap_version;
+
+#define WMS_CLIENT_OPTIONS_VERSION 1
+
+#define WMS_DEFAULT_CONNECT_TIMEOUT_MS 2000u
+#define WMS_DEFAULT_TIMEOUT_MS 10000u
+#define WMS_DEFAULT_STALL_TIMEOUT_MS 5000u
+#define WMS_DEFAULT_MAX_REPLY_BYTES (4u * 1024u * 1024u)
+#define WMS_MAX_TIMEOUT_MS 3600000u
+
+typedef struct wms_client_options {
+	unsigned version;
+	/** The WMS endpoint, http:// or https://. Required (unless a custom transport ignores it). */
+	const char *endpoint;
+	wms_soap_version soap_version;
+	/** TCP+TLS connect deadline; 0 = 2000. Max 3600000. */
+	uint32_t connect_timeout_ms;
+	/** Deadline for the whole call, connect included; 0 = 10000. Max 3600000.
+	 *  There is no way to make an unbounded call. */
+	uint32_t timeout_ms;
+	/** Stall guard: abort when under 1 byte/s is moving for this long; 0 = 5000. */
+	uint32_t stall_timeout_ms;
+	/** Largest reply body accepted; 0 = 4 MiB. */
+	size_t max_reply_bytes;
+	/** Keep-alive connections kept for reuse; 0 = 8. */
+	uint32_t max_idle_connections;
+	/** The embedded breaker. Ignored when `breaker` is set. */
+	wms_breaker_options breaker_options;
+	/** Use this breaker instead of creating one (not owned, must outlive the client). */
+	wms_breaker *breaker;
+	/** Custom transport (wms/sys/transport.h); the client takes ownership,
+	 *  also when creation fails. NULL = libcurl. */
+	wms_transport *transport;
+	/** User-Agent header; NULL = "libwms/VERSION". */
+	const char *user_agent;
+	/** TLS: CA bundle file / directory; NULL = the system's. */
+	const char *ca_file;
+	const char *ca_path;
+} wms_client_options;
+
+#define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
+	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL }
+
+WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
+
+/** Create a client. `err` (optional) explains an INVALID_ARG. */
+WMS_EXTERN(wms_status) wms_client_new(wms_client **out, const wms_client_options *opts,
+				      wms_error *err);
+
+/** NULL-safe. No call may be in flight on the client. */
+WMS_EXTERN(void) wms_client_free(wms_client *client);
+
+/** The client's breaker (owned by the client unless one was passed in). */
+WMS_EXTERN(wms_breaker *) wms_client_breaker(wms_client *client);
+
+/* ---- the WMS operations (wsdl/warehouse.wsdl) -------------------------- */
+
+#define WMS_ID_MAX 64      /* order ids, references, SKUs: at most 64 bytes */
+#define WMS_MAX_LINES 1000 /* order lines per order */
+#define WMS_MAX_SKUS 200   /* SKUs per stock query */
+
+typedef enum wms_priority {
+	WMS_PRIORITY_STANDARD = 0,
+	WMS_PRIORITY_EXPRESS = 1,
+	WMS_PRIORITY_OVERNIGHT = 2
+} wms_priority;
+
+typedef enum wms_order_state {
+	WMS_ORDER_UNKNOWN = 0, /**< a state this version of libwms does not know */
+	WMS_ORDER_RECEIVED = 1,
+	WMS_ORDER_ALLOCATED = 2,
+	WMS_ORDER_PICKING = 3,
+	WMS_ORDER_PACKED = 4,
+	WMS_ORDER_SHIPPED = 5,
+	WMS_ORDER_CANCELLED = 6
+} wms_order_state;
+
+/** "RECEIVED", "SHIPPED", ...; "UNKNOWN" for anything else. */
+WMS_EXTERN(const char *) wms_order_state_name(wms_order_state state);
+
+typedef struct wms_address {
+	const char *name;        /**< required */
+	const char *line1;       /**< required */
+	const char *line2;       /**< optional */
+	const char *city;        /**< required */
+	const char *region;      /**< optional */
+	const char *postal_code; /**< required */
+	const char *country;     /**< required, ISO 3166-1 alpha-2 */
+} wms_address;
+
+typedef struct wms_order_line {
+	const char *sku;   /**< 1-64 bytes */
+	uint32_t quantity; /**< 1-1000000 */
+} wms_order_line;
+
+#define WMS_ORDER_VERSION 1
+
+typedef struct wms_order {
+	unsigned version;
+	/** The client's order id: the idempotency key. 1-64 bytes of [A-Za-z0-9._:-]. */
+	const char *order_id;
+	wms_address ship_to;
+	wms_priority priority;
+	const wms_order_line *lines;
+	size_t line_count; /**< 1-WMS_MAX_LINES */
+} wms_order;
+
+#define WMS_ORDER_INIT { WMS_ORDER_VERSION, NULL, { NULL, NULL, NULL, NULL, NULL, NULL, NULL }, \
+	WMS_PRIORITY_STANDARD, NULL, 0 }
+
+typedef struct wms_submit_reply {
+	char wms_reference[WMS_ID_MAX + 1];
+	char order_id[WMS_ID_MAX + 1];
+	wms_order_state state;
+	/** Non-zero when the WMS already had this order id: nothing new was created. */
+	int duplicate;
+} wms_submit_reply;
+
+typedef struct wms_status_reply {
+	char wms_reference[WMS_ID_MAX + 1];
+	char order_id[WMS_ID_MAX + 1];
+	wms_order_state state;
+	/** The WMS's timestamp of the last change, as sent (xs:dateTime). */
+	char updated_at[40];
+} wms_status_reply;
+
+typedef struct wms_cancel_reply {
+	char order_id[WMS_ID_MAX + 1];
+	wms_order_state state;
+	/** Non-zero when the order was already cancelled before this call. */
+	int already_cancelled;
+} wms_cancel_reply;
+
+typedef struct wms_stock_level {
+	char sku[WMS_ID_MAX + 1];
+	int64_t on_hand;
+	int64_t reserved;
+	int64_t available;
+} wms_stock_level;
+
+/** The reply to GetStockLevel: one level per SKU asked for, in that order. */
+typedef struct wms_stock_reply {
+	size_t count;
+	wms_stock_level *levels;
+} wms_stock_reply;
+
+/** NULL-safe; frees the levels too. */
+WMS_EXTERN(void) wms_stock_reply_free(wms_stock_reply *reply);
+
+/**
+ * Submit an order. Idempotent on order->order_id: resubmitting the same
+ * order after WMS_DELIVERY_UNKNOWN never creates a second one.
+ * `out` and `err` may be NULL.
+ */
+WMS_EXTERN(wms_status) wms_submit_order(wms_submit_reply *out, wms_client *client,
+					const wms_order *order, wms_error *err);
+
+WMS_EXTERN(wms_status) wms_get_order_status(wms_status_reply *out, wms_client *client,
+					    const char *order_id, wms_error *err);
+
+WMS_EXTERN(wms_status) wms_cancel_order(wms_cancel_reply *out, wms_client *client,
+					const char *order_id, const char *reason, wms_error *err);
+
+/** `*out` receives a reply to free with wms_stock_reply_free(). */
+WMS_EXTERN(wms_status) wms_get_stock_level(wms_stock_reply **out, wms_client *client,
+					   const char *const *skus, size_t sku_count,
+					   wms_error *err);
+
+WMS_END_DECL
+
+#endif

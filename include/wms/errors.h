@@ -1,0 +1,102 @@
+/*
+ * libwms - status codes and error detail.
+ *
+ * Every call returns a wms_status; 0 is success. Calls that talk to the WMS
+ * also fill an optional caller-owned wms_error with the detail a service
+ * needs to decide what to do next, above all `delivery`: whether the request
+ * may have reached the WMS, and so whether it is safe to send again.
+ */
+#ifndef WMS_ERRORS_H
+#define WMS_ERRORS_H
+
+#include "common.h"
+
+WMS_BEGIN_DECL
+
+/**
+ * Status codes. Append-only: values are never renumbered or reused; new
+ * codes are added last. See README.md for what a caller should do on each.
+ */
+typedef enum wms_status {
+	WMS_OK = 0,
+	WMS_ERR_INVALID_ARG = 1,      /**< bad argument or option; nothing sent */
+	WMS_ERR_NOMEM = 2,            /**< out of memory */
+	WMS_ERR_CIRCUIT_OPEN = 3,     /**< breaker open: rejected at once, nothing sent */
+	WMS_ERR_CONNECT = 4,          /**< DNS or TCP connect failed; nothing sent */
+	WMS_ERR_TIMEOUT = 5,          /**< connect or total deadline, or stall guard, hit */
+	WMS_ERR_TRANSPORT = 6,        /**< connection reset, send/receive error */
+	WMS_ERR_HTTP = 7,             /**< non-2xx HTTP status without a SOAP Fault */
+	WMS_ERR_SOAP_FAULT = 8,       /**< the WMS answered with a SOAP Fault */
+	WMS_ERR_NOT_XML = 9,          /**< reply body is not XML (e.g. a proxy's HTML page) */
+	WMS_ERR_TRUNCATED = 10,       /**< reply body ended early */
+	WMS_ERR_UNEXPECTED_REPLY = 11,/**< well-formed XML, but not the reply to this operation */
+	WMS_ERR_TOO_LARGE = 12,       /**< reply larger than max_reply_bytes */
+	WMS_ERR_UNSAFE_XML = 13,      /**< reply carries a DOCTYPE / entity declarations: refused */
+	WMS_ERR_TLS = 14,             /**< TLS handshake or certificate verification failed */
+	WMS_ERR_FIXTURE = 15,         /**< replay transport: no recorded exchange matches, or bad fixture */
+	WMS_ERR_CONFIG = 16,          /**< configuration file invalid */
+	WMS_ERR_INTERNAL = 17         /**< a bug in libwms or a dependency; please report */
+} wms_status;
+
+/** Whether the request may have reached the WMS. */
+typedef enum wms_delivery {
+	/** Provably not delivered (breaker open, connect failed, bad argument): safe to resend. */
+	WMS_DELIVERY_NOT_SENT = 0,
+	/** The WMS may have received and acted on it (timeout after sending, reset
+	 *  mid-reply): resend only with the same order id (idempotent), or query first. */
+	WMS_DELIVERY_UNKNOWN = 1,
+	/** The WMS replied (success, fault, or an HTTP error page from the endpoint). */
+	WMS_DELIVERY_ANSWERED = 2
+} wms_delivery;
+
+#define WMS_ERROR_MESSAGE_MAX 256
+#define WMS_ERROR_FIELD_MAX 128
+
+/**
+ * Error detail, filled by the call it is passed to. Caller-owned; needs no
+ * free. Fields that do not apply are zero / empty strings.
+ */
+typedef struct wms_error {
+	wms_status status;
+	wms_delivery delivery;
+	/** One line, no trailing newline, never contains credentials. */
+	char message[WMS_ERROR_MESSAGE_MAX];
+	/** HTTP status of the reply, 0 if none was received. */
+	long http_status;
+	/** libcurl's CURLcode for transport failures, 0 otherwise. */
+	int curl_code;
+	/** SOAP fault code as sent, namespace prefix removed: "Server", "Client",
+	 *  "Receiver", "Sender", ... */
+	char fault_code[WMS_ERROR_FIELD_MAX];
+	char fault_string[WMS_ERROR_MESSAGE_MAX];
+	/** The WMS's machine-readable code from the fault detail, e.g. "UNKNOWN_SKU". */
+	char wms_code[WMS_ERROR_FIELD_MAX];
+	/** For WMS_ERR_CIRCUIT_OPEN: milliseconds until the breaker lets a probe through. */
+	uint32_t retry_after_ms;
+	/** Name of the operation, e.g. "SubmitOrder"; empty if none. */
+	char operation[32];
+} wms_error;
+
+/** A static, one-line description of a status. Never NULL. */
+WMS_EXTERN(const char *) wms_strerror(wms_status status);
+
+/** The enum name without its prefix: "OK", "CIRCUIT_OPEN", "TIMEOUT", ... */
+WMS_EXTERN(const char *) wms_status_name(wms_status status);
+
+/** "NOT_SENT", "UNKNOWN" or "ANSWERED". */
+WMS_EXTERN(const char *) wms_delivery_name(wms_delivery delivery);
+
+/** Reset an error to "no error". NULL-safe. */
+WMS_EXTERN(void) wms_error_clear(wms_error *err);
+
+/**
+ * Whether the request can be sent again as is. True when nothing was
+ * delivered, or when the operation is idempotent on its order id (all the
+ * WMS operations are) and the failure says nothing about the request itself
+ * (not INVALID_ARG, not a Client/Sender fault).
+ */
+WMS_EXTERN(int) wms_error_is_retryable(const wms_error *err);
+
+WMS_END_DECL
+
+#endif

@@ -1,0 +1,14 @@
+/*
+ * libwms - a C SDK for calling a legacy SOAP warehouse management system
+ * through an embedded circuit breaker. Include this header.
+ */
+#ifndef WMS_WMS_H
+#define WMS_WMS_H
+
+#include "common.h"
+#include "errors.h"
+#include "breaker.h"
+#include "client.h"
+#include "fixture.h"
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+typedef int wms__placeholder_client;

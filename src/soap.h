@@ -1,0 +1,61 @@
+/* SOAP envelopes: building requests and parsing replies (libxml2 only here).
+ * The parser works on bytes - (buf, len) - and never does I/O. */
+#ifndef WMS_SOAP_H
+#define WMS_SOAP_H
+
+#include "wms/client.h"
+#include "internal.h"
+
+/* The service namespace and SOAP action base (wsdl/warehouse.wsdl). */
+#define WMS__NS "urn:libwms:warehouse:1"
+#define WMS__NS_PREFIX "wh"
+#define WMS__SOAP11_NS "http://schemas.xmlsoap.org/soap/envelope/"
+#define WMS__SOAP12_NS "http://www.w3.org/2003/05/soap-envelope"
+
+typedef enum wms__op {
+	WMS__OP_SUBMIT_ORDER = 0,
+	WMS__OP_GET_ORDER_STATUS = 1,
+	WMS__OP_CANCEL_ORDER = 2,
+	WMS__OP_GET_STOCK_LEVEL = 3,
+	WMS__OP_COUNT
+} wms__op;
+
+/* "SubmitOrder", ... */
+const char *wms__op_name(wms__op op);
+/* "urn:libwms:warehouse:1/SubmitOrder", ... (unquoted) */
+const char *wms__op_action(wms__op op);
+
+/* Validation of caller input (no allocation): WMS_ERR_INVALID_ARG naming the
+ * field and the rule, delivery NOT_SENT. */
+wms_status wms__validate_order(const wms_order *order, wms_error *err);
+wms_status wms__validate_order_id(const char *order_id, wms_error *err);
+wms_status wms__validate_skus(const char *const *skus, size_t n, wms_error *err);
+
+/* Build a request envelope with libxml2. `out` receives UTF-8 bytes
+ * (wms__buf_free them). Inputs must have been validated. */
+wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
+				   wms_error *err);
+wms_status wms__build_get_order_status(wms__buf *out, wms_soap_version v,
+				       const char *order_id, wms_error *err);
+wms_status wms__build_cancel_order(wms__buf *out, wms_soap_version v, const char *order_id,
+				   const char *reason, wms_error *err);
+wms_status wms__build_get_stock_level(wms__buf *out, wms_soap_version v,
+				      const char *const *skus, size_t n, wms_error *err);
+
+/* Parse a reply body for `op`. `content_type` may be NULL. Sets on err:
+ *  - WMS_ERR_SOAP_FAULT: fault_code (prefix stripped), fault_string, wms_code;
+ *  - WMS_ERR_NOT_XML: not XML at all (e.g. an HTML page);
+ *  - WMS_ERR_TRUNCATED: XML that ends early;
+ *  - WMS_ERR_UNSAFE_XML: a DOCTYPE / entity declaration (refused, never expanded);
+ *  - WMS_ERR_UNEXPECTED_REPLY: well-formed, but not this operation's reply;
+ *  - WMS_ERR_TOO_LARGE: len > max_bytes.
+ * Delivery is left to the caller. `out` is the operation's reply type:
+ * wms_submit_reply, wms_status_reply, wms_cancel_reply, or wms_stock_reply **
+ * for GetStockLevel. */
+wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
+			    const char *content_type, size_t max_bytes, wms_error *err);
+
+/* Once per process (thread-safe): libxml2's global set-up. */
+void wms__xml_init(void);
+
+#endif
