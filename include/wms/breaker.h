@@ -141,8 +141,15 @@ WMS_EXTERN(wms_breaker_state) wms_breaker_state_get(const wms_breaker *breaker);
 /** "CLOSED", "OPEN", "HALF_OPEN", "DISABLED", "FORCED_OPEN". */
 WMS_EXTERN(const char *) wms_breaker_state_name(wms_breaker_state state);
 
-/** Manual control. Each fires the state-change callback. reset: CLOSED, window cleared. */
+/**
+ * Manual control; each change fires the state-change callback.
+ * force_open: FORCED_OPEN, every call rejected until force_closed/reset.
+ * force_closed: CLOSED now (window cleared, as on every entry to CLOSED).
+ * disable: DISABLED, every call permitted and only measured.
+ * reset: CLOSED with the window and every counter zeroed.
+ */
 WMS_EXTERN(void) wms_breaker_force_open(wms_breaker *breaker);
+WMS_EXTERN(void) wms_breaker_force_closed(wms_breaker *breaker);
 WMS_EXTERN(void) wms_breaker_disable(wms_breaker *breaker);
 WMS_EXTERN(void) wms_breaker_reset(wms_breaker *breaker);
 

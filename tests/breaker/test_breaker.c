@@ -1,0 +1,583 @@
+/* The breaker on its own, driven by a fake clock: every transition. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "wms/breaker.h"
+
+#define MS 1000000ull
+
+typedef struct fake_clock {
+	uint64_t now;
+} fake_clock;
+
+static uint64_t fake_now(void *ctx)
+{
+	return ((fake_clock *)ctx)->now;
+}
+
+typedef struct events {
+	int n;
+	wms_breaker_state from[32], to[32];
+	uint64_t at[32];
+} events;
+
+static void on_event(const wms_breaker_event *ev, void *ctx)
+{
+	events *e = ctx;
+	if (e->n < 32) {
+		e->from[e->n] = ev->from;
+		e->to[e->n] = ev->to;
+		e->at[e->n] = ev->time_ns;
+	}
+	e->n++;
+	assert_non_null(ev->reason);
+	assert_string_equal(ev->name, "test");
+}
+
+typedef struct fx {
+	fake_clock clock;
+	events ev;
+	wms_breaker *b;
+} fx;
+
+static fx *fx_new(wms_breaker_options *o)
+{
+	fx *f = test_calloc(1, sizeof(*f));
+	f->clock.now = 1000 * MS;
+	o->clock = fake_now;
+	o->clock_ctx = &f->clock;
+	o->on_state_change = on_event;
+	o->event_ctx = &f->ev;
+	o->name = "test";
+	assert_int_equal(wms_breaker_new(&f->b, o), WMS_OK);
+	return f;
+}
+
+static void fx_free(fx *f)
+{
+	wms_breaker_free(f->b);
+	test_free(f);
+}
+
+/* One call: acquire, then record `outcome` if permitted. Returns the acquire status. */
+static wms_status call(fx *f, wms_outcome outcome)
+{
+	wms_breaker_permit p;
+	wms_status st = wms_breaker_acquire(&p, f->b, NULL);
+	if (st == WMS_OK)
+		wms_breaker_record(f->b, &p, outcome);
+	return st;
+}
+
+static void consecutive_opens_at_threshold(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	fx *f = fx_new(&o);
+	int i;
+	(void)state;
+	for (i = 0; i < 4; i++)
+		assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(f->ev.n, 0);
+	assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(f->ev.n, 1);
+	assert_int_equal(f->ev.from[0], WMS_BREAKER_CLOSED);
+	assert_int_equal(f->ev.to[0], WMS_BREAKER_OPEN);
+	assert_int_equal(f->ev.at[0], 1000 * MS);
+	fx_free(f);
+}
+
+static void success_resets_consecutive_count(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	fx *f;
+	int i;
+	(void)state;
+	o.failure_threshold = 3;
+	f = fx_new(&o);
+	for (i = 0; i < 10; i++) {
+		call(f, WMS_OUTCOME_FAILURE);
+		call(f, WMS_OUTCOME_FAILURE);
+		call(f, WMS_OUTCOME_SUCCESS);
+	}
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	/* ignored outcomes neither count nor reset */
+	call(f, WMS_OUTCOME_FAILURE);
+	call(f, WMS_OUTCOME_IGNORED);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	fx_free(f);
+}
+
+static void open_rejects_with_retry_after(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit p;
+	wms_breaker_snapshot s;
+	uint32_t retry = 0;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 30000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_acquire(&p, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(retry, 30000);
+	f->clock.now += 12345 * MS + 1;
+	assert_int_equal(wms_breaker_acquire(&p, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(retry, 17655); /* rounded up: never says "now" too early */
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_int_equal(s.state, WMS_BREAKER_OPEN);
+	assert_int_equal(s.rejected, 2);
+	assert_int_equal(s.permitted, 1);
+	assert_int_equal(s.failures, 1);
+	assert_int_equal(s.retry_after_ms, 17655);
+	fx_free(f);
+}
+
+static void exactly_one_probe_at_open_duration(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit probe, other;
+	uint32_t retry = 99;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 2;
+	o.open_duration_ms = 5000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	call(f, WMS_OUTCOME_FAILURE);
+	f->clock.now += 5000 * MS - 1;
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(retry, 1);
+	f->clock.now += 1; /* exactly open_duration_ms: let through */
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, &retry), WMS_OK);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_acquire(&other, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(retry, 0);
+	wms_breaker_record(f->b, &probe, WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(f->ev.n, 3);
+	assert_int_equal(f->ev.to[1], WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(f->ev.to[2], WMS_BREAKER_CLOSED);
+	/* closed again: the count starts from zero */
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	fx_free(f);
+}
+
+static void failed_probe_reopens_for_full_duration(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit probe;
+	uint32_t retry;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
+	f->clock.now += 400 * MS; /* the probe takes 400 ms */
+	wms_breaker_record(f->b, &probe, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(retry, 1000); /* from the probe's end, not its start */
+	assert_int_equal(f->ev.n, 3);
+	assert_int_equal(f->ev.from[2], WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(f->ev.to[2], WMS_BREAKER_OPEN);
+	fx_free(f);
+}
+
+static void ignored_probe_frees_the_slot(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit probe, next;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
+	wms_breaker_record(f->b, &probe, WMS_OUTCOME_IGNORED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_acquire(&next, f->b, NULL), WMS_OK);
+	/* release (the call was never made) frees it too */
+	wms_breaker_release(f->b, &next);
+	assert_int_equal(wms_breaker_acquire(&next, f->b, NULL), WMS_OK);
+	wms_breaker_record(f->b, &next, WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	fx_free(f);
+}
+
+static void stale_permit_decides_nothing(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit slow_call, probe;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	f = fx_new(&o);
+	assert_int_equal(wms_breaker_acquire(&slow_call, f->b, NULL), WMS_OK);
+	call(f, WMS_OUTCOME_FAILURE); /* opens */
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
+	/* the call granted while CLOSED finishes now: it must not close the breaker */
+	wms_breaker_record(f->b, &slow_call, WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	wms_breaker_record(f->b, &probe, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	fx_free(f);
+}
+
+static void probe_that_never_reports_counts_as_failed(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit probe, next;
+	uint32_t retry;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	o.max_wait_in_half_open_ms = 3000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
+	f->clock.now += 2999 * MS;
+	assert_int_equal(wms_breaker_acquire(&next, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	f->clock.now += 1 * MS;
+	assert_int_equal(wms_breaker_acquire(&next, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(retry, 1000);
+	/* the lost probe reports at last: ignored, the breaker stays OPEN */
+	wms_breaker_record(f->b, &probe, WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	fx_free(f);
+}
+
+static void manual_controls(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_snapshot s;
+	fx *f;
+	int i;
+	(void)state;
+	o.failure_threshold = 1;
+	f = fx_new(&o);
+	wms_breaker_force_open(f->b);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_FORCED_OPEN);
+	f->clock.now += 3600000 * MS; /* forced open never probes */
+	assert_int_equal(call(f, WMS_OUTCOME_SUCCESS), WMS_ERR_CIRCUIT_OPEN);
+	wms_breaker_force_closed(f->b);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	wms_breaker_disable(f->b);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_DISABLED);
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_int_equal(s.failures, 10);
+	assert_int_equal(s.rejected, 1);
+	wms_breaker_reset(f->b);
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_int_equal(s.state, WMS_BREAKER_CLOSED);
+	assert_int_equal(s.failures, 0);
+	assert_int_equal(s.permitted, 0);
+	assert_int_equal(f->ev.n, 4);
+	assert_int_equal(f->ev.to[3], WMS_BREAKER_CLOSED);
+	assert_string_equal(wms_breaker_state_name(WMS_BREAKER_FORCED_OPEN), "FORCED_OPEN");
+	fx_free(f);
+}
+
+static void open_duration_grows_and_is_capped(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit p;
+	uint32_t retry, expect[] = { 1000, 2000, 4000, 5000, 5000 };
+	fx *f;
+	size_t i;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	o.open_duration_growth_pct = 200;
+	o.max_open_duration_ms = 5000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	for (i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+		assert_int_equal(wms_breaker_acquire(&p, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+		assert_int_equal(retry, expect[i]);
+		f->clock.now += (uint64_t)retry * MS;
+		assert_int_equal(wms_breaker_acquire(&p, f->b, NULL), WMS_OK);
+		wms_breaker_record(f->b, &p, WMS_OUTCOME_FAILURE);
+	}
+	/* a close resets the growth */
+	f->clock.now += 5000 * MS;
+	assert_int_equal(call(f, WMS_OUTCOME_SUCCESS), WMS_OK);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_acquire(&p, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(retry, 1000);
+	fx_free(f);
+}
+
+static void jitter_stays_in_bounds_and_varies(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit p;
+	uint32_t retry, lo = UINT32_MAX, hi = 0;
+	fx *f;
+	int i;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	o.open_duration_jitter_pct = 50;
+	f = fx_new(&o);
+	for (i = 0; i < 200; i++) {
+		call(f, WMS_OUTCOME_FAILURE);
+		assert_int_equal(wms_breaker_acquire(&p, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
+		assert_true(retry >= 1000 && retry <= 1500);
+		lo = retry < lo ? retry : lo;
+		hi = retry > hi ? retry : hi;
+		wms_breaker_force_closed(f->b);
+	}
+	assert_true(hi - lo > 100);
+	fx_free(f);
+}
+
+static void options_are_validated(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker *b = NULL;
+	wms_breaker_permit p;
+	(void)state;
+	assert_int_equal(wms_breaker_new(NULL, &o), WMS_ERR_INVALID_ARG);
+	o.version = 99;
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+	assert_null(b);
+	o.version = WMS_BREAKER_OPTIONS_VERSION;
+	o.failure_rate_threshold = 101;
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+	o.failure_rate_threshold = 0;
+	o.mode = (wms_breaker_mode)7;
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+	o.mode = WMS_BREAKER_CONSECUTIVE;
+	o.open_duration_growth_pct = 50;
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+	o.open_duration_growth_pct = 0;
+	o.open_duration_ms = 5000;
+	o.max_open_duration_ms = 4000;
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+	o.max_open_duration_ms = 0;
+	o.open_duration_jitter_pct = 101;
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_breaker_new(&b, NULL), WMS_OK);
+	assert_int_equal(wms_breaker_acquire(NULL, b, NULL), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_breaker_acquire(&p, NULL, NULL), WMS_ERR_INVALID_ARG);
+	wms_breaker_record(NULL, &p, WMS_OUTCOME_SUCCESS);
+	wms_breaker_free(b);
+	wms_breaker_free(NULL);
+	assert_int_equal(wms_breaker_options_init(&o, 2), WMS_ERR_INVALID_ARG);
+}
+
+/* Seed 002's default run: Resilience4j count-based window of 10, minimum
+ * 10, threshold 50 %, open 5 s, 3 trials; calls once a second from t = 1 s;
+ * the service is down from 11 s to 25 s. */
+static void lab_default_scenario(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_state expect[] = { WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN, WMS_BREAKER_OPEN,
+				       WMS_BREAKER_HALF_OPEN, WMS_BREAKER_CLOSED };
+	uint64_t expect_at[] = { 15, 20, 22, 27, 29 };
+	char rejected[41] = { 0 };
+	fx *f;
+	int t, i;
+	(void)state;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.sliding_window_size = 10;
+	o.minimum_number_of_calls = 10;
+	o.failure_rate_threshold = 50;
+	o.open_duration_ms = 5000;
+	o.permitted_calls_in_half_open = 3;
+	f = fx_new(&o);
+	for (t = 1; t <= 40; t++) {
+		f->clock.now = (uint64_t)t * 1000 * MS;
+		if (call(f, t >= 11 && t <= 25 ? WMS_OUTCOME_FAILURE : WMS_OUTCOME_SUCCESS) != WMS_OK)
+			rejected[t] = 1;
+	}
+	assert_int_equal(f->ev.n, 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(f->ev.to[i], expect[i]);
+		assert_int_equal(f->ev.at[i], expect_at[i] * 1000 * MS);
+	}
+	for (t = 1; t <= 40; t++)
+		assert_int_equal(rejected[t], (t >= 16 && t <= 19) || (t >= 23 && t <= 26));
+	fx_free(f);
+}
+
+/* The lab's "short outage" preset: 5 s down, threshold 80 %: never opens. */
+static void lab_short_outage_never_opens(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	fx *f;
+	int t;
+	(void)state;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.sliding_window_size = 10;
+	o.minimum_number_of_calls = 10;
+	o.failure_rate_threshold = 80;
+	o.open_duration_ms = 5000;
+	o.permitted_calls_in_half_open = 3;
+	f = fx_new(&o);
+	for (t = 1; t <= 40; t++) {
+		f->clock.now = (uint64_t)t * 1000 * MS;
+		assert_int_equal(call(f, t >= 11 && t <= 15 ? WMS_OUTCOME_FAILURE
+							    : WMS_OUTCOME_SUCCESS),
+				 WMS_OK);
+	}
+	assert_int_equal(f->ev.n, 0);
+	fx_free(f);
+}
+
+static void count_based_waits_for_minimum_calls(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_snapshot s;
+	fx *f;
+	int i;
+	(void)state;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.sliding_window_size = 20;
+	o.minimum_number_of_calls = 5;
+	o.failure_rate_threshold = 50;
+	f = fx_new(&o);
+	for (i = 0; i < 4; i++)
+		call(f, WMS_OUTCOME_FAILURE);
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_true(s.failure_rate < 0); /* not judged yet */
+	assert_int_equal(s.state, WMS_BREAKER_CLOSED);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	fx_free(f);
+}
+
+static void count_based_slow_calls_open(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit p;
+	wms_breaker_snapshot s;
+	fx *f;
+	int i;
+	(void)state;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.sliding_window_size = 4;
+	o.minimum_number_of_calls = 4;
+	o.slow_call_rate_threshold = 50;
+	o.slow_call_duration_ms = 100;
+	f = fx_new(&o);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(wms_breaker_acquire(&p, f->b, NULL), WMS_OK);
+		f->clock.now += (i % 2 ? 101 : 100) * MS; /* 100 ms is not slow; 101 is */
+		wms_breaker_record(f->b, &p, WMS_OUTCOME_SUCCESS);
+	}
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_int_equal(s.slow, 2);
+	assert_int_equal(s.successes, 4);
+	fx_free(f);
+}
+
+static void time_based_window_forgets_old_seconds(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_snapshot s;
+	fx *f;
+	int i;
+	(void)state;
+	o.mode = WMS_BREAKER_TIME_BASED;
+	o.sliding_window_size = 5;
+	o.minimum_number_of_calls = 4;
+	o.failure_rate_threshold = 50;
+	f = fx_new(&o);
+	/* 3 failures at t=1000 s, then 6 s of nothing: they fall out of the window */
+	for (i = 0; i < 3; i++)
+		call(f, WMS_OUTCOME_FAILURE);
+	f->clock.now += 6000 * MS;
+	for (i = 0; i < 3; i++)
+		call(f, WMS_OUTCOME_SUCCESS);
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_int_equal(s.window_calls, 3);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED); /* 1 of 4 */
+	/* within the window: spread over 5 seconds they all count */
+	for (i = 0; i < 4; i++) {
+		f->clock.now += 1000 * MS;
+		call(f, WMS_OUTCOME_FAILURE);
+	}
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	fx_free(f);
+}
+
+static void half_open_trials_decide_by_rate(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit t[4];
+	fx *f;
+	(void)state;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.sliding_window_size = 2;
+	o.minimum_number_of_calls = 2;
+	o.failure_rate_threshold = 50;
+	o.permitted_calls_in_half_open = 3;
+	o.open_duration_ms = 1000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&t[0], f->b, NULL), WMS_OK);
+	assert_int_equal(wms_breaker_acquire(&t[1], f->b, NULL), WMS_OK);
+	assert_int_equal(wms_breaker_acquire(&t[2], f->b, NULL), WMS_OK);
+	assert_int_equal(wms_breaker_acquire(&t[3], f->b, NULL), WMS_ERR_CIRCUIT_OPEN);
+	wms_breaker_record(f->b, &t[0], WMS_OUTCOME_FAILURE);
+	wms_breaker_record(f->b, &t[1], WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN); /* not all in */
+	wms_breaker_record(f->b, &t[2], WMS_OUTCOME_SUCCESS);
+	/* 1 of 3 failed = 33 % < 50 % */
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	fx_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(consecutive_opens_at_threshold),
+		cmocka_unit_test(success_resets_consecutive_count),
+		cmocka_unit_test(open_rejects_with_retry_after),
+		cmocka_unit_test(exactly_one_probe_at_open_duration),
+		cmocka_unit_test(failed_probe_reopens_for_full_duration),
+		cmocka_unit_test(ignored_probe_frees_the_slot),
+		cmocka_unit_test(stale_permit_decides_nothing),
+		cmocka_unit_test(probe_that_never_reports_counts_as_failed),
+		cmocka_unit_test(manual_controls),
+		cmocka_unit_test(open_duration_grows_and_is_capped),
+		cmocka_unit_test(jitter_stays_in_bounds_and_varies),
+		cmocka_unit_test(options_are_validated),
+		cmocka_unit_test(lab_default_scenario),
+		cmocka_unit_test(lab_short_outage_never_opens),
+		cmocka_unit_test(count_based_waits_for_minimum_calls),
+		cmocka_unit_test(count_based_slow_calls_open),
+		cmocka_unit_test(time_based_window_forgets_old_seconds),
+		cmocka_unit_test(half_open_trials_decide_by_rate),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
