@@ -2,11 +2,51 @@
 #include <string.h>
 #include <time.h>
 #include "internal.h"
+#include "wms/sys/alloc.h"
 
-void *wms__malloc(size_t n) { return malloc(n ? n : 1); }
-void *wms__calloc(size_t count, size_t n) { return calloc(count ? count : 1, n ? n : 1); }
-void *wms__realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
-void wms__free(void *p) { free(p); }
+static void *std_malloc(size_t n, void *ctx) { (void)ctx; return malloc(n); }
+static void *std_realloc(void *p, size_t n, void *ctx) { (void)ctx; return realloc(p, n); }
+static void std_free(void *p, void *ctx) { (void)ctx; free(p); }
+
+static wms_allocator alloc = { std_malloc, std_realloc, std_free, NULL };
+
+wms_status wms_set_allocator(const wms_allocator *a)
+{
+	if (!a) {
+		alloc.malloc_fn = std_malloc;
+		alloc.realloc_fn = std_realloc;
+		alloc.free_fn = std_free;
+		alloc.ctx = NULL;
+		return WMS_OK;
+	}
+	if (!a->malloc_fn || !a->realloc_fn || !a->free_fn)
+		return WMS_ERR_INVALID_ARG;
+	alloc = *a;
+	return WMS_OK;
+}
+
+void *wms__malloc(size_t n) { return alloc.malloc_fn(n ? n : 1, alloc.ctx); }
+void *wms__realloc(void *p, size_t n) { return alloc.realloc_fn(p, n ? n : 1, alloc.ctx); }
+void wms__free(void *p)
+{
+	if (p)
+		alloc.free_fn(p, alloc.ctx);
+}
+
+void *wms__calloc(size_t count, size_t n)
+{
+	void *p;
+	size_t total;
+	if (n && count > SIZE_MAX / n)
+		return NULL;
+	total = count * n;
+	if (!total)
+		total = 1;
+	p = wms__malloc(total);
+	if (p)
+		memset(p, 0, total);
+	return p;
+}
 
 char *wms__strndup(const char *s, size_t n)
 {

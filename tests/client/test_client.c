@@ -1,0 +1,527 @@
+/* The client end to end over a scripted in-memory transport: every status,
+ * its delivery, and what it does to the breaker. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "wms/wms.h"
+#include "wms/sys/transport.h"
+
+#define MS 1000000ull
+
+/* ---- a scripted transport ------------------------------------------------ */
+
+typedef struct step {
+	wms_status fail;        /* != OK: a transport failure */
+	wms_delivery delivery;  /* for a failure */
+	long status;
+	const char *content_type;
+	const char *body;
+} step;
+
+typedef struct fake {
+	wms_transport parent;
+	step next;
+	int sends;
+	char last_action[128];
+	char last_ctype[160];
+	char last_body[8192];
+} fake;
+
+static wms_status fake_send(wms_transport *t, const wms_http_request *req,
+			    wms_http_response *resp, wms_error *err)
+{
+	fake *f = (fake *)t;
+	f->sends++;
+	snprintf(f->last_action, sizeof(f->last_action), "%s", req->soap_action);
+	snprintf(f->last_ctype, sizeof(f->last_ctype), "%s", req->content_type);
+	snprintf(f->last_body, sizeof(f->last_body), "%.*s", (int)req->body_len, req->body);
+	assert_true(req->timeout_ms > 0 && req->connect_timeout_ms > 0);
+	if (f->next.fail != WMS_OK)
+		return wms_transport_fail(err, f->next.fail, f->next.delivery, "scripted failure");
+	resp->status = f->next.status;
+	if (f->next.content_type)
+		wms_http_response_set_content_type(resp, f->next.content_type,
+						   strlen(f->next.content_type));
+	return wms_http_response_append(resp, f->next.body, strlen(f->next.body));
+}
+
+static void fake_free(wms_transport *t) { test_free(t); }
+
+static uint64_t clock_now;
+static uint64_t fake_clock(void *ctx) { (void)ctx; return clock_now; }
+
+typedef struct fx {
+	wms_client *c;
+	fake *t;
+} fx;
+
+static fx setup_client(wms_soap_version v)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_error err;
+	fx x;
+	x.t = test_calloc(1, sizeof(*x.t));
+	x.t->parent.version = WMS_TRANSPORT_VERSION;
+	x.t->parent.send = fake_send;
+	x.t->parent.free = fake_free;
+	o.endpoint = "http://wms.invalid/wms";
+	o.transport = &x.t->parent;
+	o.soap_version = v;
+	o.breaker_options.clock = fake_clock;
+	o.breaker_options.open_duration_ms = 30000;
+	clock_now = 1000 * MS;
+	assert_int_equal(wms_client_new(&x.c, &o, &err), WMS_OK);
+	return x;
+}
+
+#define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
+#define ENV_CLOSE "</s:Body></s:Envelope>"
+
+static const char submit_ok[] =
+	ENV_OPEN "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
+	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
+	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>" ENV_CLOSE;
+
+static const char server_fault[] =
+	ENV_OPEN "<s:Fault><faultcode>s:Server</faultcode><faultstring>database down</faultstring>"
+	"<detail><w:WmsFault xmlns:w=\"urn:libwms:warehouse:1\"><w:code>INTERNAL</w:code>"
+	"</w:WmsFault></detail></s:Fault>" ENV_CLOSE;
+
+static const char client_fault[] =
+	ENV_OPEN "<s:Fault><faultcode>s:Client</faultcode><faultstring>unknown SKU</faultstring>"
+	"<detail><w:WmsFault xmlns:w=\"urn:libwms:warehouse:1\"><w:code>UNKNOWN_SKU</w:code>"
+	"</w:WmsFault></detail></s:Fault>" ENV_CLOSE;
+
+static const wms_order_line one_line[] = { { "SKU-1", 2 } };
+
+static wms_order order(const char *id)
+{
+	wms_order o = WMS_ORDER_INIT;
+	o.order_id = id;
+	o.ship_to.name = "Ada Lovelace";
+	o.ship_to.line1 = "1 Analytical Way";
+	o.ship_to.city = "London";
+	o.ship_to.postal_code = "N1 9GU";
+	o.ship_to.country = "GB";
+	o.lines = one_line;
+	o.line_count = 1;
+	return o;
+}
+
+static void script(fx *x, long status, const char *ctype, const char *body)
+{
+	memset(&x->t->next, 0, sizeof(x->t->next));
+	x->t->next.status = status;
+	x->t->next.content_type = ctype;
+	x->t->next.body = body;
+}
+
+static void script_fail(fx *x, wms_status st, wms_delivery d)
+{
+	memset(&x->t->next, 0, sizeof(x->t->next));
+	x->t->next.fail = st;
+	x->t->next.delivery = d;
+}
+
+static wms_status submit(fx *x, wms_error *err)
+{
+	wms_order o = order("ORD-1");
+	return wms_submit_order(NULL, x->c, &o, err);
+}
+
+static wms_breaker_snapshot snap(fx *x)
+{
+	wms_breaker_snapshot s;
+	wms_breaker_snapshot_get(&s, wms_client_breaker(x->c));
+	return s;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void submit_ok_11(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_order o = order("ORD-1");
+	wms_submit_reply r;
+	wms_error err;
+	(void)state;
+	script(&x, 200, "text/xml; charset=utf-8", submit_ok);
+	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
+	assert_string_equal(r.wms_reference, "WMS-000042");
+	assert_string_equal(r.order_id, "ORD-1");
+	assert_int_equal(r.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(r.duplicate, 0);
+	assert_int_equal(err.status, WMS_OK);
+	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	assert_string_equal(x.t->last_action, "urn:libwms:warehouse:1/SubmitOrder");
+	assert_string_equal(x.t->last_ctype, "text/xml; charset=utf-8");
+	assert_non_null(strstr(x.t->last_body, "ORD-1"));
+	assert_int_equal(snap(&x).successes, 1);
+	wms_client_free(x.c);
+}
+
+static void submit_ok_12_content_type(void **state)
+{
+	fx x = setup_client(WMS_SOAP_12);
+	(void)state;
+	script(&x, 200, "application/soap+xml",
+	       "<e:Envelope xmlns:e=\"http://www.w3.org/2003/05/soap-envelope\"><e:Body>"
+	       "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrderId>ORD-1</clientOrderId>"
+	       "<wmsReference>R1</wmsReference><state>ALLOCATED</state><duplicate>true</duplicate>"
+	       "</SubmitOrderResponse></e:Body></e:Envelope>");
+	assert_int_equal(submit(&x, NULL), WMS_OK);
+	assert_string_equal(x.t->last_ctype, "application/soap+xml; charset=utf-8; "
+					     "action=\"urn:libwms:warehouse:1/SubmitOrder\"");
+	assert_non_null(strstr(x.t->last_body, "http://www.w3.org/2003/05/soap-envelope"));
+	wms_client_free(x.c);
+}
+
+static void breaker_opens_and_nothing_is_sent(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	int i;
+	(void)state;
+	script_fail(&x, WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(submit(&x, &err), WMS_ERR_CONNECT);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_string_equal(err.operation, "SubmitOrder");
+	}
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_OPEN);
+	clock_now += 10000 * MS;
+	assert_int_equal(submit(&x, &err), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(x.t->sends, 5); /* nothing sent */
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(err.retry_after_ms, 20000);
+	assert_true(strlen(err.message) > 0);
+	assert_true(wms_error_is_retryable(&err));
+	/* every operation goes through the breaker */
+	assert_int_equal(wms_get_order_status(NULL, x.c, "ORD-1", &err), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(wms_cancel_order(NULL, x.c, "ORD-1", NULL, &err), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(x.t->sends, 5);
+	/* after the open duration one probe goes; success closes */
+	clock_now += 20000 * MS;
+	script(&x, 200, "text/xml", submit_ok);
+	assert_int_equal(submit(&x, &err), WMS_OK);
+	assert_int_equal(x.t->sends, 6);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	wms_client_free(x.c);
+}
+
+static void server_fault_counts_as_failure(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	(void)state;
+	script(&x, 500, "text/xml; charset=utf-8", server_fault);
+	assert_int_equal(submit(&x, &err), WMS_ERR_SOAP_FAULT);
+	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	assert_int_equal(err.http_status, 500);
+	assert_string_equal(err.fault_code, "Server");
+	assert_string_equal(err.fault_string, "database down");
+	assert_string_equal(err.wms_code, "INTERNAL");
+	assert_int_equal(snap(&x).failures, 1);
+	assert_int_equal(snap(&x).consecutive_failures, 1);
+	wms_client_free(x.c);
+}
+
+static void client_fault_is_not_a_failure(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	int i;
+	(void)state;
+	script(&x, 500, "text/xml", client_fault);
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(submit(&x, &err), WMS_ERR_SOAP_FAULT);
+		assert_string_equal(err.fault_code, "Client");
+		assert_string_equal(err.wms_code, "UNKNOWN_SKU");
+		assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	}
+	assert_false(wms_error_is_retryable(&err));
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(snap(&x).ignored, 10);
+	assert_int_equal(snap(&x).failures, 0);
+	wms_client_free(x.c);
+}
+
+static void html_502_from_a_proxy(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	(void)state;
+	script(&x, 502, "text/html",
+	       "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"
+	       "<body><h1>Bad Gateway</h1></body></html>");
+	assert_int_equal(submit(&x, &err), WMS_ERR_HTTP);
+	assert_int_equal(err.http_status, 502);
+	assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_non_null(strstr(err.message, "502"));
+	assert_int_equal(snap(&x).failures, 1);
+	wms_client_free(x.c);
+}
+
+static void http_4xx_is_not_a_failure(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	(void)state;
+	script(&x, 404, "text/plain", "no such path");
+	assert_int_equal(submit(&x, &err), WMS_ERR_HTTP);
+	assert_int_equal(err.http_status, 404);
+	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	assert_int_equal(snap(&x).failures, 0);
+	assert_int_equal(snap(&x).ignored, 1);
+	wms_client_free(x.c);
+}
+
+static void bad_replies_with_200(void **state)
+{
+	struct {
+		const char *ctype, *body;
+		wms_status expect;
+	} cases[] = {
+		{ "text/html", "<html><body>maintenance</body></html>", WMS_ERR_NOT_XML },
+		{ "text/xml", "", WMS_ERR_NOT_XML },
+		{ "text/xml", ENV_OPEN "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrd",
+		  WMS_ERR_TRUNCATED },
+		{ "text/xml", ENV_OPEN "<GetStockLevelResponse xmlns=\"urn:libwms:warehouse:1\"><level>"
+			      "<sku>A</sku><onHand>1</onHand><reserved>0</reserved><available>1</available>"
+			      "</level></GetStockLevelResponse>" ENV_CLOSE, WMS_ERR_UNEXPECTED_REPLY },
+		{ "text/xml", "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e \"boom\">]>" ENV_OPEN ENV_CLOSE,
+		  WMS_ERR_UNSAFE_XML },
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fx x = setup_client(WMS_SOAP_11);
+		wms_error err;
+		script(&x, 200, cases[i].ctype, cases[i].body);
+		assert_int_equal(submit(&x, &err), cases[i].expect);
+		assert_int_equal(err.status, cases[i].expect);
+		assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+		assert_int_equal(err.http_status, 200);
+		assert_true(strlen(err.message) > 0);
+		assert_null(strchr(err.message, '\n'));
+		assert_int_equal(snap(&x).failures, 1);
+		wms_client_free(x.c);
+	}
+}
+
+static void transport_failures_keep_their_delivery(void **state)
+{
+	struct {
+		wms_status st;
+		wms_delivery d;
+	} cases[] = {
+		{ WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN },
+		{ WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT },
+		{ WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN },
+		{ WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT },
+		{ WMS_ERR_TRUNCATED, WMS_DELIVERY_UNKNOWN },
+		{ WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN },
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fx x = setup_client(WMS_SOAP_11);
+		wms_error err;
+		script_fail(&x, cases[i].st, cases[i].d);
+		assert_int_equal(submit(&x, &err), cases[i].st);
+		assert_int_equal(err.delivery, cases[i].d);
+		assert_int_equal(snap(&x).failures, 1);
+		wms_client_free(x.c);
+	}
+}
+
+static void fixture_mismatch_and_nomem_say_nothing_to_the_breaker(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	int i;
+	(void)state;
+	script_fail(&x, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(submit(&x, &err), WMS_ERR_FIXTURE);
+	assert_int_equal(snap(&x).permitted, 0);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	wms_client_free(x.c);
+}
+
+static void invalid_arguments_are_not_sent(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_order o = order("ORD-1");
+	wms_order_line bad_line[] = { { "SKU-1", 0 } };
+	wms_stock_reply *stock = (wms_stock_reply *)&o;
+	const char *skus[] = { "OK-1", "bad sku" };
+	wms_error err;
+	int i;
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		o.lines = bad_line;
+		assert_int_equal(wms_submit_order(NULL, x.c, &o, &err), WMS_ERR_INVALID_ARG);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_non_null(strstr(err.message, "quantity"));
+	}
+	o = order("");
+	assert_int_equal(wms_submit_order(NULL, x.c, &o, &err), WMS_ERR_INVALID_ARG);
+	o = order("ORD-1");
+	o.version = 42;
+	assert_int_equal(wms_submit_order(NULL, x.c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_submit_order(NULL, x.c, NULL, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_submit_order(NULL, NULL, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_get_order_status(NULL, x.c, NULL, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_cancel_order(NULL, x.c, "has space", NULL, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_get_stock_level(&stock, x.c, skus, 2, &err), WMS_ERR_INVALID_ARG);
+	assert_null(stock);
+	assert_int_equal(wms_get_stock_level(&stock, x.c, skus, 0, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(x.t->sends, 0);
+	assert_int_equal(snap(&x).permitted, 0);
+	assert_int_equal(snap(&x).failures, 0);
+	wms_client_free(x.c);
+}
+
+static void other_operations(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_status_reply sr;
+	wms_cancel_reply cr;
+	wms_stock_reply *stock = NULL;
+	const char *skus[] = { "SKU-1", "SKU-2" };
+	wms_error err;
+	(void)state;
+	script(&x, 200, "text/xml",
+	       ENV_OPEN "<GetOrderStatusResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrderId>ORD-1"
+	       "</clientOrderId><wmsReference>R9</wmsReference><state>SHIPPED</state>"
+	       "<updatedAt>2026-11-29T10:00:00Z</updatedAt></GetOrderStatusResponse>" ENV_CLOSE);
+	assert_int_equal(wms_get_order_status(&sr, x.c, "ORD-1", &err), WMS_OK);
+	assert_int_equal(sr.state, WMS_ORDER_SHIPPED);
+	assert_string_equal(sr.wms_reference, "R9");
+	assert_string_equal(sr.updated_at, "2026-11-29T10:00:00Z");
+	assert_string_equal(x.t->last_action, "urn:libwms:warehouse:1/GetOrderStatus");
+
+	script(&x, 200, "text/xml",
+	       ENV_OPEN "<CancelOrderResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrderId>ORD-1"
+	       "</clientOrderId><state>CANCELLED</state><alreadyCancelled>1</alreadyCancelled>"
+	       "</CancelOrderResponse>" ENV_CLOSE);
+	assert_int_equal(wms_cancel_order(&cr, x.c, "ORD-1", "customer asked", &err), WMS_OK);
+	assert_int_equal(cr.state, WMS_ORDER_CANCELLED);
+	assert_int_equal(cr.already_cancelled, 1);
+	assert_non_null(strstr(x.t->last_body, "customer asked"));
+
+	script(&x, 200, "text/xml",
+	       ENV_OPEN "<GetStockLevelResponse xmlns=\"urn:libwms:warehouse:1\">"
+	       "<level><sku>SKU-1</sku><onHand>10</onHand><reserved>3</reserved><available>7</available></level>"
+	       "<level><sku>SKU-2</sku><onHand>0</onHand><reserved>0</reserved><available>0</available></level>"
+	       "</GetStockLevelResponse>" ENV_CLOSE);
+	assert_int_equal(wms_get_stock_level(&stock, x.c, skus, 2, &err), WMS_OK);
+	assert_non_null(stock);
+	assert_int_equal(stock->count, 2);
+	assert_string_equal(stock->levels[0].sku, "SKU-1");
+	assert_int_equal(stock->levels[0].available, 7);
+	assert_int_equal(stock->levels[1].on_hand, 0);
+	wms_stock_reply_free(stock);
+
+	/* a stock reply with an HTTP 500 and a fault leaves nothing allocated */
+	script(&x, 500, "text/xml", server_fault);
+	stock = NULL;
+	assert_int_equal(wms_get_stock_level(&stock, x.c, skus, 2, &err), WMS_ERR_SOAP_FAULT);
+	assert_null(stock);
+	wms_client_free(x.c);
+}
+
+static void client_options_are_validated(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_error err;
+	(void)state;
+	assert_int_equal(wms_client_new(&c, NULL, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "endpoint"));
+	o.endpoint = "ftp://wms/";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	o.endpoint = "http://127.0.0.1:1/wms";
+	o.timeout_ms = WMS_MAX_TIMEOUT_MS + 1;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	o.timeout_ms = 0;
+	o.version = 2;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "version"));
+	o.version = WMS_CLIENT_OPTIONS_VERSION;
+	o.breaker_options.failure_rate_threshold = 500;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "breaker"));
+	o.breaker_options.failure_rate_threshold = 0;
+	o.soap_version = (wms_soap_version)3;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_null(c);
+	o.soap_version = WMS_SOAP_11;
+	assert_int_equal(wms_client_new(&c, &o, NULL), WMS_OK);
+	assert_non_null(wms_client_breaker(c));
+	wms_client_free(c);
+	wms_client_free(NULL);
+	assert_int_equal(wms_client_options_init(&o, 9), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_client_options_init(&o, WMS_CLIENT_OPTIONS_VERSION), WMS_OK);
+}
+
+static void every_status_has_a_name_and_text(void **state)
+{
+	int s;
+	(void)state;
+	for (s = WMS_OK; s <= WMS_ERR_INTERNAL; s++) {
+		assert_string_not_equal(wms_status_name((wms_status)s), "UNKNOWN_STATUS");
+		assert_string_not_equal(wms_strerror((wms_status)s), "unknown status");
+	}
+	assert_string_equal(wms_status_name(WMS_ERR_CIRCUIT_OPEN), "CIRCUIT_OPEN");
+	assert_string_equal(wms_delivery_name(WMS_DELIVERY_UNKNOWN), "UNKNOWN");
+	assert_string_equal(wms_status_name((wms_status)999), "UNKNOWN_STATUS");
+	assert_string_equal(wms_version(), WMS_VERSION);
+}
+
+static void shared_breaker_is_not_freed(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_breaker *b;
+	wms_client *c1, *c2;
+	(void)state;
+	assert_int_equal(wms_breaker_new(&b, NULL), WMS_OK);
+	o.endpoint = "http://127.0.0.1:1/";
+	o.breaker = b;
+	assert_int_equal(wms_client_new(&c1, &o, NULL), WMS_OK);
+	assert_int_equal(wms_client_new(&c2, &o, NULL), WMS_OK);
+	assert_ptr_equal(wms_client_breaker(c1), b);
+	assert_ptr_equal(wms_client_breaker(c2), b);
+	wms_client_free(c1);
+	wms_client_free(c2);
+	wms_breaker_force_open(b); /* still alive */
+	wms_breaker_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(submit_ok_11),
+		cmocka_unit_test(submit_ok_12_content_type),
+		cmocka_unit_test(breaker_opens_and_nothing_is_sent),
+		cmocka_unit_test(server_fault_counts_as_failure),
+		cmocka_unit_test(client_fault_is_not_a_failure),
+		cmocka_unit_test(html_502_from_a_proxy),
+		cmocka_unit_test(http_4xx_is_not_a_failure),
+		cmocka_unit_test(bad_replies_with_200),
+		cmocka_unit_test(transport_failures_keep_their_delivery),
+		cmocka_unit_test(fixture_mismatch_and_nomem_say_nothing_to_the_breaker),
+		cmocka_unit_test(invalid_arguments_are_not_sent),
+		cmocka_unit_test(other_operations),
+		cmocka_unit_test(client_options_are_validated),
+		cmocka_unit_test(every_status_has_a_name_and_text),
+		cmocka_unit_test(shared_breaker_is_not_freed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
