@@ -1,16 +1,26 @@
 /*
- * The client: every operation is validate -> breaker -> build -> send ->
- * parse -> classify -> record. The breaker is asked first, so an open
- * breaker answers before any XML is built or any socket touched.
+ * The client: every operation is breaker -> validate -> build -> send ->
+ * parse -> classify -> record, with optional retries inside the breaker.
+ * The breaker is asked first, so an open breaker answers before any XML is
+ * built or any socket touched.
  */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include "internal.h"
 #include "client_internal.h"
 #include "soap.h"
 #include "wms/client.h"
 #include "wms/sys/transport.h"
+
+/* What the state-change hook of one breaker needs. */
+typedef struct breaker_hook {
+	wms_client *client;
+	const char *operation; /* NULL for the client-wide breaker */
+	wms_breaker_event_fn user_fn;
+	void *user_ctx;
+} breaker_hook;
 
 struct wms_client {
 	char *endpoint;
@@ -22,9 +32,20 @@ struct wms_client {
 	uint32_t timeout_ms;
 	uint32_t stall_timeout_ms;
 	size_t max_reply_bytes;
-	wms_breaker *breaker;
-	int own_breaker;
+	/* breakers[op]: the same pointer for every op in PER_CLIENT scope */
+	wms_breaker *breakers[WMS__OP_COUNT];
+	breaker_hook hooks[WMS__OP_COUNT];
+	size_t breaker_count;
+	int own_breakers;
 	wms_transport *transport;
+	wms_retry_options retry;
+	wms_error_filter_fn error_filter;
+	void *error_filter_ctx;
+	wms_fallbacks fallbacks;
+	int has_fallbacks;
+	wms_metric_fn on_metric;
+	void *metric_ctx;
+	char *state_metric; /* "<prefix>.circuit_breaker_state" */
 };
 
 wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
@@ -44,16 +65,20 @@ static int has_scheme(const char *url)
 
 void wms_client_free(wms_client *c)
 {
+	size_t i;
 	if (!c)
 		return;
 	if (c->transport && c->transport->free)
 		c->transport->free(c->transport);
-	if (c->own_breaker)
-		wms_breaker_free(c->breaker);
+	if (c->own_breakers)
+		for (i = 0; i < WMS__OP_COUNT; i++)
+			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
+				wms_breaker_free(c->breakers[i]);
 	wms__free(c->endpoint);
 	wms__free(c->user_agent);
 	wms__free(c->ca_file);
 	wms__free(c->ca_path);
+	wms__free(c->state_metric);
 	wms__free(c);
 }
 
@@ -65,11 +90,96 @@ static wms_status dup_opt(char **dst, const char *src)
 	return *dst ? WMS_OK : WMS_ERR_NOMEM;
 }
 
+static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state state,
+		       const char *name)
+{
+	wms_metric m;
+	if (!c->on_metric || state > WMS_BREAKER_HALF_OPEN)
+		return; /* the gauge has three values; manual states map to none */
+	m.name = c->state_metric;
+	m.value = (double)state;
+	m.breaker = name;
+	m.operation = h->operation;
+	c->on_metric(&m, c->metric_ctx);
+}
+
+static void on_breaker_event(const wms_breaker_event *ev, void *ctx)
+{
+	breaker_hook *h = ctx;
+	emit_state(h->client, h, ev->to, ev->name);
+	if (h->user_fn)
+		h->user_fn(ev, h->user_ctx);
+}
+
+static wms_status make_breakers(wms_client *c, const wms_client_options *opts, wms_error *err)
+{
+	wms_breaker_options bo = opts->breaker_options;
+	char name[96];
+	const char *base = bo.name ? bo.name : "wms";
+	size_t i, n = opts->breaker_scope == WMS_BREAKER_PER_OPERATION ? WMS__OP_COUNT : 1;
+	wms_status st;
+
+	for (i = 0; i < n; i++) {
+		breaker_hook *h = &c->hooks[i];
+		h->client = c;
+		h->operation = n > 1 ? wms__op_name((wms__op)i) : NULL;
+		h->user_fn = bo.on_state_change;
+		h->user_ctx = bo.event_ctx;
+		if (n > 1) {
+			snprintf(name, sizeof(name), "%s.%s", base, h->operation);
+			bo.name = name;
+		}
+		bo.on_state_change = on_breaker_event;
+		bo.event_ctx = h;
+		st = wms_breaker_new(&c->breakers[i], &bo);
+		if (st != WMS_OK)
+			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
+					 st == WMS_ERR_INVALID_ARG
+						 ? "breaker_options: a value is out of range"
+						 : "cannot create the breaker");
+		bo.on_state_change = h->user_fn;
+		bo.event_ctx = h->user_ctx;
+	}
+	for (; i < WMS__OP_COUNT; i++) {
+		c->breakers[i] = c->breakers[0];
+		c->hooks[i] = c->hooks[0];
+	}
+	c->breaker_count = n;
+	c->own_breakers = 1;
+	for (i = 0; i < n; i++) {
+		wms_breaker_snapshot snap;
+		wms_breaker_snapshot_get(&snap, c->breakers[i]);
+		emit_state(c, &c->hooks[i], snap.state, snap.name);
+	}
+	return WMS_OK;
+}
+
+static wms_status check_retry(wms_retry_options *r, wms_error *err)
+{
+	if (r->max_attempts == 0)
+		r->max_attempts = 1;
+	if (!r->initial_backoff_ms)
+		r->initial_backoff_ms = 100;
+	if (!r->max_backoff_ms)
+		r->max_backoff_ms = 2000;
+	if (!r->backoff_multiplier_pct)
+		r->backoff_multiplier_pct = 200;
+	if (r->max_attempts > 10 || r->backoff_multiplier_pct < 100 ||
+	    r->backoff_multiplier_pct > 1000 || r->initial_backoff_ms > WMS_MAX_TIMEOUT_MS ||
+	    r->max_backoff_ms > WMS_MAX_TIMEOUT_MS || r->max_backoff_ms < r->initial_backoff_ms)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "retry: max_attempts must be 1-10, backoff_multiplier_pct 100-1000, "
+				 "initial_backoff_ms <= max_backoff_ms <= %u", WMS_MAX_TIMEOUT_MS);
+	return WMS_OK;
+}
+
 wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_error *err)
 {
 	wms_client *c = NULL;
 	wms_transport *transport = opts ? opts->transport : NULL;
+	wms_retry_options retry;
 	wms_status st;
+	size_t i;
 
 	wms_error_clear(err);
 	if (!out) {
@@ -98,6 +208,12 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			       "soap_version must be WMS_SOAP_11 or WMS_SOAP_12");
 		goto fail;
 	}
+	if (opts->breaker_scope != WMS_BREAKER_PER_CLIENT &&
+	    opts->breaker_scope != WMS_BREAKER_PER_OPERATION) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "breaker_scope must be PER_CLIENT or PER_OPERATION");
+		goto fail;
+	}
 	if (opts->timeout_ms > WMS_MAX_TIMEOUT_MS || opts->connect_timeout_ms > WMS_MAX_TIMEOUT_MS ||
 	    opts->stall_timeout_ms > WMS_MAX_TIMEOUT_MS) {
 		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
@@ -109,11 +225,24 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			       "max_reply_bytes must be at most 1 GiB");
 		goto fail;
 	}
+	retry = opts->retry;
+	st = check_retry(&retry, err);
+	if (st != WMS_OK)
+		goto fail;
 	c = wms__calloc(1, sizeof(*c));
 	if (!c) {
 		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 		goto fail;
 	}
+	c->retry = retry;
+	c->error_filter = opts->error_filter;
+	c->error_filter_ctx = opts->error_filter_ctx;
+	if (opts->fallbacks) {
+		c->fallbacks = *opts->fallbacks;
+		c->has_fallbacks = 1;
+	}
+	c->on_metric = opts->on_metric;
+	c->metric_ctx = opts->metric_ctx;
 	c->soap_version = opts->soap_version;
 	c->timeout_ms = opts->timeout_ms ? opts->timeout_ms : WMS_DEFAULT_TIMEOUT_MS;
 	c->connect_timeout_ms =
@@ -123,23 +252,28 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 	c->stall_timeout_ms =
 		opts->stall_timeout_ms ? opts->stall_timeout_ms : WMS_DEFAULT_STALL_TIMEOUT_MS;
 	c->max_reply_bytes = opts->max_reply_bytes ? opts->max_reply_bytes : WMS_DEFAULT_MAX_REPLY_BYTES;
-	if (dup_opt(&c->endpoint, opts->endpoint ? opts->endpoint : "") ||
-	    dup_opt(&c->user_agent, opts->user_agent ? opts->user_agent : "libwms/" WMS_VERSION) ||
-	    dup_opt(&c->ca_file, opts->ca_file) || dup_opt(&c->ca_path, opts->ca_path)) {
-		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
-		goto fail;
-	}
-	if (opts->breaker) {
-		c->breaker = opts->breaker;
-	} else {
-		st = wms_breaker_new(&c->breaker, &opts->breaker_options);
-		if (st != WMS_OK) {
-			wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
-				  st == WMS_ERR_INVALID_ARG ? "breaker_options: a value is out of range"
-							    : "cannot create the breaker");
+	{
+		char metric[128];
+		snprintf(metric, sizeof(metric), "%s.circuit_breaker_state",
+			 opts->metric_prefix ? opts->metric_prefix : "fulfillment");
+		if (dup_opt(&c->state_metric, metric) ||
+		    dup_opt(&c->endpoint, opts->endpoint ? opts->endpoint : "") ||
+		    dup_opt(&c->user_agent, opts->user_agent ? opts->user_agent : "libwms/" WMS_VERSION) ||
+		    dup_opt(&c->ca_file, opts->ca_file) || dup_opt(&c->ca_path, opts->ca_path)) {
+			st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 			goto fail;
 		}
-		c->own_breaker = 1;
+	}
+	if (opts->breaker) {
+		for (i = 0; i < WMS__OP_COUNT; i++) {
+			c->breakers[i] = opts->breaker;
+			c->hooks[i].client = c;
+		}
+		c->breaker_count = 1;
+	} else {
+		st = make_breakers(c, opts, err);
+		if (st != WMS_OK)
+			goto fail;
 	}
 	wms__xml_init();
 	if (!transport) {
@@ -162,7 +296,51 @@ fail:
 
 wms_breaker *wms_client_breaker(wms_client *c)
 {
-	return c ? c->breaker : NULL;
+	return c ? c->breakers[0] : NULL;
+}
+
+wms_breaker *wms_client_breaker_for(wms_client *c, const char *operation)
+{
+	size_t i;
+	if (!c || !operation)
+		return NULL;
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		if (strcmp(operation, wms__op_name((wms__op)i)) == 0)
+			return c->breakers[i];
+	return NULL;
+}
+
+size_t wms_client_breakers(wms_breaker **out, size_t max, wms_client *c)
+{
+	size_t i;
+	if (!c)
+		return 0;
+	for (i = 0; i < c->breaker_count && i < max && out; i++)
+		out[i] = c->breakers[i];
+	return c->breaker_count;
+}
+
+wms_status wms_stock_reply_new(wms_stock_reply **out, size_t count)
+{
+	wms_stock_reply *r;
+	if (!out)
+		return WMS_ERR_INVALID_ARG;
+	*out = NULL;
+	if (count > WMS_MAX_SKUS)
+		return WMS_ERR_INVALID_ARG;
+	r = wms__calloc(1, sizeof(*r));
+	if (!r)
+		return WMS_ERR_NOMEM;
+	if (count) {
+		r->levels = wms__calloc(count, sizeof(*r->levels));
+		if (!r->levels) {
+			wms__free(r);
+			return WMS_ERR_NOMEM;
+		}
+	}
+	r->count = count;
+	*out = r;
+	return WMS_OK;
 }
 
 /* ---- classification -------------------------------------------------- */
@@ -278,7 +456,7 @@ static wms_status interpret(wms__op op, void *out, const wms_http_response *resp
 }
 
 static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void *out,
-			   wms_error *err)
+			   uint32_t timeout_ms, wms_error *err)
 {
 	wms_http_request req;
 	wms_http_response resp;
@@ -293,7 +471,7 @@ static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void
 	req.soap_action = wms__op_action(op);
 	req.soap_version = c->soap_version;
 	if (c->soap_version == WMS_SOAP_12) {
-		/* (the action is a fixed URN from soap.c: no quoting issue) */
+		/* the action is a fixed URN from soap_build.c: nothing to escape */
 		snprintf(ctype, sizeof(ctype), "application/soap+xml; charset=utf-8; action=\"%s\"",
 			 req.soap_action);
 		req.content_type = ctype;
@@ -302,8 +480,9 @@ static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void
 	}
 	req.body = body->data;
 	req.body_len = body->len;
-	req.connect_timeout_ms = c->connect_timeout_ms;
-	req.timeout_ms = c->timeout_ms;
+	req.timeout_ms = timeout_ms;
+	req.connect_timeout_ms = c->connect_timeout_ms < timeout_ms ? c->connect_timeout_ms
+								    : timeout_ms;
 	req.stall_timeout_ms = c->stall_timeout_ms;
 	req.max_reply_bytes = c->max_reply_bytes;
 	req.user_agent = c->user_agent;
@@ -313,26 +492,31 @@ static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void
 	st = c->transport->send(c->transport, &req, &resp, err);
 	if (st == WMS_OK)
 		st = interpret(op, out, &resp, c->max_reply_bytes, err);
-	else if (err && err->status != st)
+	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
 	wms_http_response_clear(&resp);
 	return st;
 }
 
+/* ---- one call: breaker, retries, fallback ------------------------------- */
+
+typedef struct call {
+	wms__op op;
+	const wms_order *order;
+	const char *order_id;
+	const char *reason;
+	const char *const *skus;
+	size_t sku_count;
+	void *out; /* the reply struct, or wms_stock_reply ** */
+} call;
+
 static const char circuit_open_msg[] = "circuit breaker open: call rejected without sending";
 
-/* Start a call: clear err, ask the breaker. */
-static wms_status begin(wms_client *c, wms__op op, wms_breaker_permit *permit, wms_error *err)
+static wms_status ask_breaker(wms_breaker *b, wms_breaker_permit *permit, wms_error *err)
 {
 	uint32_t retry = 0;
-	wms_status st;
-
-	if (err) {
-		wms_error_clear(err);
-		wms__strlcpy(err->operation, wms__op_name(op), sizeof(err->operation));
-	}
-	st = wms_breaker_acquire(permit, c->breaker, &retry);
-	if (st == WMS_ERR_CIRCUIT_OPEN && err) {
+	wms_status st = wms_breaker_acquire(permit, b, &retry);
+	if (st == WMS_ERR_CIRCUIT_OPEN) {
 		err->status = st;
 		err->delivery = WMS_DELIVERY_NOT_SENT;
 		err->retry_after_ms = retry;
@@ -341,134 +525,289 @@ static wms_status begin(wms_client *c, wms__op op, wms_breaker_permit *permit, w
 	return st;
 }
 
-/* End a call: classify, tell the breaker. */
-static wms_status finish(wms_client *c, const wms_breaker_permit *permit, wms_status st,
-			 wms_error *err)
+/* Tell the breaker how an attempt went; returns how it counted. */
+static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker_permit *permit,
+				const wms_error *err, int *recorded)
 {
-	int record;
-	wms_outcome outcome = wms__default_outcome(err, &record);
+	wms_outcome outcome = wms__default_outcome(err, recorded);
 
-	if (record)
-		wms_breaker_record(c->breaker, permit, outcome);
-	else
-		wms_breaker_release(c->breaker, permit);
+	if (*recorded) {
+		if (c->error_filter) {
+			outcome = c->error_filter(err, outcome, c->error_filter_ctx);
+			if (outcome != WMS_OUTCOME_SUCCESS && outcome != WMS_OUTCOME_FAILURE)
+				outcome = WMS_OUTCOME_IGNORED;
+		}
+		wms_breaker_record(b, permit, outcome);
+	} else {
+		wms_breaker_release(b, permit);
+	}
+	return outcome;
+}
+
+static wms_status validate_and_build(wms_client *c, const call *k, wms__buf *body,
+				     wms_error *err)
+{
+	wms_status st;
+	switch (k->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		st = wms__validate_order(k->order, err);
+		return st ? st : wms__build_submit_order(body, c->soap_version, k->order, err);
+	case WMS__OP_GET_ORDER_STATUS:
+		st = wms__validate_order_id(k->order_id, err);
+		return st ? st : wms__build_get_order_status(body, c->soap_version, k->order_id, err);
+	case WMS__OP_CANCEL_ORDER:
+		st = wms__validate_order_id(k->order_id, err);
+		if (st == WMS_OK && k->reason && strlen(k->reason) > 256)
+			st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				       "reason: at most 256 bytes (got %zu)", strlen(k->reason));
+		return st ? st
+			  : wms__build_cancel_order(body, c->soap_version, k->order_id, k->reason,
+						    err);
+	case WMS__OP_GET_STOCK_LEVEL:
+		st = wms__validate_skus(k->skus, k->sku_count, err);
+		return st ? st
+			  : wms__build_get_stock_level(body, c->soap_version, k->skus, k->sku_count,
+						       err);
+	case WMS__OP_COUNT:
+		break;
+	}
+	return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT, "unknown operation");
+}
+
+static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
+{
+	const wms_fallbacks *f = &c->fallbacks;
+	wms_fallback_call fc;
+	wms_error why = *err;
+	wms_status st = WMS_ERR_CIRCUIT_OPEN;
+	int ran = 1;
+
+	memset(&fc, 0, sizeof(fc));
+	fc.operation = wms__op_name(k->op);
+	fc.order = k->order;
+	fc.order_id = k->op == WMS__OP_SUBMIT_ORDER && k->order ? k->order->order_id : k->order_id;
+	fc.reason = k->reason;
+	fc.skus = k->skus;
+	fc.sku_count = k->sku_count;
+	fc.error = &why;
+	switch (k->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		if (!f->submit_order)
+			return st;
+		memset(k->out, 0, sizeof(wms_submit_reply));
+		st = f->submit_order(k->out, &fc, f->ctx);
+		((wms_submit_reply *)k->out)->from_fallback = 1;
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		if (!f->get_order_status)
+			return st;
+		memset(k->out, 0, sizeof(wms_status_reply));
+		st = f->get_order_status(k->out, &fc, f->ctx);
+		((wms_status_reply *)k->out)->from_fallback = 1;
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		if (!f->cancel_order)
+			return st;
+		memset(k->out, 0, sizeof(wms_cancel_reply));
+		st = f->cancel_order(k->out, &fc, f->ctx);
+		((wms_cancel_reply *)k->out)->from_fallback = 1;
+		break;
+	case WMS__OP_GET_STOCK_LEVEL: {
+		wms_stock_reply **o = k->out;
+		if (!f->get_stock_level)
+			return st;
+		*o = NULL;
+		st = f->get_stock_level(o, &fc, f->ctx);
+		if (*o)
+			(*o)->from_fallback = 1;
+		break;
+	}
+	case WMS__OP_COUNT:
+		ran = 0;
+		break;
+	}
+	if (!ran)
+		return st;
+	err->status = st;
+	err->delivery = WMS_DELIVERY_NOT_SENT;
+	err->fallback = 1;
+	snprintf(err->message, sizeof(err->message), "circuit breaker open: answered by the %s fallback (%s)",
+		 fc.operation, wms_status_name(st));
 	return st;
 }
 
-/* Without a caller's err we still need the detail to classify faults. */
-#define LOCAL_ERR(err, storage) ((err) ? (err) : ((storage) = (wms_error){ 0 }, &(storage)))
-
-static wms_status run(wms_client *c, wms__op op, wms__buf *body, wms_status built, void *out,
-		      const wms_breaker_permit *permit, wms_error *err)
+/* Full-jitter backoff: uniform in [0, min(max, initial * mult^n)]. */
+static uint64_t backoff_ns(const wms_retry_options *r, uint32_t retry_no, uint64_t *rng)
 {
-	wms_status st = built;
-	if (st == WMS_OK)
-		st = exchange(c, op, body, out, err);
-	wms__buf_free(body);
-	return finish(c, permit, st, err);
+	uint64_t ms = r->initial_backoff_ms;
+	uint32_t i;
+	for (i = 1; i < retry_no && ms < r->max_backoff_ms; i++)
+		ms = ms * r->backoff_multiplier_pct / 100u;
+	if (ms > r->max_backoff_ms)
+		ms = r->max_backoff_ms;
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	return (*rng % (ms * 1000000u + 1u));
 }
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts;
+	ts.tv_sec = (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* The delivery that is true of the whole call: once any attempt may have
+ * reached the WMS, the call may have. */
+static wms_delivery merge_delivery(wms_delivery so_far, wms_delivery last)
+{
+	if (last == WMS_DELIVERY_ANSWERED)
+		return last;
+	if (so_far == WMS_DELIVERY_UNKNOWN || so_far == WMS_DELIVERY_ANSWERED)
+		return WMS_DELIVERY_UNKNOWN;
+	return last;
+}
+
+static wms_status perform(wms_client *c, const call *k, wms_error *err)
+{
+	wms_breaker *b = c->breakers[k->op];
+	wms_breaker_permit permit;
+	wms__buf body = { 0 };
+	wms_delivery delivery = WMS_DELIVERY_NOT_SENT;
+	uint64_t start = 0, deadline = 0, rng = 0;
+	uint32_t attempt, timeout = c->timeout_ms;
+	wms_outcome outcome;
+	int recorded;
+	wms_status st;
+
+	wms_error_clear(err);
+	wms__strlcpy(err->operation, wms__op_name(k->op), sizeof(err->operation));
+	st = ask_breaker(b, &permit, err);
+	if (st == WMS_ERR_CIRCUIT_OPEN)
+		return c->has_fallbacks ? run_fallback(c, k, err) : st;
+	st = validate_and_build(c, k, &body, err);
+	if (st != WMS_OK) {
+		wms_breaker_release(b, &permit);
+		goto done;
+	}
+	if (c->retry.max_attempts > 1) {
+		start = wms__now_ns();
+		deadline = start + (uint64_t)c->timeout_ms * 1000000u;
+		rng = start ^ (uint64_t)(uintptr_t)&permit;
+	}
+	for (attempt = 1;; attempt++) {
+		err->attempts = attempt;
+		st = exchange(c, k->op, &body, k->out, timeout, err);
+		delivery = merge_delivery(attempt == 1 ? WMS_DELIVERY_NOT_SENT : delivery,
+					  err->delivery);
+		err->delivery = delivery;
+		outcome = tell_breaker(c, b, &permit, err, &recorded);
+		if (st == WMS_OK || attempt >= c->retry.max_attempts ||
+		    outcome != WMS_OUTCOME_FAILURE || !recorded)
+			break;
+		if (c->retry.not_sent_only && delivery != WMS_DELIVERY_NOT_SENT)
+			break;
+		{
+			uint64_t now = wms__now_ns();
+			uint64_t pause = backoff_ns(&c->retry, attempt, &rng);
+			/* the next attempt needs time left after its pause: at least 1 ms */
+			if (now + pause + 1000000u >= deadline)
+				break;
+			sleep_ns(pause);
+			now = wms__now_ns();
+			if (now + 1000000u >= deadline)
+				break;
+			timeout = (uint32_t)((deadline - now) / 1000000u);
+		}
+		{
+			/* Never after CIRCUIT_OPEN: keep the last real error. */
+			wms_error open_err = *err;
+			if (ask_breaker(b, &permit, &open_err) == WMS_ERR_CIRCUIT_OPEN) {
+				err->retry_after_ms = open_err.retry_after_ms;
+				break;
+			}
+		}
+		/* a fresh error for the attempt; the merged delivery is kept aside */
+		{
+			char op[sizeof(err->operation)];
+			memcpy(op, err->operation, sizeof(op));
+			wms_error_clear(err);
+			memcpy(err->operation, op, sizeof(op));
+		}
+	}
+done:
+	wms__buf_free(&body);
+	return st;
+}
+
+/* ---- the operations --------------------------------------------------------- */
+
+#define NULL_ARG(err, what)                                                                  \
+	(wms_error_clear(err),                                                               \
+	 wms__fail((err), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL", (what)))
 
 wms_status wms_submit_order(wms_submit_reply *out, wms_client *c, const wms_order *order,
 			    wms_error *err)
 {
-	wms_breaker_permit permit;
 	wms_submit_reply tmp;
-	wms__buf body = { 0 };
 	wms_error local;
-	wms_status st;
+	call k = { WMS__OP_SUBMIT_ORDER, NULL, NULL, NULL, NULL, 0, NULL };
 
-	if (!c || !order) {
-		wms_error_clear(err);
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "%s is NULL", c ? "order" : "client");
-	}
-	err = LOCAL_ERR(err, local);
-	st = begin(c, WMS__OP_SUBMIT_ORDER, &permit, err);
-	if (st != WMS_OK)
-		return st;
-	st = wms__validate_order(order, err);
-	if (st == WMS_OK)
-		st = wms__build_submit_order(&body, c->soap_version, order, err);
-	st = run(c, WMS__OP_SUBMIT_ORDER, &body, st, out ? (void *)out : (void *)&tmp, &permit,
-		 err);
-	return st;
+	if (!c || !order)
+		return NULL_ARG(err, c ? "order" : "client");
+	k.order = order;
+	k.out = out ? out : &tmp;
+	return perform(c, &k, err ? err : &local);
 }
 
 wms_status wms_get_order_status(wms_status_reply *out, wms_client *c, const char *order_id,
 				wms_error *err)
 {
-	wms_breaker_permit permit;
 	wms_status_reply tmp;
-	wms__buf body = { 0 };
 	wms_error local;
-	wms_status st;
+	call k = { WMS__OP_GET_ORDER_STATUS, NULL, NULL, NULL, NULL, 0, NULL };
 
-	if (!c) {
-		wms_error_clear(err);
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "client is NULL");
-	}
-	err = LOCAL_ERR(err, local);
-	st = begin(c, WMS__OP_GET_ORDER_STATUS, &permit, err);
-	if (st != WMS_OK)
-		return st;
-	st = wms__validate_order_id(order_id, err);
-	if (st == WMS_OK)
-		st = wms__build_get_order_status(&body, c->soap_version, order_id, err);
-	return run(c, WMS__OP_GET_ORDER_STATUS, &body, st, out ? (void *)out : (void *)&tmp,
-		   &permit, err);
+	if (!c)
+		return NULL_ARG(err, "client");
+	k.order_id = order_id;
+	k.out = out ? out : &tmp;
+	return perform(c, &k, err ? err : &local);
 }
 
 wms_status wms_cancel_order(wms_cancel_reply *out, wms_client *c, const char *order_id,
 			    const char *reason, wms_error *err)
 {
-	wms_breaker_permit permit;
 	wms_cancel_reply tmp;
-	wms__buf body = { 0 };
 	wms_error local;
-	wms_status st;
+	call k = { WMS__OP_CANCEL_ORDER, NULL, NULL, NULL, NULL, 0, NULL };
 
-	if (!c) {
-		wms_error_clear(err);
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "client is NULL");
-	}
-	err = LOCAL_ERR(err, local);
-	st = begin(c, WMS__OP_CANCEL_ORDER, &permit, err);
-	if (st != WMS_OK)
-		return st;
-	st = wms__validate_order_id(order_id, err);
-	if (st == WMS_OK && reason && strlen(reason) > 256)
-		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-			       "reason: at most 256 bytes");
-	if (st == WMS_OK)
-		st = wms__build_cancel_order(&body, c->soap_version, order_id, reason, err);
-	return run(c, WMS__OP_CANCEL_ORDER, &body, st, out ? (void *)out : (void *)&tmp, &permit,
-		   err);
+	if (!c)
+		return NULL_ARG(err, "client");
+	k.order_id = order_id;
+	k.reason = reason;
+	k.out = out ? out : &tmp;
+	return perform(c, &k, err ? err : &local);
 }
 
 wms_status wms_get_stock_level(wms_stock_reply **out, wms_client *c, const char *const *skus,
 			       size_t sku_count, wms_error *err)
 {
-	wms_breaker_permit permit;
 	wms_stock_reply *reply = NULL;
-	wms__buf body = { 0 };
 	wms_error local;
 	wms_status st;
+	call k = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, NULL, 0, NULL };
 
 	if (out)
 		*out = NULL;
-	if (!c || !out) {
-		wms_error_clear(err);
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL",
-				 c ? "out" : "client");
-	}
-	err = LOCAL_ERR(err, local);
-	st = begin(c, WMS__OP_GET_STOCK_LEVEL, &permit, err);
-	if (st != WMS_OK)
-		return st;
-	st = wms__validate_skus(skus, sku_count, err);
-	if (st == WMS_OK)
-		st = wms__build_get_stock_level(&body, c->soap_version, skus, sku_count, err);
-	st = run(c, WMS__OP_GET_STOCK_LEVEL, &body, st, &reply, &permit, err);
+	if (!c || !out)
+		return NULL_ARG(err, c ? "out" : "client");
+	k.skus = skus;
+	k.sku_count = sku_count;
+	k.out = &reply;
+	st = perform(c, &k, err ? err : &local);
 	if (st == WMS_OK)
 		*out = reply;
 	else

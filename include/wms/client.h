@@ -17,11 +17,52 @@ WMS_BEGIN_DECL
 
 typedef struct wms_client wms_client;
 typedef struct wms_transport wms_transport; /* see wms/sys/transport.h */
+typedef struct wms_fallbacks wms_fallbacks; /* below */
 
 typedef enum wms_soap_version {
 	WMS_SOAP_11 = 0, /**< text/xml, quoted SOAPAction header (default) */
 	WMS_SOAP_12 = 1  /**< application/soap+xml; action="..." */
 } wms_soap_version;
+
+typedef enum wms_breaker_scope {
+	WMS_BREAKER_PER_CLIENT = 0,   /**< one breaker for every operation */
+	WMS_BREAKER_PER_OPERATION = 1 /**< one breaker per WMS operation */
+} wms_breaker_scope;
+
+/**
+ * Retries inside the breaker (seed 001: the breaker wraps the retry). Each
+ * attempt asks the breaker and is recorded by it; no attempt follows
+ * CIRCUIT_OPEN; all attempts and backoffs fit inside timeout_ms. A failure
+ * is retried when the breaker counts it as a failure (not a Client fault, a
+ * 4xx or a bad argument); every WMS operation carries the order id and is
+ * idempotent, so a delivery of UNKNOWN is retried too unless
+ * `not_sent_only` is set.
+ */
+typedef struct wms_retry_options {
+	uint32_t max_attempts;           /**< attempts in all; 0 or 1 = no retry; max 10 */
+	uint32_t initial_backoff_ms;     /**< 0 = 100 */
+	uint32_t max_backoff_ms;         /**< 0 = 2000 */
+	uint32_t backoff_multiplier_pct; /**< 0 = 200 (doubles); 100-1000 */
+	int not_sent_only;               /**< retry only when delivery was NOT_SENT */
+} wms_retry_options;
+
+#define WMS_RETRY_OPTIONS_INIT { 0, 0, 0, 0, 0 }
+
+/** Reclassify a finished call for the breaker. `proposed` is the default
+ *  classification; return it, or another outcome. Called for every call
+ *  that reached the transport, from the calling thread. */
+typedef wms_outcome (*wms_error_filter_fn)(const wms_error *err, wms_outcome proposed,
+					   void *ctx);
+
+/** A metric sample: name, value, and the breaker it is about. */
+typedef struct wms_metric {
+	const char *name;      /**< e.g. "fulfillment.circuit_breaker_state" */
+	double value;          /**< for the state gauge: 0 closed, 1 open, 2 half-open */
+	const char *breaker;   /**< breaker name, e.g. "wms" or "wms.SubmitOrder" */
+	const char *operation; /**< operation for per-operation breakers, else NULL */
+} wms_metric;
+
+typedef void (*wms_metric_fn)(const wms_metric *metric, void *ctx);
 
 #define WMS_CLIENT_OPTIONS_VERSION 1
 
@@ -59,10 +100,28 @@ typedef struct wms_client_options {
 	/** TLS: CA bundle file / directory; NULL = the system's. */
 	const char *ca_file;
 	const char *ca_path;
+	/** One breaker for the client (default) or one per operation (seed 001's
+	 *  "separate breakers for different resources"). Ignored when `breaker` is set. */
+	wms_breaker_scope breaker_scope;
+	/** Retries inside the breaker; default: none (1 attempt). */
+	wms_retry_options retry;
+	/** Reclassify how a finished call counts for the breaker; NULL = the
+	 *  default classification (README: "What counts as a failure"). */
+	wms_error_filter_fn error_filter;
+	void *error_filter_ctx;
+	/** Per-operation fallbacks run on CIRCUIT_OPEN; NULL = none. Copied. */
+	const wms_fallbacks *fallbacks;
+	/** Metrics: the breaker-state gauge on every transition (and once at creation). */
+	wms_metric_fn on_metric;
+	void *metric_ctx;
+	/** Prefix of metric names; NULL = "fulfillment" (seed 000's
+	 *  fulfillment.circuit_breaker_state). */
+	const char *metric_prefix;
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
-	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL }
+	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, WMS_BREAKER_PER_CLIENT, \
+	WMS_RETRY_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, NULL }
 
 WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
 
@@ -73,8 +132,15 @@ WMS_EXTERN(wms_status) wms_client_new(wms_client **out, const wms_client_options
 /** NULL-safe. No call may be in flight on the client. */
 WMS_EXTERN(void) wms_client_free(wms_client *client);
 
-/** The client's breaker (owned by the client unless one was passed in). */
+/** The client's breaker (owned by the client unless one was passed in). With
+ *  per-operation breakers: SubmitOrder's. */
 WMS_EXTERN(wms_breaker *) wms_client_breaker(wms_client *client);
+
+/** The breaker guarding `operation` ("SubmitOrder", ...); NULL if unknown. */
+WMS_EXTERN(wms_breaker *) wms_client_breaker_for(wms_client *client, const char *operation);
+
+/** Every breaker of the client: writes up to `max` into `out`, returns how many there are. */
+WMS_EXTERN(size_t) wms_client_breakers(wms_breaker **out, size_t max, wms_client *client);
 
 /* ---- the WMS operations (wsdl/warehouse.wsdl) -------------------------- */
 
@@ -137,6 +203,8 @@ typedef struct wms_submit_reply {
 	wms_order_state state;
 	/** Non-zero when the WMS already had this order id: nothing new was created. */
 	int duplicate;
+	/** Non-zero when a fallback produced this reply, not the WMS. */
+	int from_fallback;
 } wms_submit_reply;
 
 typedef struct wms_status_reply {
@@ -145,6 +213,7 @@ typedef struct wms_status_reply {
 	wms_order_state state;
 	/** The WMS's timestamp of the last change, as sent (xs:dateTime). */
 	char updated_at[40];
+	int from_fallback;
 } wms_status_reply;
 
 typedef struct wms_cancel_reply {
@@ -152,6 +221,7 @@ typedef struct wms_cancel_reply {
 	wms_order_state state;
 	/** Non-zero when the order was already cancelled before this call. */
 	int already_cancelled;
+	int from_fallback;
 } wms_cancel_reply;
 
 typedef struct wms_stock_level {
@@ -165,10 +235,42 @@ typedef struct wms_stock_level {
 typedef struct wms_stock_reply {
 	size_t count;
 	wms_stock_level *levels;
+	int from_fallback;
 } wms_stock_reply;
+
+/** Allocate a reply with `count` zeroed levels (for fallbacks). */
+WMS_EXTERN(wms_status) wms_stock_reply_new(wms_stock_reply **out, size_t count);
 
 /** NULL-safe; frees the levels too. */
 WMS_EXTERN(void) wms_stock_reply_free(wms_stock_reply *reply);
+
+/** What a fallback is told about the call it stands in for. */
+typedef struct wms_fallback_call {
+	const char *operation;        /**< "SubmitOrder", ... */
+	const wms_order *order;       /**< SubmitOrder */
+	const char *order_id;         /**< GetOrderStatus, CancelOrder, SubmitOrder */
+	const char *reason;           /**< CancelOrder */
+	const char *const *skus;      /**< GetStockLevel */
+	size_t sku_count;
+	const wms_error *error;       /**< why: CIRCUIT_OPEN, with retry_after_ms */
+} wms_fallback_call;
+
+/**
+ * Fallbacks, one per operation, run instead of failing with CIRCUIT_OPEN
+ * (e.g. accept the order locally as pending). What a fallback returns is
+ * what the call returns; the reply has `from_fallback` set and the error
+ * detail has `fallback` set and delivery NOT_SENT, so it can never be taken
+ * for the WMS's answer. A NULL entry means no fallback for that operation.
+ */
+struct wms_fallbacks {
+	wms_status (*submit_order)(wms_submit_reply *out, const wms_fallback_call *call, void *ctx);
+	wms_status (*get_order_status)(wms_status_reply *out, const wms_fallback_call *call,
+				       void *ctx);
+	wms_status (*cancel_order)(wms_cancel_reply *out, const wms_fallback_call *call, void *ctx);
+	wms_status (*get_stock_level)(wms_stock_reply **out, const wms_fallback_call *call,
+				      void *ctx);
+	void *ctx;
+};
 
 /**
  * Submit an order. Idempotent on order->order_id: resubmitting the same

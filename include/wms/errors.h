@@ -75,6 +75,11 @@ typedef struct wms_error {
 	uint32_t retry_after_ms;
 	/** Name of the operation, e.g. "SubmitOrder"; empty if none. */
 	char operation[32];
+	/** Attempts made (retries inside the breaker); 0 when none was permitted. */
+	uint32_t attempts;
+	/** Non-zero when a fallback answered instead of the WMS (status is the
+	 *  fallback's, delivery NOT_SENT). */
+	int fallback;
 } wms_error;
 
 /** A static, one-line description of a status. Never NULL. */

@@ -10,73 +10,9 @@
 #include "wms/wms.h"
 #include "wms/sys/transport.h"
 
-#define MS 1000000ull
 
-/* ---- a scripted transport ------------------------------------------------ */
 
-typedef struct step {
-	wms_status fail;        /* != OK: a transport failure */
-	wms_delivery delivery;  /* for a failure */
-	long status;
-	const char *content_type;
-	const char *body;
-} step;
-
-typedef struct fake {
-	wms_transport parent;
-	step next;
-	int sends;
-	char last_action[128];
-	char last_ctype[160];
-	char last_body[8192];
-} fake;
-
-static wms_status fake_send(wms_transport *t, const wms_http_request *req,
-			    wms_http_response *resp, wms_error *err)
-{
-	fake *f = (fake *)t;
-	f->sends++;
-	snprintf(f->last_action, sizeof(f->last_action), "%s", req->soap_action);
-	snprintf(f->last_ctype, sizeof(f->last_ctype), "%s", req->content_type);
-	snprintf(f->last_body, sizeof(f->last_body), "%.*s", (int)req->body_len, req->body);
-	assert_true(req->timeout_ms > 0 && req->connect_timeout_ms > 0);
-	if (f->next.fail != WMS_OK)
-		return wms_transport_fail(err, f->next.fail, f->next.delivery, "scripted failure");
-	resp->status = f->next.status;
-	if (f->next.content_type)
-		wms_http_response_set_content_type(resp, f->next.content_type,
-						   strlen(f->next.content_type));
-	return wms_http_response_append(resp, f->next.body, strlen(f->next.body));
-}
-
-static void fake_free(wms_transport *t) { test_free(t); }
-
-static uint64_t clock_now;
-static uint64_t fake_clock(void *ctx) { (void)ctx; return clock_now; }
-
-typedef struct fx {
-	wms_client *c;
-	fake *t;
-} fx;
-
-static fx setup_client(wms_soap_version v)
-{
-	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	wms_error err;
-	fx x;
-	x.t = test_calloc(1, sizeof(*x.t));
-	x.t->parent.version = WMS_TRANSPORT_VERSION;
-	x.t->parent.send = fake_send;
-	x.t->parent.free = fake_free;
-	o.endpoint = "http://wms.invalid/wms";
-	o.transport = &x.t->parent;
-	o.soap_version = v;
-	o.breaker_options.clock = fake_clock;
-	o.breaker_options.open_duration_ms = 30000;
-	clock_now = 1000 * MS;
-	assert_int_equal(wms_client_new(&x.c, &o, &err), WMS_OK);
-	return x;
-}
+#include "fake_transport.h"
 
 #define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
 #define ENV_CLOSE "</s:Body></s:Envelope>"

@@ -1,0 +1,81 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+#include "fake_transport.h"
+
+uint64_t clock_now;
+
+static uint64_t fake_clock(void *ctx)
+{
+	(void)ctx;
+	return clock_now;
+}
+
+static wms_status fake_send(wms_transport *t, const wms_http_request *req,
+			    wms_http_response *resp, wms_error *err)
+{
+	fake *f = (fake *)t;
+	const step *s;
+	f->sends++;
+	s = f->seq_len ? &f->seq[(f->sends < f->seq_len ? f->sends : f->seq_len) - 1] : &f->next;
+	f->last_timeout_ms = req->timeout_ms;
+	snprintf(f->last_action, sizeof(f->last_action), "%s", req->soap_action);
+	snprintf(f->last_ctype, sizeof(f->last_ctype), "%s", req->content_type);
+	snprintf(f->last_body, sizeof(f->last_body), "%.*s", (int)req->body_len, req->body);
+	assert_true(req->timeout_ms > 0 && req->connect_timeout_ms > 0);
+	assert_true(req->connect_timeout_ms <= req->timeout_ms);
+	if (s->sleep_ms) {
+		struct timespec ts = { 0, (long)s->sleep_ms * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (s->fail != WMS_OK)
+		return wms_transport_fail(err, s->fail, s->delivery, "scripted failure");
+	resp->status = s->status;
+	if (s->content_type)
+		wms_http_response_set_content_type(resp, s->content_type, strlen(s->content_type));
+	return wms_http_response_append(resp, s->body, strlen(s->body));
+}
+
+static void fake_free(wms_transport *t)
+{
+	test_free(t);
+}
+
+wms_transport *fake_transport_new(fake **out)
+{
+	fake *f = test_calloc(1, sizeof(*f));
+	f->parent.version = WMS_TRANSPORT_VERSION;
+	f->parent.send = fake_send;
+	f->parent.free = fake_free;
+	*out = f;
+	return &f->parent;
+}
+
+fx setup_client_with(wms_client_options *o)
+{
+	wms_client_options defaults = WMS_CLIENT_OPTIONS_INIT;
+	wms_error err;
+	fx x;
+	if (!o) {
+		o = &defaults;
+		o->breaker_options.open_duration_ms = 30000;
+	}
+	o->endpoint = "http://wms.invalid/wms";
+	o->transport = fake_transport_new(&x.t);
+	o->breaker_options.clock = fake_clock;
+	clock_now = 1000 * MS;
+	assert_int_equal(wms_client_new(&x.c, o, &err), WMS_OK);
+	return x;
+}
+
+fx setup_client(wms_soap_version v)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	o.soap_version = v;
+	o.breaker_options.open_duration_ms = 30000;
+	return setup_client_with(&o);
+}

@@ -1,0 +1,398 @@
+/* Client policies around the breaker: retries inside it, the error filter,
+ * per-operation breakers, fallbacks and the state metric. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "fake_transport.h"
+#include "internal.h"
+
+static const char submit_ok[] =
+	"<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
+	"<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrderId>ORD-1</clientOrderId>"
+	"<wmsReference>WMS-7</wmsReference><state>RECEIVED</state><duplicate>false</duplicate>"
+	"</SubmitOrderResponse></s:Body></s:Envelope>";
+
+static const char client_fault[] =
+	"<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><s:Fault>"
+	"<faultcode>s:Client</faultcode><faultstring>unknown SKU</faultstring></s:Fault>"
+	"</s:Body></s:Envelope>";
+
+static const wms_order_line one_line[] = { { "SKU-1", 2 } };
+
+static wms_order order(void)
+{
+	wms_order o = WMS_ORDER_INIT;
+	o.order_id = "ORD-1";
+	o.ship_to.name = "Ada";
+	o.ship_to.line1 = "1 Way";
+	o.ship_to.city = "London";
+	o.ship_to.postal_code = "N1";
+	o.ship_to.country = "GB";
+	o.lines = one_line;
+	o.line_count = 1;
+	return o;
+}
+
+static wms_status submit(fx *x, wms_submit_reply *r, wms_error *err)
+{
+	wms_order o = order();
+	return wms_submit_order(r, x->c, &o, err);
+}
+
+static step fail_step(wms_status st, wms_delivery d)
+{
+	step s = { st, d, 0, NULL, NULL, 0 };
+	return s;
+}
+
+static step ok_step(const char *body)
+{
+	step s = { WMS_OK, WMS_DELIVERY_ANSWERED, 200, "text/xml", body, 0 };
+	return s;
+}
+
+static wms_client_options retry_opts(uint32_t attempts)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	o.retry.max_attempts = attempts;
+	o.retry.initial_backoff_ms = 1;
+	o.retry.max_backoff_ms = 2;
+	return o;
+}
+
+static void retries_until_success(void **state)
+{
+	wms_client_options o = retry_opts(3);
+	wms_breaker_snapshot s;
+	wms_submit_reply r;
+	wms_error err;
+	fx x;
+	(void)state;
+	x = setup_client_with(&o);
+	x.t->seq[0] = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	x.t->seq[1] = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	x.t->seq[2] = ok_step(submit_ok);
+	x.t->seq_len = 3;
+	assert_int_equal(submit(&x, &r, &err), WMS_OK);
+	assert_string_equal(r.wms_reference, "WMS-7");
+	assert_int_equal(err.attempts, 3);
+	assert_int_equal(x.t->sends, 3);
+	wms_breaker_snapshot_get(&s, wms_client_breaker(x.c));
+	assert_int_equal(s.permitted, 3); /* each attempt went through the breaker */
+	assert_int_equal(s.failures, 2);
+	assert_int_equal(s.successes, 1);
+	wms_client_free(x.c);
+}
+
+static void no_retry_after_circuit_open(void **state)
+{
+	wms_client_options o = retry_opts(5);
+	wms_error err;
+	fx x;
+	(void)state;
+	o.breaker_options.failure_threshold = 2;
+	x = setup_client_with(&o);
+	x.t->next = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_CONNECT);
+	assert_int_equal(x.t->sends, 2);
+	assert_int_equal(err.attempts, 2);
+	assert_true(err.retry_after_ms > 0);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_OPEN);
+	wms_client_free(x.c);
+}
+
+static void business_faults_are_not_retried(void **state)
+{
+	wms_client_options o = retry_opts(5);
+	wms_error err;
+	fx x;
+	(void)state;
+	x = setup_client_with(&o);
+	x.t->next = ok_step(client_fault);
+	x.t->next.status = 500;
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_SOAP_FAULT);
+	assert_int_equal(x.t->sends, 1);
+	wms_client_free(x.c);
+}
+
+static void delivery_stays_unknown_once_unknown(void **state)
+{
+	wms_client_options o = retry_opts(2);
+	wms_error err;
+	fx x;
+	(void)state;
+	x = setup_client_with(&o);
+	x.t->seq[0] = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
+	x.t->seq[1] = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	x.t->seq_len = 2;
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_CONNECT);
+	assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(x.t->sends, 2);
+	wms_client_free(x.c);
+}
+
+static void not_sent_only(void **state)
+{
+	wms_client_options o = retry_opts(3);
+	wms_error err;
+	fx x;
+	(void)state;
+	o.retry.not_sent_only = 1;
+	x = setup_client_with(&o);
+	x.t->next = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_TIMEOUT);
+	assert_int_equal(x.t->sends, 1);
+	wms_client_free(x.c);
+}
+
+static void retries_fit_in_the_deadline(void **state)
+{
+	wms_client_options o = retry_opts(10);
+	uint64_t t0, elapsed_ms;
+	wms_error err;
+	fx x;
+	(void)state;
+	o.timeout_ms = 200;
+	o.breaker_options.failure_threshold = 100;
+	x = setup_client_with(&o);
+	x.t->next = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
+	x.t->next.sleep_ms = 60;
+	t0 = wms__now_ns();
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_TIMEOUT);
+	elapsed_ms = (wms__now_ns() - t0) / MS;
+	/* 60 ms per attempt in a 200 ms budget: 3 or 4 attempts, never 10 */
+	assert_true(x.t->sends >= 3 && x.t->sends <= 4);
+	assert_true(x.t->last_timeout_ms < 200); /* later attempts get what is left */
+	assert_true(elapsed_ms < 200 + 60 + (getenv("WMS_UNDER_VALGRIND") ? 500 : 50));
+	wms_client_free(x.c);
+}
+
+static wms_outcome strict_filter(const wms_error *err, wms_outcome proposed, void *ctx)
+{
+	int *calls = ctx;
+	(*calls)++;
+	if (err->status == WMS_ERR_SOAP_FAULT)
+		return WMS_OUTCOME_FAILURE; /* this team counts every fault */
+	if (err->status == WMS_ERR_TIMEOUT)
+		return WMS_OUTCOME_IGNORED;
+	return proposed;
+}
+
+static void error_filter_reclassifies(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	int calls = 0, i;
+	fx x;
+	(void)state;
+	o.error_filter = strict_filter;
+	o.error_filter_ctx = &calls;
+	o.breaker_options.failure_threshold = 3;
+	x = setup_client_with(&o);
+	x.t->next = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
+	for (i = 0; i < 10; i++)
+		submit(&x, NULL, NULL);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	x.t->next = ok_step(client_fault);
+	x.t->next.status = 500;
+	for (i = 0; i < 3; i++)
+		submit(&x, NULL, NULL);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_OPEN);
+	assert_int_equal(calls, 13);
+	/* an invalid argument never reaches the filter */
+	{
+		wms_order bad = order();
+		bad.line_count = 0;
+		wms_breaker_force_closed(wms_client_breaker(x.c));
+		assert_int_equal(wms_submit_order(NULL, x.c, &bad, NULL), WMS_ERR_INVALID_ARG);
+		assert_int_equal(calls, 13);
+	}
+	wms_client_free(x.c);
+}
+
+static void per_operation_breakers(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_breaker *all[8];
+	wms_breaker_snapshot s;
+	wms_error err;
+	int i;
+	fx x;
+	(void)state;
+	o.breaker_scope = WMS_BREAKER_PER_OPERATION;
+	o.breaker_options.failure_threshold = 2;
+	o.breaker_options.name = "wms";
+	x = setup_client_with(&o);
+	assert_int_equal(wms_client_breakers(all, 8, x.c), 4);
+	assert_ptr_not_equal(wms_client_breaker_for(x.c, "SubmitOrder"),
+			     wms_client_breaker_for(x.c, "GetOrderStatus"));
+	assert_null(wms_client_breaker_for(x.c, "Nope"));
+	wms_breaker_snapshot_get(&s, wms_client_breaker_for(x.c, "CancelOrder"));
+	assert_string_equal(s.name, "wms.CancelOrder");
+	x.t->next = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	for (i = 0; i < 2; i++)
+		submit(&x, NULL, NULL);
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_CIRCUIT_OPEN);
+	/* status queries have their own breaker: still closed, still sent */
+	assert_int_equal(wms_get_order_status(NULL, x.c, "ORD-1", &err), WMS_ERR_CONNECT);
+	assert_int_equal(x.t->sends, 3);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker_for(x.c, "GetOrderStatus")),
+			 WMS_BREAKER_CLOSED);
+	wms_client_free(x.c);
+}
+
+static wms_status accept_locally(wms_submit_reply *out, const wms_fallback_call *call, void *ctx)
+{
+	int *n = ctx;
+	(*n)++;
+	assert_string_equal(call->operation, "SubmitOrder");
+	assert_int_equal(call->error->status, WMS_ERR_CIRCUIT_OPEN);
+	assert_true(call->error->retry_after_ms > 0);
+	snprintf(out->wms_reference, sizeof(out->wms_reference), "PENDING-%s", call->order_id);
+	snprintf(out->order_id, sizeof(out->order_id), "%s", call->order_id);
+	out->state = WMS_ORDER_UNKNOWN;
+	return WMS_OK;
+}
+
+static wms_status stock_unknown(wms_stock_reply **out, const wms_fallback_call *call, void *ctx)
+{
+	(void)ctx;
+	assert_int_equal(wms_stock_reply_new(out, call->sku_count), WMS_OK);
+	snprintf((*out)->levels[0].sku, sizeof((*out)->levels[0].sku), "%s", call->skus[0]);
+	(*out)->levels[0].available = -1;
+	return WMS_OK;
+}
+
+static void fallback_answers_when_open(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_fallbacks fb = { accept_locally, NULL, NULL, stock_unknown, NULL };
+	const char *skus[] = { "SKU-9" };
+	wms_stock_reply *stock = NULL;
+	wms_submit_reply r;
+	wms_error err;
+	int used = 0, sends;
+	fx x;
+	(void)state;
+	fb.ctx = &used;
+	o.fallbacks = &fb;
+	o.breaker_options.failure_threshold = 1;
+	x = setup_client_with(&o);
+	x.t->next = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(submit(&x, &r, &err), WMS_ERR_CONNECT); /* a real failure: no fallback */
+	assert_int_equal(used, 0);
+	sends = x.t->sends;
+	assert_int_equal(submit(&x, &r, &err), WMS_OK);
+	assert_int_equal(used, 1);
+	assert_int_equal(r.from_fallback, 1);
+	assert_string_equal(r.wms_reference, "PENDING-ORD-1");
+	assert_int_equal(err.fallback, 1);
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_true(err.retry_after_ms > 0);
+	assert_int_equal(x.t->sends, sends);
+	/* no fallback for this operation: CIRCUIT_OPEN as usual */
+	assert_int_equal(wms_get_order_status(NULL, x.c, "ORD-1", &err), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(err.fallback, 0);
+	assert_int_equal(wms_get_stock_level(&stock, x.c, skus, 1, &err), WMS_OK);
+	assert_int_equal(stock->from_fallback, 1);
+	assert_int_equal(stock->levels[0].available, -1);
+	wms_stock_reply_free(stock);
+	wms_client_free(x.c);
+}
+
+typedef struct gauge {
+	int n;
+	double values[16];
+	char name[64];
+	char breaker[64];
+} gauge;
+
+static void on_metric(const wms_metric *m, void *ctx)
+{
+	gauge *g = ctx;
+	if (g->n < 16)
+		g->values[g->n] = m->value;
+	g->n++;
+	snprintf(g->name, sizeof(g->name), "%s", m->name);
+	snprintf(g->breaker, sizeof(g->breaker), "%s", m->breaker);
+}
+
+static int user_events;
+static void user_event(const wms_breaker_event *ev, void *ctx)
+{
+	(void)ev;
+	(void)ctx;
+	user_events++;
+}
+
+static void state_gauge_follows_transitions(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	gauge g = { 0 };
+	fx x;
+	(void)state;
+	o.on_metric = on_metric;
+	o.metric_ctx = &g;
+	o.breaker_options.failure_threshold = 1;
+	o.breaker_options.open_duration_ms = 1000;
+	o.breaker_options.on_state_change = user_event;
+	user_events = 0;
+	x = setup_client_with(&o);
+	assert_int_equal(g.n, 1); /* the initial value */
+	assert_true(g.values[0] == 0.0);
+	assert_string_equal(g.name, "fulfillment.circuit_breaker_state");
+	assert_string_equal(g.breaker, "wms");
+	x.t->next = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	submit(&x, NULL, NULL);
+	clock_now += 1000 * MS;
+	x.t->next = ok_step(submit_ok);
+	submit(&x, NULL, NULL);
+	assert_int_equal(g.n, 4);
+	assert_true(g.values[1] == 1.0);
+	assert_true(g.values[2] == 2.0);
+	assert_true(g.values[3] == 0.0);
+	assert_int_equal(user_events, 3); /* the user's own callback still runs */
+	wms_client_free(x.c);
+}
+
+static void retry_options_are_validated(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_error err;
+	(void)state;
+	o.endpoint = "http://127.0.0.1:1/";
+	o.retry.max_attempts = 11;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "retry"));
+	o.retry.max_attempts = 3;
+	o.retry.initial_backoff_ms = 500;
+	o.retry.max_backoff_ms = 100;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	o.retry.max_backoff_ms = 0;
+	o.breaker_scope = (wms_breaker_scope)5;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_null(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(retries_until_success),
+		cmocka_unit_test(no_retry_after_circuit_open),
+		cmocka_unit_test(business_faults_are_not_retried),
+		cmocka_unit_test(delivery_stays_unknown_once_unknown),
+		cmocka_unit_test(not_sent_only),
+		cmocka_unit_test(retries_fit_in_the_deadline),
+		cmocka_unit_test(error_filter_reclassifies),
+		cmocka_unit_test(per_operation_breakers),
+		cmocka_unit_test(fallback_answers_when_open),
+		cmocka_unit_test(state_gauge_follows_transitions),
+		cmocka_unit_test(retry_options_are_validated),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
