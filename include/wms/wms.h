@@ -10,5 +10,7 @@
 #include "breaker.h"
 #include "client.h"
 #include "fixture.h"
+#include "health.h"
+#include "config.h"
 
 #endif

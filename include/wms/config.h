@@ -1,0 +1,57 @@
+/*
+ * libwms - configuration from the SLA file.
+ *
+ * Seed 000 keeps the breaker's thresholds in the human-authored SLA file
+ * (contracts/slas/fulfillment-sla.yaml, `circuit_breaker` block). libwms
+ * reads that block - and the `client` block's timeouts - with libyaml:
+ *
+ *     wms_config *cfg;
+ *     if (wms_config_load_yaml(&cfg, "fulfillment-sla.yaml", &err) != WMS_OK)
+ *         die(err.message);     // "fulfillment-sla.yaml:12: circuit_breaker.mode: ..."
+ *     wms_client_options opts = WMS_CLIENT_OPTIONS_INIT;
+ *     wms_config_apply(cfg, &opts);
+ *     opts.endpoint = ...;
+ *     wms_client_new(&client, &opts, &err);
+ *     wms_config_free(cfg);     // after wms_client_new: it copies what it needs
+ *
+ * Nothing falls back silently: an unknown key, a wrong type, an
+ * out-of-range value or a YAML syntax error is WMS_ERR_CONFIG with file,
+ * line and key in the message. Top-level keys other than `circuit_breaker`
+ * and `client` belong to the rest of the SLA and are skipped. Example:
+ * examples/fulfillment-sla.yaml.
+ */
+#ifndef WMS_CONFIG_H
+#define WMS_CONFIG_H
+
+#include "common.h"
+#include "errors.h"
+#include "breaker.h"
+#include "client.h"
+
+WMS_BEGIN_DECL
+
+typedef struct wms_config wms_config;
+
+/** Read and check a YAML file. */
+WMS_EXTERN(wms_status) wms_config_load_yaml(wms_config **out, const char *path, wms_error *err);
+
+/** The same from memory; `name` is used in messages in place of a file name. */
+WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml, size_t len,
+					     const char *name, wms_error *err);
+
+/** Copy the settings into client options: breaker_options (all keys),
+ *  breaker_scope, retry, and the client block's timeouts, soap_version,
+ *  max_reply_bytes and endpoint (a string borrowed from `cfg`: keep cfg until
+ *  wms_client_new returns). Keys absent from the file leave opts alone. */
+WMS_EXTERN(wms_status) wms_config_apply(const wms_config *cfg, wms_client_options *opts);
+
+/** The breaker options alone (for a standalone wms_breaker). */
+WMS_EXTERN(wms_status) wms_config_breaker_options(const wms_config *cfg,
+						  wms_breaker_options *opts);
+
+/** NULL-safe. */
+WMS_EXTERN(void) wms_config_free(wms_config *cfg);
+
+WMS_END_DECL
+
+#endif

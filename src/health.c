@@ -1,0 +1,270 @@
+/* Health (JSON) and Prometheus renderings of breaker snapshots. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "internal.h"
+#include "wms/health.h"
+
+void wms_free(void *ptr)
+{
+	wms__free(ptr);
+}
+
+static wms_status put(wms__buf *b, const char *s)
+{
+	return wms__buf_append(b, s, strlen(s));
+}
+
+static wms_status putf(wms__buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+static wms_status putf(wms__buf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return WMS_ERR_INTERNAL;
+	return wms__buf_append(b, tmp, (size_t)n);
+}
+
+/* JSON string body: quotes, backslashes and control characters escaped. */
+static wms_status put_json_string(wms__buf *b, const char *s)
+{
+	wms_status st = put(b, "\"");
+	for (; st == WMS_OK && s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			st = putf(b, "\\%c", ch);
+		else if (ch < 0x20)
+			st = putf(b, "\\u%04x", ch);
+		else
+			st = wms__buf_append(b, s, 1);
+	}
+	return st ? st : put(b, "\"");
+}
+
+/* Prometheus label value: backslash, double quote and newline escaped. */
+static wms_status put_label(wms__buf *b, const char *s)
+{
+	wms_status st = WMS_OK;
+	for (; st == WMS_OK && s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			st = putf(b, "\\%c", *s);
+		else if (*s == '\n')
+			st = put(b, "\\n");
+		else
+			st = wms__buf_append(b, s, 1);
+	}
+	return st;
+}
+
+static wms_status put_rate(wms__buf *b, double rate)
+{
+	return rate < 0 ? put(b, "null") : putf(b, "%.2f", rate);
+}
+
+static const char *overall(const wms_breaker_snapshot *s, size_t n)
+{
+	size_t i, up = 0, down = 0;
+	for (i = 0; i < n; i++) {
+		if (s[i].state == WMS_BREAKER_CLOSED || s[i].state == WMS_BREAKER_DISABLED)
+			up++;
+		else if (s[i].state == WMS_BREAKER_OPEN || s[i].state == WMS_BREAKER_FORCED_OPEN)
+			down++;
+	}
+	if (up == n)
+		return "UP";
+	return down == n ? "DOWN" : "DEGRADED";
+}
+
+static wms_status snapshots(wms_breaker_snapshot **out, wms_breaker *const *breakers, size_t n)
+{
+	size_t i;
+	*out = NULL;
+	if (!n)
+		return WMS_OK;
+	*out = wms__calloc(n, sizeof(**out));
+	if (!*out)
+		return WMS_ERR_NOMEM;
+	for (i = 0; i < n; i++)
+		wms_breaker_snapshot_get(&(*out)[i], breakers[i]);
+	return WMS_OK;
+}
+
+wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t count)
+{
+	wms_breaker_snapshot *s = NULL;
+	wms__buf b = { 0 };
+	wms_status st;
+	size_t i;
+
+	if (!out || (count && !breakers))
+		return WMS_ERR_INVALID_ARG;
+	*out = NULL;
+	st = snapshots(&s, breakers, count);
+	if (st)
+		goto done;
+	st = putf(&b, "{\"status\":\"%s\",\"breakers\":[", overall(s, count));
+	for (i = 0; st == WMS_OK && i < count; i++) {
+		const wms_breaker_snapshot *k = &s[i];
+		st = put(&b, i ? ",{\"name\":" : "{\"name\":");
+		if (!st)
+			st = put_json_string(&b, k->name);
+		if (!st)
+			st = putf(&b, ",\"state\":\"%s\",\"state_value\":%d,\"failure_rate\":",
+				  wms_breaker_state_name(k->state), (int)k->state);
+		if (!st)
+			st = put_rate(&b, k->failure_rate);
+		if (!st)
+			st = put(&b, ",\"slow_call_rate\":");
+		if (!st)
+			st = put_rate(&b, k->slow_call_rate);
+		if (!st)
+			st = putf(&b,
+				  ",\"retry_after_ms\":%u,\"window_calls\":%u,\"consecutive_failures\":%u,"
+				  "\"half_open_in_flight\":%u,\"transitions\":%llu,\"calls\":{"
+				  "\"permitted\":%llu,\"rejected\":%llu,\"successes\":%llu,"
+				  "\"failures\":%llu,\"slow\":%llu,\"ignored\":%llu}}",
+				  k->retry_after_ms, k->window_calls, k->consecutive_failures,
+				  k->half_open_in_flight, (unsigned long long)k->transitions,
+				  (unsigned long long)k->permitted, (unsigned long long)k->rejected,
+				  (unsigned long long)k->successes, (unsigned long long)k->failures,
+				  (unsigned long long)k->slow, (unsigned long long)k->ignored);
+	}
+	if (!st)
+		st = put(&b, "]}\n");
+	if (!st) {
+		*out = b.data;
+		b.data = NULL;
+	}
+done:
+	wms__buf_free(&b);
+	wms__free(s);
+	return st;
+}
+
+static wms_status prom_header(wms__buf *b, const char *prefix, const char *metric,
+			      const char *type, const char *help)
+{
+	return putf(b, "# HELP %s_%s %s\n# TYPE %s_%s %s\n", prefix, metric, help, prefix, metric,
+		    type);
+}
+
+static wms_status prom_sample(wms__buf *b, const char *prefix, const char *metric,
+			      const char *name, const char *kind, double value)
+{
+	wms_status st = putf(b, "%s_%s{breaker=\"", prefix, metric);
+	if (!st)
+		st = put_label(b, name);
+	if (!st && kind)
+		st = putf(b, "\",kind=\"%s", kind);
+	if (!st)
+		st = putf(b, "\"} %.17g\n", value);
+	return st;
+}
+
+static int prefix_ok(const char *p)
+{
+	size_t i;
+	if (!p[0] || (p[0] >= '0' && p[0] <= '9'))
+		return 0;
+	for (i = 0; p[i]; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+		      (p[i] >= '0' && p[i] <= '9') || p[i] == '_' || p[i] == ':'))
+			return 0;
+	return i <= 64;
+}
+
+wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_t count,
+				 const char *prefix)
+{
+	static const char *kinds[] = { "permitted", "rejected", "successes", "failures", "slow",
+				       "ignored" };
+	wms_breaker_snapshot *s = NULL;
+	wms__buf b = { 0 };
+	wms_status st;
+	size_t i, j;
+
+	if (!out || (count && !breakers))
+		return WMS_ERR_INVALID_ARG;
+	*out = NULL;
+	if (!prefix)
+		prefix = "fulfillment";
+	if (!prefix_ok(prefix))
+		return WMS_ERR_INVALID_ARG;
+	st = snapshots(&s, breakers, count);
+	if (!st)
+		st = prom_header(&b, prefix, "circuit_breaker_state", "gauge",
+				 "Breaker state: 0 closed, 1 open, 2 half-open, 3 disabled, 4 forced open.");
+	for (i = 0; !st && i < count; i++)
+		st = prom_sample(&b, prefix, "circuit_breaker_state", s[i].name, NULL,
+				 (double)s[i].state);
+	if (!st)
+		st = prom_header(&b, prefix, "circuit_breaker_calls_total", "counter",
+				 "Calls seen by the breaker, by kind.");
+	for (i = 0; !st && i < count; i++) {
+		uint64_t v[6];
+		v[0] = s[i].permitted;
+		v[1] = s[i].rejected;
+		v[2] = s[i].successes;
+		v[3] = s[i].failures;
+		v[4] = s[i].slow;
+		v[5] = s[i].ignored;
+		for (j = 0; !st && j < 6; j++)
+			st = prom_sample(&b, prefix, "circuit_breaker_calls_total", s[i].name,
+					 kinds[j], (double)v[j]);
+	}
+	if (!st)
+		st = prom_header(&b, prefix, "circuit_breaker_failure_rate_percent", "gauge",
+				 "Failure rate over the window; NaN until minimum_number_of_calls.");
+	for (i = 0; !st && i < count; i++) {
+		st = putf(&b, "%s_circuit_breaker_failure_rate_percent{breaker=\"", prefix);
+		if (!st)
+			st = put_label(&b, s[i].name);
+		if (!st)
+			st = s[i].failure_rate < 0 ? put(&b, "\"} NaN\n")
+						   : putf(&b, "\"} %.4f\n", s[i].failure_rate);
+	}
+	if (!st)
+		st = prom_header(&b, prefix, "circuit_breaker_retry_after_seconds", "gauge",
+				 "Seconds until an open breaker lets a probe through.");
+	for (i = 0; !st && i < count; i++)
+		st = prom_sample(&b, prefix, "circuit_breaker_retry_after_seconds", s[i].name, NULL,
+				 s[i].retry_after_ms / 1000.0);
+	if (!st) {
+		*out = b.data ? b.data : wms__strdup("");
+		b.data = NULL;
+		if (!*out)
+			st = WMS_ERR_NOMEM;
+	}
+	wms__buf_free(&b);
+	wms__free(s);
+	return st;
+}
+
+wms_status wms_client_health_json(char **out, wms_client *client)
+{
+	wms_breaker *b[8];
+	size_t n;
+	if (!client)
+		return WMS_ERR_INVALID_ARG;
+	n = wms_client_breakers(b, 8, client);
+	return wms_health_json(out, b, n > 8 ? 8 : n);
+}
+
+wms_status wms_client_health_prometheus(char **out, wms_client *client, const char *prefix)
+{
+	wms_breaker *b[8];
+	size_t n;
+	if (!client)
+		return WMS_ERR_INVALID_ARG;
+	n = wms_client_breakers(b, 8, client);
+	return wms_health_prometheus(out, b, n > 8 ? 8 : n, prefix);
+}

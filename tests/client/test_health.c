@@ -1,0 +1,97 @@
+/* Health JSON and Prometheus text for a client's breakers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "fake_transport.h"
+#include "wms/health.h"
+
+static void trip_submit(fx *x)
+{
+	wms_order_line line = { "SKU-1", 1 };
+	wms_order o = WMS_ORDER_INIT;
+	int i;
+	o.order_id = "ORD-1";
+	o.ship_to.name = "A";
+	o.ship_to.line1 = "B";
+	o.ship_to.city = "C";
+	o.ship_to.postal_code = "D";
+	o.ship_to.country = "GB";
+	o.lines = &line;
+	o.line_count = 1;
+	x->t->next.fail = WMS_ERR_CONNECT;
+	for (i = 0; i < 5; i++)
+		wms_submit_order(NULL, x->c, &o, NULL);
+	wms_submit_order(NULL, x->c, &o, NULL); /* rejected */
+}
+
+static void json_document(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	char *doc = NULL;
+	fx x;
+	(void)state;
+	o.breaker_scope = WMS_BREAKER_PER_OPERATION;
+	o.breaker_options.name = "wms \"east\"";
+	x = setup_client_with(&o);
+	assert_int_equal(wms_client_health_json(&doc, x.c), WMS_OK);
+	assert_non_null(strstr(doc, "{\"status\":\"UP\",\"breakers\":[{\"name\":\"wms \\\"east\\\".SubmitOrder\""));
+	assert_non_null(strstr(doc, "\"failure_rate\":null"));
+	wms_free(doc);
+	trip_submit(&x);
+	assert_int_equal(wms_client_health_json(&doc, x.c), WMS_OK);
+	assert_non_null(strstr(doc, "\"status\":\"DEGRADED\""));
+	assert_non_null(strstr(doc, "\"state\":\"OPEN\",\"state_value\":1"));
+	assert_non_null(strstr(doc, "\"retry_after_ms\":30000"));
+	assert_non_null(strstr(doc, "\"permitted\":5,\"rejected\":1,\"successes\":0,\"failures\":5"));
+	wms_free(doc);
+	wms_client_free(x.c);
+}
+
+static void all_open_is_down(void **state)
+{
+	char *doc = NULL;
+	fx x = setup_client(WMS_SOAP_11);
+	(void)state;
+	trip_submit(&x);
+	assert_int_equal(wms_client_health_json(&doc, x.c), WMS_OK);
+	assert_non_null(strstr(doc, "\"status\":\"DOWN\""));
+	wms_free(doc);
+	wms_client_free(x.c);
+}
+
+static void prometheus_text(void **state)
+{
+	char *text = NULL;
+	fx x = setup_client(WMS_SOAP_11);
+	(void)state;
+	trip_submit(&x);
+	assert_int_equal(wms_client_health_prometheus(&text, x.c, NULL), WMS_OK);
+	assert_non_null(strstr(text, "# TYPE fulfillment_circuit_breaker_state gauge\n"));
+	assert_non_null(strstr(text, "fulfillment_circuit_breaker_state{breaker=\"wms\"} 1\n"));
+	assert_non_null(strstr(text, "fulfillment_circuit_breaker_calls_total{breaker=\"wms\",kind=\"failures\"} 5\n"));
+	assert_non_null(strstr(text, "fulfillment_circuit_breaker_failure_rate_percent{breaker=\"wms\"} NaN\n"));
+	assert_non_null(strstr(text, "fulfillment_circuit_breaker_retry_after_seconds{breaker=\"wms\"} 30\n"));
+	wms_free(text);
+	assert_int_equal(wms_client_health_prometheus(&text, x.c, "bad prefix"), WMS_ERR_INVALID_ARG);
+	assert_null(text);
+	assert_int_equal(wms_client_health_prometheus(&text, x.c, "shop_wms"), WMS_OK);
+	assert_non_null(strstr(text, "shop_wms_circuit_breaker_state{breaker=\"wms\"} 1\n"));
+	wms_free(text);
+	assert_int_equal(wms_health_json(NULL, NULL, 0), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_client_health_json(&text, NULL), WMS_ERR_INVALID_ARG);
+	wms_client_free(x.c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(json_document),
+		cmocka_unit_test(all_open_is_down),
+		cmocka_unit_test(prometheus_text),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
