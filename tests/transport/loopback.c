@@ -1,0 +1,523 @@
+/* The transport tests' loopback HTTP server (see loopback.h). */
+#include "loopback.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_HEAD 8192
+#define MAX_BODY (64u * 1024u * 1024u)
+
+struct conn {
+	pthread_t thread;
+	int fd;
+	lb_server *server;
+	struct conn *next;
+};
+
+struct lb_server {
+	lb_script script;
+	char *response;
+	int listen_fd;
+	int wake[2];             /* written once at stop, never drained */
+	uint16_t port;
+	char url[64];
+	pthread_t accept_thread;
+	pthread_mutex_t lock;
+	struct conn *conns;
+	unsigned accepted;
+	unsigned requests;
+	lb_request last;
+	int have_last;
+};
+
+uint64_t lb_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* 1: fd readable; 0: stopping or time is up; -1: error. fd < 0 waits on the
+ * stop pipe only; timeout_ms < 0 waits without limit. */
+static int wait_readable(lb_server *s, int fd, int timeout_ms)
+{
+	struct pollfd p[2];
+	int n;
+	p[0].fd = s->wake[0];
+	p[0].events = POLLIN;
+	p[1].fd = fd;
+	p[1].events = POLLIN;
+	for (;;) {
+		p[0].revents = p[1].revents = 0;
+		n = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0 || p[0].revents)
+			return 0;
+		return 1;
+	}
+}
+
+static int stopping(lb_server *s)
+{
+	struct pollfd p;
+	p.fd = s->wake[0];
+	p.events = POLLIN;
+	p.revents = 0;
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Sleep ms; 0 when the server is stopping. */
+static int pause_ms(lb_server *s, unsigned ms)
+{
+	if (ms)
+		wait_readable(s, -1, (int)ms);
+	return !stopping(s);
+}
+
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 1;
+}
+
+/* Read and discard until the peer closes or the server stops. */
+static void hold(lb_server *s, int fd)
+{
+	char scratch[4096];
+	while (wait_readable(s, fd, -1) == 1)
+		if (recv(fd, scratch, sizeof(scratch), 0) <= 0)
+			return;
+}
+
+int lb_header(const lb_request *r, const char *name, char *val, size_t size)
+{
+	const char *line = strstr(r->head, "\r\n");
+	size_t nlen = strlen(name);
+	int count = 0;
+	if (val && size)
+		val[0] = '\0';
+	while (line) {
+		const char *end;
+		line += 2;
+		end = strstr(line, "\r\n");
+		if (!end || end == line)
+			break;
+		if ((size_t)(end - line) > nlen && line[nlen] == ':' &&
+		    strncasecmp(line, name, nlen) == 0) {
+			if (count == 0 && val && size) {
+				const char *v = line + nlen + 1;
+				const char *e = end;
+				size_t n;
+				while (v < e && (*v == ' ' || *v == '\t'))
+					v++;
+				while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+					e--;
+				n = (size_t)(e - v) < size - 1 ? (size_t)(e - v) : size - 1;
+				memcpy(val, v, n);
+				val[n] = '\0';
+			}
+			count++;
+		}
+		line = end;
+	}
+	return count;
+}
+
+/* Read one request into r; buf/len keep what was read past it.
+ * 1: a request; 0: the peer closed, the server stops, or garbage. */
+static int read_request(lb_server *s, int fd, char *buf, size_t *len, lb_request *r)
+{
+	char *end = NULL;
+	size_t head_len, have, cl = 0;
+	char value[64];
+	ssize_t n;
+
+	memset(r, 0, sizeof(*r));
+	for (;;) {
+		buf[*len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+		if (end)
+			break;
+		if (*len >= MAX_HEAD || wait_readable(s, fd, -1) != 1)
+			return 0;
+		n = recv(fd, buf + *len, MAX_HEAD - *len, 0);
+		if (n <= 0)
+			return 0;
+		*len += (size_t)n;
+	}
+	head_len = (size_t)(end - buf) + 4;
+	memcpy(r->head, buf, head_len < sizeof(r->head) ? head_len : sizeof(r->head) - 1);
+	if (sscanf(r->head, "%15s %255s %15s", r->method, r->target, r->version) != 3)
+		return 0;
+	if (lb_header(r, "Content-Length", value, sizeof(value)) == 1)
+		cl = strtoul(value, NULL, 10);
+	if (lb_header(r, "Transfer-Encoding", NULL, 0))
+		cl = 0; /* not supported here; the test asserts it is absent */
+	if (cl > MAX_BODY)
+		return 0;
+	r->body = malloc(cl + 1);
+	if (!r->body)
+		return 0;
+	have = *len - head_len < cl ? *len - head_len : cl;
+	memcpy(r->body, buf + head_len, have);
+	memmove(buf, buf + head_len + have, *len - head_len - have);
+	*len -= head_len + have;
+	while (have < cl) {
+		if (wait_readable(s, fd, -1) != 1)
+			goto fail;
+		n = recv(fd, r->body + have, cl - have, 0);
+		if (n <= 0)
+			goto fail;
+		have += (size_t)n;
+	}
+	r->body[cl] = '\0';
+	r->body_len = cl;
+	return 1;
+fail:
+	free(r->body);
+	r->body = NULL;
+	return 0;
+}
+
+static void record(lb_server *s, lb_request *r)
+{
+	pthread_mutex_lock(&s->lock);
+	free(s->last.body);
+	s->last = *r;
+	s->have_last = 1;
+	s->requests++;
+	pthread_mutex_unlock(&s->lock);
+	r->body = NULL;
+}
+
+/* Write the scripted answer; 0 if the peer went away or the server stops. */
+static int answer(lb_server *s, int fd)
+{
+	size_t i, from = s->script.trickle_from;
+	if (!s->response)
+		return 1;
+	if (!s->script.trickle_ms)
+		return send_all(fd, s->response, s->script.response_len);
+	if (from > s->script.response_len)
+		from = s->script.response_len;
+	if (from && !send_all(fd, s->response, from))
+		return 0;
+	for (i = from; i < s->script.response_len; i++) {
+		if (i && !pause_ms(s, s->script.trickle_ms))
+			return 0;
+		if (!send_all(fd, s->response + i, 1))
+			return 0;
+	}
+	return 1;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	lb_server *s = c->server;
+	char *buf = malloc(MAX_HEAD + 1);
+	size_t len = 0;
+	unsigned nreq = 0;
+	lb_after after = LB_CLOSE;
+	lb_request r;
+
+	if (!buf)
+		goto out;
+	if (s->script.no_read) {
+		/* Not even a read: the peer's sends back up once the buffers fill. */
+		wait_readable(s, -1, -1);
+		goto out;
+	}
+	if (s->script.raw) {
+		if (wait_readable(s, c->fd, -1) == 1 && recv(c->fd, buf, MAX_HEAD, 0) > 0 &&
+		    pause_ms(s, s->script.delay_ms) && answer(s, c->fd))
+			after = s->script.after;
+		goto out;
+	}
+	for (;;) {
+		if (!read_request(s, c->fd, buf, &len, &r))
+			break;
+		nreq++;
+		record(s, &r);
+		if (s->script.drop_reused && nreq > 1)
+			break;
+		if (!pause_ms(s, s->script.delay_ms) || !answer(s, c->fd))
+			break;
+		if (s->script.after != LB_KEEP) {
+			after = s->script.after;
+			break;
+		}
+	}
+out:
+	if (after == LB_HOLD)
+		hold(s, c->fd);
+	if (after == LB_RESET) {
+		struct linger lg;
+		lg.l_onoff = 1;
+		lg.l_linger = 0;
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(c->fd);
+	c->fd = -1;
+	free(buf);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	lb_server *s = arg;
+	while (wait_readable(s, s->listen_fd, -1) == 1) {
+		struct timeval tv;
+		struct conn *c;
+		int fd = accept(s->listen_fd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		/* A client that stops reading must not wedge the server. */
+		tv.tv_sec = 5;
+		tv.tv_usec = 0;
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->server = s;
+		pthread_mutex_lock(&s->lock);
+		s->accepted++;
+		if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
+			pthread_mutex_unlock(&s->lock);
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = s->conns;
+		s->conns = c;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;
+}
+
+lb_server *lb_start(const lb_script *script)
+{
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof(addr);
+	lb_server *s = calloc(1, sizeof(*s));
+	int one = 1;
+
+	if (!s)
+		return NULL;
+	s->listen_fd = -1;
+	s->wake[0] = s->wake[1] = -1;
+	s->script = *script;
+	if (script->response) {
+		if (!s->script.response_len)
+			s->script.response_len = strlen(script->response);
+		s->response = malloc(s->script.response_len + 1);
+		if (!s->response)
+			goto fail;
+		memcpy(s->response, script->response, s->script.response_len);
+		s->response[s->script.response_len] = '\0';
+	}
+	s->script.response = s->response;
+	if (pipe(s->wake) != 0)
+		goto fail;
+	s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (s->listen_fd < 0)
+		goto fail;
+	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	addr.sin_port = 0;
+	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+	    listen(s->listen_fd, 64) != 0 ||
+	    getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen) != 0)
+		goto fail;
+	s->port = ntohs(addr.sin_port);
+	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%u/wms", (unsigned)s->port);
+	if (pthread_mutex_init(&s->lock, NULL) != 0)
+		goto fail;
+	if (pthread_create(&s->accept_thread, NULL, accept_main, s) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		goto fail;
+	}
+	return s;
+fail:
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->wake[0] >= 0) {
+		close(s->wake[0]);
+		close(s->wake[1]);
+	}
+	free(s->response);
+	free(s);
+	return NULL;
+}
+
+void lb_stop(lb_server *s)
+{
+	struct conn *c, *next;
+	ssize_t w;
+	if (!s)
+		return;
+	do
+		w = write(s->wake[1], "x", 1);
+	while (w < 0 && errno == EINTR);
+	pthread_join(s->accept_thread, NULL);
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		pthread_join(c->thread, NULL);
+		free(c);
+	}
+	close(s->listen_fd);
+	close(s->wake[0]);
+	close(s->wake[1]);
+	pthread_mutex_destroy(&s->lock);
+	free(s->last.body);
+	free(s->response);
+	free(s);
+}
+
+uint16_t lb_port(const lb_server *s)
+{
+	return s->port;
+}
+
+const char *lb_url(const lb_server *s)
+{
+	return s->url;
+}
+
+unsigned lb_accepted(lb_server *s)
+{
+	unsigned n;
+	pthread_mutex_lock(&s->lock);
+	n = s->accepted;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+unsigned lb_requests(lb_server *s)
+{
+	unsigned n;
+	pthread_mutex_lock(&s->lock);
+	n = s->requests;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+int lb_last_request(lb_server *s, lb_request *out)
+{
+	int have;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->lock);
+	have = s->have_last;
+	if (have) {
+		*out = s->last;
+		out->body = malloc(s->last.body_len + 1);
+		if (out->body) {
+			memcpy(out->body, s->last.body, s->last.body_len);
+			out->body[s->last.body_len] = '\0';
+		} else {
+			have = 0;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return have;
+}
+
+void lb_request_free(lb_request *r)
+{
+	if (r) {
+		free(r->body);
+		r->body = NULL;
+	}
+}
+
+char *lb_http_response(int status, const char *reason, const char *content_type,
+		       const char *body)
+{
+	size_t blen = strlen(body);
+	size_t size = blen + (content_type ? strlen(content_type) : 0) + strlen(reason) + 128;
+	char *s = malloc(size);
+	if (!s)
+		return NULL;
+	snprintf(s, size, "HTTP/1.1 %d %s\r\n%s%s%sContent-Length: %zu\r\n\r\n%s", status,
+		 reason, content_type ? "Content-Type: " : "", content_type ? content_type : "",
+		 content_type ? "\r\n" : "", blen, body);
+	return s;
+}
+
+uint16_t lb_closed_port(void)
+{
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof(addr);
+	uint16_t port = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 0;
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&addr, &alen) == 0)
+		port = ntohs(addr.sin_port);
+	close(fd);
+	return port;
+}
+
+int lb_blackhole_open(lb_blackhole *b)
+{
+	struct sockaddr_in addr;
+	socklen_t alen = sizeof(addr);
+	b->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	b->parked_fd = socket(AF_INET, SOCK_STREAM, 0);
+	b->port = 0;
+	if (b->listen_fd < 0 || b->parked_fd < 0)
+		goto fail;
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(b->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+	    listen(b->listen_fd, 0) != 0 ||
+	    getsockname(b->listen_fd, (struct sockaddr *)&addr, &alen) != 0 ||
+	    connect(b->parked_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+		goto fail;
+	b->port = ntohs(addr.sin_port);
+	return 0;
+fail:
+	lb_blackhole_close(b);
+	return -1;
+}
+
+void lb_blackhole_close(lb_blackhole *b)
+{
+	if (b->parked_fd >= 0)
+		close(b->parked_fd);
+	if (b->listen_fd >= 0)
+		close(b->listen_fd);
+	b->parked_fd = b->listen_fd = -1;
+}

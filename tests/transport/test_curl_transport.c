@@ -1,0 +1,845 @@
+/*
+ * The libcurl transport against an in-process loopback server: wire format,
+ * keep-alive, threads, and every failure the transport must classify, each
+ * with its status, delivery and CURLcode.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+
+#include "internal.h"
+#include "wms/sys/transport.h"
+#include "loopback.h"
+
+#define ACTION "urn:libwms:warehouse:1/GetOrderStatus"
+#define CT_11 "text/xml; charset=utf-8"
+#define CT_12 "application/soap+xml; charset=utf-8; action=\"" ACTION "\""
+#define UA "libwms-test/0.1"
+
+static const char request_11[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\" "
+	"xmlns:wh=\"urn:libwms:warehouse:1\"><soap:Body><wh:GetOrderStatusRequest>"
+	"<wh:clientOrderId>ORD-1001</wh:clientOrderId>"
+	"</wh:GetOrderStatusRequest></soap:Body></soap:Envelope>";
+
+static const char request_12[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<env:Envelope xmlns:env=\"http://www.w3.org/2003/05/soap-envelope\" "
+	"xmlns:wh=\"urn:libwms:warehouse:1\"><env:Body><wh:GetOrderStatusRequest>"
+	"<wh:clientOrderId>ORD-1001</wh:clientOrderId>"
+	"</wh:GetOrderStatusRequest></env:Body></env:Envelope>";
+
+static const char reply_ok[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\" "
+	"xmlns:wh=\"urn:libwms:warehouse:1\"><soap:Body><wh:GetOrderStatusResponse>"
+	"<wh:clientOrderId>ORD-1001</wh:clientOrderId><wh:wmsReference>WMS-77</wh:wmsReference>"
+	"<wh:state>PICKING</wh:state><wh:updatedAt>2024-05-01T10:00:00Z</wh:updatedAt>"
+	"</wh:GetOrderStatusResponse></soap:Body></soap:Envelope>";
+
+static const char reply_fault[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\" "
+	"xmlns:wh=\"urn:libwms:warehouse:1\"><soap:Body><soap:Fault>"
+	"<faultcode>soap:Client</faultcode><faultstring>unknown order</faultstring>"
+	"<detail><wh:WmsFault><wh:code>UNKNOWN_ORDER</wh:code></wh:WmsFault></detail>"
+	"</soap:Fault></soap:Body></soap:Envelope>";
+
+static const char html_502[] =
+	"<html><head><title>502 Bad Gateway</title></head>"
+	"<body><h1>Bad Gateway</h1></body></html>";
+
+/* ---- fixture ------------------------------------------------------------ */
+
+typedef struct fx {
+	wms_transport *tp;
+	lb_server *srv;
+	wms_http_request req;
+	wms_http_response resp;
+	wms_error err;
+	lb_request last;
+	char *reply;
+	uint64_t elapsed_ms;
+} fx;
+
+static int under_valgrind(void)
+{
+	const char *v = getenv("WMS_UNDER_VALGRIND");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Allowed lateness past a deadline. */
+static uint64_t slack_ms(void)
+{
+	return under_valgrind() ? 3000u : 100u;
+}
+
+static void base_request(wms_http_request *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->operation = "GetOrderStatus";
+	r->soap_action = ACTION;
+	r->soap_version = WMS_SOAP_11;
+	r->content_type = CT_11;
+	r->body = request_11;
+	r->body_len = sizeof(request_11) - 1;
+	r->connect_timeout_ms = 2000;
+	r->timeout_ms = 5000;
+	r->stall_timeout_ms = 5000;
+	r->max_reply_bytes = 1024 * 1024;
+	r->user_agent = UA;
+}
+
+static int setup(void **state)
+{
+	fx *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	if (wms_curl_transport_new(&f->tp) != WMS_OK) {
+		free(f);
+		return -1;
+	}
+	base_request(&f->req);
+	f->resp.max_body = f->req.max_reply_bytes;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx *f = *state;
+	f->tp->free(f->tp);
+	lb_stop(f->srv);
+	wms_http_response_clear(&f->resp);
+	lb_request_free(&f->last);
+	free(f->reply);
+	free(f);
+	return 0;
+}
+
+static void start(fx *f, const lb_script *script)
+{
+	f->srv = lb_start(script);
+	assert_non_null(f->srv);
+	f->req.url = lb_url(f->srv);
+}
+
+/* A server that answers every request with `status` and `body`. */
+static void start_reply(fx *f, int status, const char *reason, const char *ct,
+			const char *body)
+{
+	lb_script s = { 0 };
+	f->reply = lb_http_response(status, reason, ct, body);
+	assert_non_null(f->reply);
+	s.response = f->reply;
+	start(f, &s);
+}
+
+static wms_status call(fx *f)
+{
+	uint64_t t0 = lb_now_ms();
+	wms_status st;
+	wms_error_clear(&f->err);
+	st = f->tp->send(f->tp, &f->req, &f->resp, &f->err);
+	f->elapsed_ms = lb_now_ms() - t0;
+	return st;
+}
+
+static void assert_failed(fx *f, wms_status st, wms_status want, wms_delivery delivery,
+			  int curl_code)
+{
+	if (getenv("WMS_TEST_VERBOSE"))
+		print_message("  -> %s/%s curl %d %lums: %s\n", wms_status_name(st),
+			      wms_delivery_name(f->err.delivery), f->err.curl_code,
+			      (unsigned long)f->elapsed_ms, f->err.message);
+	assert_int_equal(st, want);
+	assert_int_equal(f->err.status, want);
+	assert_int_equal(f->err.delivery, delivery);
+	assert_int_equal(f->err.curl_code, curl_code);
+	assert_true(f->err.message[0] != '\0');
+	assert_null(strchr(f->err.message, '\n'));
+}
+
+static void get_last(fx *f)
+{
+	lb_request_free(&f->last);
+	assert_true(lb_last_request(f->srv, &f->last));
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+static void test_ok_200(void **state)
+{
+	fx *f = *state;
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->err.status, WMS_OK);
+	assert_int_equal(f->err.curl_code, 0);
+	assert_int_equal(f->resp.status, 200);
+	assert_string_equal(f->resp.content_type, CT_11);
+	assert_int_equal(f->resp.body_len, strlen(reply_ok));
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(f->resp.overflow, 0);
+	get_last(f);
+	assert_int_equal(f->last.body_len, f->req.body_len);
+	assert_memory_equal(f->last.body, f->req.body, f->req.body_len);
+}
+
+static void test_slow_reply_inside_deadline(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.delay_ms = 400;
+	start(f, &s);
+	f->req.timeout_ms = 3000;
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_true(f->elapsed_ms >= 350);
+}
+
+static void test_html_502_is_a_reply(void **state)
+{
+	fx *f = *state;
+	start_reply(f, 502, "Bad Gateway", "text/html; charset=iso-8859-1", html_502);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 502);
+	assert_string_equal(f->resp.content_type, "text/html; charset=iso-8859-1");
+	assert_string_equal(f->resp.body, html_502);
+}
+
+static void test_soap_fault_500_is_a_reply(void **state)
+{
+	fx *f = *state;
+	start_reply(f, 500, "Internal Server Error", CT_11, reply_fault);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 500);
+	assert_string_equal(f->resp.content_type, CT_11);
+	assert_string_equal(f->resp.body, reply_fault);
+}
+
+static void test_no_redirect_followed(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.response = "HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n";
+	start(f, &s);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 302);
+	assert_int_equal(f->resp.body_len, 0);
+	assert_int_equal(lb_requests(f->srv), 1);
+	get_last(f);
+	assert_string_equal(f->last.target, "/wms");
+}
+
+/* The Content-Type is the final response's, never a 1xx's. */
+static void test_informational_responses(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.response = "HTTP/1.1 103 Early Hints\r\nContent-Type: text/html\r\nLink: </a>\r\n\r\n"
+		     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	start(f, &s);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+	assert_null(f->resp.content_type);
+	assert_string_equal(f->resp.body, "ok");
+}
+
+static void test_100_continue_then_reply(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	char *final = lb_http_response(200, "OK", CT_11, reply_ok);
+	assert_non_null(final);
+	f->reply = malloc(strlen(final) + 64);
+	assert_non_null(f->reply);
+	sprintf(f->reply, "HTTP/1.1 100 Continue\r\n\r\n%s", final);
+	free(final);
+	s.response = f->reply;
+	start(f, &s);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+	assert_string_equal(f->resp.content_type, CT_11);
+	assert_string_equal(f->resp.body, reply_ok);
+}
+
+/* ---- what the server received ---------------------------------------------- */
+
+static void assert_common_wire(fx *f)
+{
+	char v[512], cl[32];
+	get_last(f);
+	assert_string_equal(f->last.method, "POST");
+	assert_string_equal(f->last.version, "HTTP/1.1");
+	assert_string_equal(f->last.target, "/wms");
+	snprintf(cl, sizeof(cl), "%zu", f->req.body_len);
+	assert_int_equal(lb_header(&f->last, "Content-Length", v, sizeof(v)), 1);
+	assert_string_equal(v, cl);
+	assert_int_equal(lb_header(&f->last, "Transfer-Encoding", NULL, 0), 0);
+	assert_int_equal(lb_header(&f->last, "Expect", NULL, 0), 0);
+	assert_int_equal(lb_header(&f->last, "Accept", v, sizeof(v)), 1);
+	assert_string_equal(v, "text/xml, application/soap+xml");
+	assert_int_equal(lb_header(&f->last, "User-Agent", v, sizeof(v)), 1);
+	assert_string_equal(v, UA);
+	assert_int_equal(lb_header(&f->last, "Content-Type", v, sizeof(v)), 1);
+	assert_string_equal(v, f->req.content_type);
+	assert_int_equal(f->last.body_len, f->req.body_len);
+	assert_memory_equal(f->last.body, f->req.body, f->req.body_len);
+}
+
+static void test_wire_soap11(void **state)
+{
+	fx *f = *state;
+	char v[512];
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	assert_int_equal(call(f), WMS_OK);
+	assert_common_wire(f);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
+	assert_string_equal(v, "\"" ACTION "\"");
+}
+
+static void test_wire_soap12(void **state)
+{
+	fx *f = *state;
+	start_reply(f, 200, "OK", "application/soap+xml; charset=utf-8", reply_ok);
+	f->req.soap_version = WMS_SOAP_12;
+	f->req.content_type = CT_12;
+	f->req.body = request_12;
+	f->req.body_len = sizeof(request_12) - 1;
+	assert_int_equal(call(f), WMS_OK);
+	assert_common_wire(f);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", NULL, 0), 0);
+}
+
+/* An empty body must go out as Content-Length: 0, never read from stdin. */
+static void test_wire_empty_body(void **state)
+{
+	fx *f = *state;
+	char v[32];
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	f->req.body = NULL;
+	f->req.body_len = 0;
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_string_equal(f->last.method, "POST");
+	assert_int_equal(lb_header(&f->last, "Content-Length", v, sizeof(v)), 1);
+	assert_string_equal(v, "0");
+	assert_int_equal(f->last.body_len, 0);
+}
+
+/* Zero timeouts mean the defaults, not curl's "no limit". */
+static void test_zero_timeouts(void **state)
+{
+	fx *f = *state;
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	f->req.connect_timeout_ms = 0;
+	f->req.timeout_ms = 0;
+	f->req.stall_timeout_ms = 0;
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+}
+
+/* ---- keep-alive -------------------------------------------------------------- */
+
+static void test_keepalive_reuse(void **state)
+{
+	fx *f = *state;
+	int i;
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(call(f), WMS_OK);
+		assert_int_equal(f->resp.status, 200);
+		assert_string_equal(f->resp.body, reply_ok);
+	}
+	assert_int_equal(lb_requests(f->srv), 3);
+	assert_int_equal(lb_accepted(f->srv), 1);
+}
+
+/* The server closes each connection after replying without saying so: curl
+ * notices the dead idle connection and opens a new one. */
+static void test_idle_connection_closed_by_server(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	int i;
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.after = LB_CLOSE;
+	start(f, &s);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(call(f), WMS_OK);
+		assert_string_equal(f->resp.body, reply_ok);
+	}
+	assert_int_equal(lb_requests(f->srv), 3);
+	assert_int_equal(lb_accepted(f->srv), 3);
+}
+
+/* A reused connection dies after the request was read and before any reply:
+ * curl resends once on a fresh connection (the WMS sees it twice). */
+static void test_reused_connection_dropped_is_resent(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.drop_reused = 1;
+	start(f, &s);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(lb_accepted(f->srv), 2);
+	assert_int_equal(lb_requests(f->srv), 3);
+}
+
+/* ---- threads -------------------------------------------------------------------- */
+
+struct worker {
+	wms_transport *tp;
+	const char *url;
+	int calls;
+	int ok;
+	char first_error[WMS_ERROR_MESSAGE_MAX + 32];
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	wms_http_request req;
+	int i;
+	base_request(&req);
+	req.url = w->url;
+	for (i = 0; i < w->calls; i++) {
+		wms_http_response resp;
+		wms_error err;
+		wms_status st;
+		memset(&resp, 0, sizeof(resp));
+		resp.max_body = req.max_reply_bytes;
+		wms_error_clear(&err);
+		st = w->tp->send(w->tp, &req, &resp, &err);
+		if (st == WMS_OK && resp.status == 200 && resp.body &&
+		    strcmp(resp.body, reply_ok) == 0 && resp.content_type &&
+		    strcmp(resp.content_type, CT_11) == 0)
+			w->ok++;
+		else if (!w->first_error[0])
+			snprintf(w->first_error, sizeof(w->first_error), "%s: %s",
+				 wms_status_name(st), err.message);
+		wms_http_response_clear(&resp);
+	}
+	return NULL;
+}
+
+/* `threads` threads, `calls` calls each, one transport; all must succeed. */
+static void run_workers(fx *f, int threads, int calls)
+{
+	pthread_t th[16];
+	struct worker w[16];
+	int i;
+	assert_true(threads <= 16);
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < threads; i++) {
+		w[i].tp = f->tp;
+		w[i].url = lb_url(f->srv);
+		w[i].calls = calls;
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < threads; i++) {
+		if (w[i].ok != calls)
+			print_error("thread %d: %d/%d ok, first error: %s\n", i, w[i].ok, calls,
+				    w[i].first_error);
+		assert_int_equal(w[i].ok, calls);
+	}
+	assert_int_equal(lb_requests(f->srv), (unsigned)(threads * calls));
+	/* At most one connection per concurrent caller: keep-alive held. */
+	assert_in_range(lb_accepted(f->srv), 1, (unsigned)threads);
+}
+
+static void test_threads_share_one_transport(void **state)
+{
+	run_workers(*state, 8, 50);
+}
+
+/* More callers than idle slots: surplus handles are created, then dropped. */
+static void test_threads_beyond_idle_pool(void **state)
+{
+	run_workers(*state, 12, 10);
+}
+
+/* ---- failures before anything is sent ---------------------------------------------- */
+
+static void test_connect_refused(void **state)
+{
+	fx *f = *state;
+	char url[64];
+	uint16_t port = lb_closed_port();
+	assert_true(port != 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)port);
+	f->req.url = url;
+	assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT, CURLE_COULDNT_CONNECT);
+	assert_int_equal(f->resp.status, 0);
+	assert_int_equal(f->err.http_status, 0);
+}
+
+/* The TCP connect never completes: the connect deadline, or the whole call's
+ * when it is shorter, ends it; nothing was sent. */
+static void test_connect_timeout(void **state)
+{
+	fx *f = *state;
+	lb_blackhole b;
+	char url[64];
+	assert_int_equal(lb_blackhole_open(&b), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)b.port);
+	f->req.url = url;
+	f->req.connect_timeout_ms = 300;
+	f->req.timeout_ms = 5000;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms >= 250);
+	assert_true(f->elapsed_ms <= 300 + slack_ms());
+
+	f->req.connect_timeout_ms = 5000;
+	f->req.timeout_ms = 300;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms <= 300 + slack_ms());
+	lb_blackhole_close(&b);
+}
+
+static void test_unresolvable_host(void **state)
+{
+	fx *f = *state;
+	f->req.url = "http://nonexistent.invalid/wms";
+	assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT,
+		      CURLE_COULDNT_RESOLVE_HOST);
+	assert_non_null(strstr(f->err.message, "nonexistent.invalid"));
+}
+
+/* Credentials in the URL never reach the message. */
+static void test_credentials_not_in_message(void **state)
+{
+	fx *f = *state;
+	char url[96];
+	uint16_t port = lb_closed_port();
+	snprintf(url, sizeof(url), "http://alice:s3cr3t@127.0.0.1:%u/wms", (unsigned)port);
+	f->req.url = url;
+	assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT, CURLE_COULDNT_CONNECT);
+	assert_null(strstr(f->err.message, "s3cr3t"));
+	f->req.url = "http://alice:s3cr3t@nonexistent.invalid/wms";
+	assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT,
+		      CURLE_COULDNT_RESOLVE_HOST);
+	assert_null(strstr(f->err.message, "s3cr3t"));
+}
+
+static void test_unsupported_scheme(void **state)
+{
+	fx *f = *state;
+	char url[64];
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	/* ftp to a live port: refused by libcurl before any connect. */
+	snprintf(url, sizeof(url), "ftp://127.0.0.1:%u/wms", (unsigned)lb_port(f->srv));
+	f->req.url = url;
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+		      CURLE_UNSUPPORTED_PROTOCOL);
+	f->req.url = "file:///etc/hostname";
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+		      CURLE_UNSUPPORTED_PROTOCOL);
+	assert_int_equal(f->resp.body_len, 0);
+	assert_int_equal(lb_accepted(f->srv), 0);
+}
+
+static void test_malformed_url(void **state)
+{
+	fx *f = *state;
+	f->req.url = "http://[::1/wms";
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+		      CURLE_URL_MALFORMAT);
+}
+
+static void test_invalid_arguments(void **state)
+{
+	fx *f = *state;
+	wms_transport *t = f->tp;
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+
+	assert_int_equal(wms_curl_transport_new(NULL), WMS_ERR_INVALID_ARG);
+	assert_int_equal(t->send(t, NULL, &f->resp, &f->err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(f->err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(t->send(t, &f->req, NULL, &f->err), WMS_ERR_INVALID_ARG);
+
+	f->req.content_type = "text/xml\r\nX-Injected: 1";
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
+	f->req.content_type = CT_11;
+	f->req.soap_action = "urn:x\nX-Injected: 1";
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
+	f->req.soap_action = ACTION;
+	f->req.body = NULL;
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
+	f->req.body = request_11;
+	f->req.url = NULL;
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
+	f->req.url = lb_url(f->srv);
+	f->req.content_type = NULL;
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
+	assert_int_equal(lb_accepted(f->srv), 0);
+
+	/* The transport still works afterwards. */
+	f->req.content_type = CT_11;
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+}
+
+/* https:// to a server that speaks plain HTTP: the handshake fails. */
+static void test_tls_handshake_failure(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	char url[64];
+	s.raw = 1;
+	s.response = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+	s.after = LB_CLOSE;
+	start(f, &s);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(f->srv));
+	f->req.url = url;
+	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
+	assert_int_equal(lb_requests(f->srv), 0);
+}
+
+static void test_tls_bad_ca_file(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	char url[64];
+	s.raw = 1;
+	s.after = LB_CLOSE;
+	start(f, &s);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(f->srv));
+	f->req.url = url;
+	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
+	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
+}
+
+/* ---- failures after the request left ---------------------------------------------- */
+
+static void test_never_answers(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.after = LB_HOLD;
+	start(f, &s);
+	f->req.timeout_ms = 300;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms >= 250);
+	assert_true(f->elapsed_ms <= 300 + slack_ms());
+	assert_int_equal(lb_requests(f->srv), 1);
+}
+
+/* The server never reads: the body cannot all leave, so it provably was not
+ * delivered. */
+static void test_timeout_before_body_sent(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	size_t big = 16u * 1024u * 1024u;
+	char *body = malloc(big);
+	assert_non_null(body);
+	memset(body, 'x', big);
+	s.no_read = 1;
+	start(f, &s);
+	f->req.body = body;
+	f->req.body_len = big;
+	f->req.timeout_ms = 500;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms <= 500 + slack_ms());
+	f->req.body = request_11;
+	free(body);
+}
+
+/* The whole reply at 1 byte every 500 ms: the header never completes, the
+ * deadline ends it (the 5 s stall guard would come later). */
+static void test_trickle(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.trickle_ms = 500;
+	start(f, &s);
+	f->req.timeout_ms = 1500;
+	f->req.stall_timeout_ms = 5000;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms >= 1400);
+	assert_true(f->elapsed_ms <= 1500 + slack_ms());
+}
+
+/* Header at once, then the body at 1 byte every 500 ms: slow but moving, so
+ * the 1 s stall guard must not fire; the deadline does. */
+static void test_trickle_body_is_not_a_stall(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	static const char head[] =
+		"HTTP/1.1 200 OK\r\nContent-Type: " CT_11 "\r\nContent-Length: 40\r\n\r\n";
+	static const char reply[] =
+		"HTTP/1.1 200 OK\r\nContent-Type: " CT_11 "\r\nContent-Length: 40\r\n\r\n"
+		"0123456789012345678901234567890123456789";
+	s.response = reply;
+	s.trickle_from = sizeof(head) - 1;
+	s.trickle_ms = 500;
+	start(f, &s);
+	/* Wide enough for 4+ body bytes under valgrind too. */
+	f->req.timeout_ms = 2500;
+	f->req.stall_timeout_ms = 1000;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms >= 2400);
+	assert_true(f->elapsed_ms <= 2500 + slack_ms());
+	assert_int_equal(f->resp.status, 200);
+	assert_true(f->resp.body_len >= 3);
+}
+
+/* Part of the body, then silence: the stall guard fires long before the deadline. */
+static void test_stall_guard(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.response = "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n"
+		     "<?xml version=\"1.0\"?>";
+	s.after = LB_HOLD;
+	start(f, &s);
+	f->req.timeout_ms = 10000;
+	f->req.stall_timeout_ms = 1000;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_ABORTED_BY_CALLBACK);
+	assert_non_null(strstr(f->err.message, "stall"));
+	assert_true(f->elapsed_ms >= 900);
+	assert_true(f->elapsed_ms < (under_valgrind() ? 9000u : 4000u));
+	assert_int_equal(f->resp.status, 200);
+}
+
+static void test_reset_mid_reply(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.response = "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n"
+		     "<?xml version=\"1.0\"?><soap:Envelope";
+	s.after = LB_RESET;
+	start(f, &s);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_RECV_ERROR);
+	assert_int_equal(f->err.http_status, 200);
+}
+
+static void test_content_length_longer_than_body(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.response = "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 1000\r\n\r\n"
+		     "<?xml version=\"1.0\"?><soap:Envelope";
+	s.after = LB_CLOSE;
+	start(f, &s);
+	assert_failed(f, call(f), WMS_ERR_TRUNCATED, WMS_DELIVERY_UNKNOWN, CURLE_PARTIAL_FILE);
+	assert_int_equal(f->resp.status, 200);
+	assert_int_equal(f->err.http_status, 200);
+}
+
+static void test_closed_without_reply(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.after = LB_CLOSE;
+	start(f, &s);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_GOT_NOTHING);
+	assert_int_equal(lb_requests(f->srv), 1);
+}
+
+static void test_reply_too_large(void **state)
+{
+	fx *f = *state;
+	size_t n = 64 * 1024;
+	char *big = malloc(n + 1);
+	assert_non_null(big);
+	memset(big, 'a', n);
+	big[n] = '\0';
+	start_reply(f, 200, "OK", CT_11, big);
+	free(big);
+	f->resp.max_body = 1024;
+	assert_failed(f, call(f), WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN, CURLE_WRITE_ERROR);
+	assert_int_equal(f->resp.overflow, 1);
+	assert_true(f->resp.body_len <= 1024);
+	assert_non_null(strstr(f->err.message, "1024"));
+
+	/* A reply exactly at the limit is fine (and the pool recovered). */
+	f->resp.max_body = n;
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.body_len, n);
+	assert_int_equal(f->resp.overflow, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_ok_200, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_reply_inside_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_html_502_is_a_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_soap_fault_500_is_a_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_redirect_followed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_informational_responses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_100_continue_then_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wire_soap11, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wire_soap12, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wire_empty_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_timeouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keepalive_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_connection_closed_by_server, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reused_connection_dropped_is_resent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_threads_share_one_transport, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_beyond_idle_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unresolvable_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_credentials_not_in_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tls_handshake_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tls_bad_ca_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_never_answers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_before_body_sent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trickle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trickle_body_is_not_a_stall, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stall_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_mid_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_content_length_longer_than_body, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_closed_without_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reply_too_large, setup, teardown),
+	};
+	/* Loopback only: a proxy from the environment must not get in the way. */
+	unsetenv("http_proxy");
+	unsetenv("HTTP_PROXY");
+	unsetenv("https_proxy");
+	unsetenv("HTTPS_PROXY");
+	unsetenv("all_proxy");
+	unsetenv("ALL_PROXY");
+	return cmocka_run_group_tests_name("transport_curl", tests, NULL, NULL);
+}
