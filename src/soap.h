@@ -58,4 +58,32 @@ wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
 /* Once per process (thread-safe): libxml2's global set-up. */
 void wms__xml_init(void);
 
+/* ---- added by the SOAP module (soap_build.c / soap_validate.c) ---------- */
+
+/* The full Content-Type header value for `op` in SOAP version `v`:
+ * 1.1 "text/xml; charset=utf-8", 1.2 "application/soap+xml; charset=utf-8;
+ * action=\"urn:libwms:warehouse:1/<Operation>\"". Static; "" for a bad op. */
+const char *wms__op_content_type(wms__op op, wms_soap_version v);
+
+/* CancelOrder's optional reason: NULL or "" (omitted), else 1-256 bytes of
+ * UTF-8 without control characters. WMS_ERR_INVALID_ARG, delivery NOT_SENT. */
+wms_status wms__validate_reason(const char *reason, wms_error *err);
+
+/* For the duration of one libxml2 call sequence on this thread, catch the
+ * errors libxml2 raises outside any parser context (encoding conversion,
+ * output I/O) instead of letting them reach stderr. libxml2 keeps these
+ * handlers per thread; _end restores what was there. */
+typedef struct wms__xml_quiet {
+	void (*saved_structured)(void);
+	void *saved_structured_ctx;
+	void (*saved_generic)(void);
+	void *saved_generic_ctx;
+	int errors;     /* errors caught since _begin */
+	int first_code; /* libxml2's xmlParserErrors code of the first one */
+	int nomem;      /* one of them was XML_ERR_NO_MEMORY */
+} wms__xml_quiet;
+
+void wms__xml_quiet_begin(wms__xml_quiet *q);
+void wms__xml_quiet_end(wms__xml_quiet *q);
+
 #endif

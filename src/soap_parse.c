@@ -1,2 +1,945 @@
-/* placeholder until implemented */
-typedef int wms__placeholder_soap_parse;
+/* Reply parsing: bytes in, a reply struct or a classified error out.
+ *
+ * The body goes through libxml2's push parser, fed whole and then told the
+ * input has ended. That split is how a truncated body is told apart from
+ * one that is not XML: a body that parses without error until the end of
+ * input is announced was a well-formed prefix that ended early (TRUNCATED);
+ * an error while feeding means it was never XML (NOT_XML). A DOCTYPE stops
+ * the parser from its SAX callback, before any declaration in it is read,
+ * so no entity is ever defined, let alone expanded or fetched.
+ *
+ * Every element is matched by namespace URI and local name, never by prefix.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <libxml/encoding.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlerror.h>
+#include "soap.h"
+
+#define X(s) ((const xmlChar *)(s))
+#define S(s) ((const char *)(s))
+
+/* Safe options: no network, and none of NOENT (entity substitution), DTDLOAD,
+ * DTDATTR, DTDVALID, HUGE or RECOVER; libxml2's own reporting off (errors are
+ * collected per call through the context's structured handler). */
+#define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
+
+#define CHUNK_MAX (1 << 30)
+#define VALUE_MAX 256 /* longest simple value we look at, after trimming */
+
+static const char *const response_names[WMS__OP_COUNT] = {
+	"SubmitOrderResponse", "GetOrderStatusResponse", "CancelOrderResponse",
+	"GetStockLevelResponse",
+};
+
+/* ---- public helpers declared in wms/client.h ------------------------------ */
+
+const char *wms_order_state_name(wms_order_state state)
+{
+	switch (state) {
+	case WMS_ORDER_RECEIVED: return "RECEIVED";
+	case WMS_ORDER_ALLOCATED: return "ALLOCATED";
+	case WMS_ORDER_PICKING: return "PICKING";
+	case WMS_ORDER_PACKED: return "PACKED";
+	case WMS_ORDER_SHIPPED: return "SHIPPED";
+	case WMS_ORDER_CANCELLED: return "CANCELLED";
+	case WMS_ORDER_UNKNOWN: return "UNKNOWN";
+	}
+	return "UNKNOWN";
+}
+
+void wms_stock_reply_free(wms_stock_reply *reply)
+{
+	if (!reply)
+		return;
+	wms__free(reply->levels);
+	wms__free(reply);
+}
+
+/* ---- small byte helpers (locale-independent) ------------------------------ */
+
+static int xml_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static unsigned char lower(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+/* Whether [p, end) starts with `lit` (lower-case ASCII), ignoring case. */
+static int starts_ci(const char *p, const char *end, const char *lit)
+{
+	for (; *lit; p++, lit++)
+		if (p >= end || lower((unsigned char)*p) != (unsigned char)*lit)
+			return 0;
+	return 1;
+}
+
+static const char *find_lit(const char *p, const char *end, const char *lit)
+{
+	size_t n = strlen(lit);
+	for (; (size_t)(end - p) >= n; p++)
+		if (!memcmp(p, lit, n))
+			return p;
+	return NULL;
+}
+
+static const char *skip_space(const char *p, const char *end)
+{
+	while (p < end && xml_space((unsigned char)*p))
+		p++;
+	return p;
+}
+
+/* ---- looking at the bytes before parsing --------------------------------- */
+
+typedef enum sniff_kind { SNIFF_EMPTY, SNIFF_TEXT, SNIFF_HTML, SNIFF_XML } sniff_kind;
+
+typedef struct sniff_result {
+	sniff_kind kind;
+	int bom;          /* a byte order mark: it alone decides the encoding */
+	int declared_enc; /* the XML declaration names an encoding */
+} sniff_result;
+
+/* Classify the start of the body. Only ASCII-compatible bodies are looked
+ * at closely; UTF-16/32 are left to the parser. */
+static void sniff(sniff_result *r, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len, *q;
+	const unsigned char *u = (const unsigned char *)buf;
+
+	memset(r, 0, sizeof(*r));
+	r->kind = SNIFF_XML;
+	if (len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF) {
+		r->bom = 1;
+		p += 3;
+	} else if (len >= 2 && ((u[0] == 0xFF && u[1] == 0xFE) || (u[0] == 0xFE && u[1] == 0xFF) ||
+				u[0] == 0 || u[1] == 0)) {
+		r->bom = 1; /* UTF-16/32 (with or without a BOM): the parser decides */
+		return;
+	}
+	p = skip_space(p, end);
+	if (p == end) {
+		r->kind = SNIFF_EMPTY;
+		return;
+	}
+	if (*p != '<') {
+		r->kind = SNIFF_TEXT;
+		return;
+	}
+	/* Skip the XML declaration, comments and processing instructions. */
+	for (;;) {
+		p = skip_space(p, end);
+		if (end - p >= 5 && !memcmp(p, "<?xml", 5) && p + 5 < end &&
+		    xml_space((unsigned char)p[5])) {
+			if (!(q = find_lit(p, end, "?>")))
+				return;
+			r->declared_enc = find_lit(p, q, "encoding") != NULL;
+			p = q + 2;
+		} else if (end - p >= 2 && !memcmp(p, "<?", 2)) {
+			if (!(q = find_lit(p, end, "?>")))
+				return;
+			p = q + 2;
+		} else if (end - p >= 4 && !memcmp(p, "<!--", 4)) {
+			if (!(q = find_lit(p + 4, end, "-->")))
+				return;
+			p = q + 3;
+		} else {
+			break;
+		}
+	}
+	if (starts_ci(p, end, "<!doctype")) {
+		q = skip_space(p + 9, end);
+		if (starts_ci(q, end, "html") && (q + 4 == end || xml_space((unsigned char)q[4]) ||
+						  q[4] == '>'))
+			r->kind = SNIFF_HTML;
+	} else if (starts_ci(p, end, "<html") &&
+		   (p + 5 == end || xml_space((unsigned char)p[5]) || p[5] == '>' || p[5] == '/')) {
+		r->kind = SNIFF_HTML;
+	}
+}
+
+/* Up to 32 bytes of the body's start, printable ASCII only, for messages. */
+static void snippet(char *dst, size_t size, const char *buf, size_t len)
+{
+	size_t i, n = 0;
+	const char *p = skip_space(buf, buf + len);
+	len -= (size_t)(p - buf);
+	for (i = 0; i < len && i < 32 && n + 1 < size; i++) {
+		unsigned char c = (unsigned char)p[i];
+		dst[n++] = (c >= 0x20 && c < 0x7F && c != '"') ? (char)c : '.';
+	}
+	dst[n] = '\0';
+}
+
+/* The media type is text/html (a proxy's or server's error page). */
+static int media_is_html(const char *ct)
+{
+	const char *end;
+	if (!ct)
+		return 0;
+	end = ct + strlen(ct);
+	ct = skip_space(ct, end);
+	return starts_ci(ct, end, "text/html") &&
+	       (ct + 9 == end || ct[9] == ';' || xml_space((unsigned char)ct[9]));
+}
+
+/* The charset parameter of a Content-Type, unquoted, into dst. 0 if none. */
+static int media_charset(const char *ct, char *dst, size_t size)
+{
+	const char *p, *end, *v;
+	size_t n;
+	if (!ct)
+		return 0;
+	end = ct + strlen(ct);
+	for (p = ct; (p = memchr(p, ';', (size_t)(end - p))) != NULL;) {
+		p = skip_space(p + 1, end);
+		if (!starts_ci(p, end, "charset"))
+			continue;
+		p = skip_space(p + 7, end);
+		if (p == end || *p != '=')
+			continue;
+		p = skip_space(p + 1, end);
+		if (p < end && *p == '"') {
+			v = ++p;
+			while (p < end && *p != '"')
+				p++;
+		} else {
+			v = p;
+			while (p < end && *p != ';' && !xml_space((unsigned char)*p))
+				p++;
+		}
+		n = (size_t)(p - v);
+		if (n == 0 || n >= size)
+			return 0;
+		memcpy(dst, v, n);
+		dst[n] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the parse itself ------------------------------------------------------ */
+
+typedef struct parse_state {
+	int phase;      /* 1 while feeding the body, 2 once its end is announced */
+	int doctype;    /* a DOCTYPE was met: parsing stopped right there */
+	int code;       /* the first fatal error's libxml2 code, 0 if none */
+	int code_phase; /* the phase it happened in */
+	int line;
+	int nomem;      /* libxml2 ran out of memory, whatever it did next */
+	char msg[120];
+	char ns_msg[120]; /* the first namespace error (undeclared prefix...) */
+} parse_state;
+
+static void copy_message(char *dst, size_t size, const char *msg)
+{
+	size_t n;
+	wms__strlcpy(dst, msg ? msg : "parse error", size);
+	n = strlen(dst);
+	while (n && xml_space((unsigned char)dst[n - 1]))
+		dst[--n] = '\0';
+}
+
+static void on_error(void *ctx, xmlErrorPtr e)
+{
+	xmlParserCtxtPtr pctx = ctx;
+	parse_state *st = pctx ? pctx->_private : NULL;
+	if (!st || !e)
+		return;
+	if (e->code == XML_ERR_NO_MEMORY)
+		st->nomem = 1;
+	if (e->domain == XML_FROM_NAMESPACE && e->level >= XML_ERR_ERROR && !st->ns_msg[0])
+		copy_message(st->ns_msg, sizeof(st->ns_msg), e->message);
+	if (e->level != XML_ERR_FATAL || st->code)
+		return;
+	st->code = e->code ? e->code : XML_ERR_INTERNAL_ERROR;
+	st->code_phase = st->phase;
+	st->line = e->line;
+	copy_message(st->msg, sizeof(st->msg), e->message);
+}
+
+static void on_doctype(void *ctx, const xmlChar *name, const xmlChar *external_id,
+		       const xmlChar *system_id)
+{
+	xmlParserCtxtPtr pctx = ctx;
+	parse_state *st = pctx->_private;
+	(void)name;
+	(void)external_id;
+	(void)system_id;
+	st->doctype = 1;
+	xmlStopParser(pctx);
+}
+
+/* Parse the body into *doc_out, or classify why not. */
+static wms_status parse_xml(xmlDocPtr *doc_out, const char *buf, size_t len, const char *encoding,
+			    int html_type, wms_error *err)
+{
+	xmlSAXHandler sax;
+	xmlParserCtxtPtr ctxt = NULL;
+	xmlDocPtr doc = NULL;
+	wms__xml_quiet quiet;
+	parse_state st;
+	wms_status rc;
+	size_t off = 0;
+	int parsed = 0;
+
+	*doc_out = NULL;
+	memset(&st, 0, sizeof(st));
+	memset(&sax, 0, sizeof(sax));
+	xmlSAXVersion(&sax, 2);
+	sax.internalSubset = on_doctype;
+	sax.externalSubset = NULL;
+	sax.serror = on_error;
+
+	wms__xml_quiet_begin(&quiet);
+	ctxt = xmlCreatePushParserCtxt(&sax, NULL, NULL, 0, NULL);
+	if (!ctxt)
+		goto done;
+	ctxt->_private = &st;
+	if (encoding && xmlCtxtResetPush(ctxt, NULL, 0, NULL, encoding) != 0)
+		goto done;
+	xmlCtxtUseOptions(ctxt, PARSE_OPTIONS);
+	/* These follow process-wide defaults an application may have changed. */
+	ctxt->replaceEntities = 0;
+	ctxt->loadsubset = 0;
+	ctxt->validate = 0;
+
+	st.phase = 1;
+	while (off < len && !st.doctype && !st.code) {
+		size_t n = len - off < (size_t)CHUNK_MAX ? len - off : (size_t)CHUNK_MAX;
+		xmlParseChunk(ctxt, buf + off, (int)n, 0);
+		off += n;
+	}
+	st.phase = 2;
+	if (!st.doctype && !st.code)
+		xmlParseChunk(ctxt, NULL, 0, 1);
+	doc = ctxt->myDoc;
+	ctxt->myDoc = NULL;
+	parsed = 1;
+done:
+	/* libxml2 2.9 sometimes reports running out of memory as a mere error
+	 * and goes on with a damaged tree: never trust a tree after that. */
+	if (!parsed || st.nomem || quiet.nomem || ctxt->errNo == XML_ERR_NO_MEMORY)
+		rc = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
+			       "parsing the reply: out of memory");
+	else if (st.doctype || (doc && (doc->intSubset || doc->extSubset)))
+		rc = wms__fail(err, WMS_ERR_UNSAFE_XML, WMS_DELIVERY_ANSWERED,
+			       "reply carries a DOCTYPE: refused, nothing in it was read");
+	else if (!(st.code || quiet.errors || !ctxt->wellFormed || !doc || !ctxt->nsWellFormed ||
+		   st.ns_msg[0]))
+		rc = WMS_OK;
+	else if (html_type)
+		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+			       "reply is an HTML page (text/html), not XML");
+	else if (st.code && st.code_phase == 2)
+		rc = wms__fail(err, WMS_ERR_TRUNCATED, WMS_DELIVERY_ANSWERED,
+			       "reply ends early: %s (line %d)", st.msg, st.line);
+	else if (st.code)
+		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+			       "reply is not well-formed XML: %s (line %d)", st.msg, st.line);
+	else if (quiet.errors)
+		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+			       "reply is not XML: its characters do not decode (libxml2 error %d)",
+			       quiet.first_code);
+	else if (st.ns_msg[0])
+		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+			       "reply is not namespace-well-formed XML: %s", st.ns_msg);
+	else
+		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+			       "reply is not well-formed XML");
+	if (ctxt)
+		xmlFreeParserCtxt(ctxt);
+	wms__xml_quiet_end(&quiet);
+	if (rc != WMS_OK)
+		xmlFreeDoc(doc);
+	else
+		*doc_out = doc;
+	return rc;
+}
+
+/* ---- tree helpers ----------------------------------------------------------- */
+
+/* `uri` NULL means "no namespace". */
+static int is_el(const xmlNode *n, const char *uri, const char *name)
+{
+	if (!n || n->type != XML_ELEMENT_NODE || strcmp(S(n->name), name) != 0)
+		return 0;
+	if (!uri)
+		return !n->ns || !n->ns->href || !*n->ns->href;
+	return n->ns && n->ns->href && !strcmp(S(n->ns->href), uri);
+}
+
+static const xmlNode *next_el(const xmlNode *n)
+{
+	for (; n; n = n->next)
+		if (n->type == XML_ELEMENT_NODE)
+			return n;
+	return NULL;
+}
+
+static const xmlNode *child(const xmlNode *parent, const char *uri, const char *name)
+{
+	const xmlNode *c;
+	if (!parent)
+		return NULL;
+	for (c = parent->children; c; c = c->next)
+		if (is_el(c, uri, name))
+			return c;
+	return NULL;
+}
+
+static const char *ns_uri(const xmlNode *n)
+{
+	return n->ns && n->ns->href ? S(n->ns->href) : "";
+}
+
+enum { TEXT_OK, TEXT_TOO_LONG, TEXT_HAS_ELEMENTS };
+
+/* Concatenate the element's text and CDATA children into dst (comments and
+ * PIs skipped). Cut at a character boundary when it does not fit. Child
+ * elements are skipped when `lenient`, an error otherwise. */
+static int element_text(const xmlNode *el, char *dst, size_t size, int lenient)
+{
+	const xmlNode *c;
+	size_t len = 0, n;
+	int rc = TEXT_OK;
+
+	dst[0] = '\0';
+	for (c = el->children; c; c = c->next) {
+		if (c->type == XML_ELEMENT_NODE && !lenient)
+			return TEXT_HAS_ELEMENTS;
+		if ((c->type != XML_TEXT_NODE && c->type != XML_CDATA_SECTION_NODE) ||
+		    !c->content || rc != TEXT_OK)
+			continue;
+		n = strlen(S(c->content));
+		if (len + n >= size) {
+			n = size - 1 - len;
+			while (n > 0 && (c->content[n] & 0xC0) == 0x80)
+				n--;
+			rc = TEXT_TOO_LONG;
+		}
+		memcpy(dst + len, c->content, n);
+		len += n;
+		dst[len] = '\0';
+	}
+	return rc;
+}
+
+/* Strip leading and trailing XML whitespace in place. */
+static void trim(char *s)
+{
+	size_t n = strlen(s), start = 0;
+	while (n && xml_space((unsigned char)s[n - 1]))
+		n--;
+	while (start < n && xml_space((unsigned char)s[start]))
+		start++;
+	memmove(s, s + start, n - start);
+	s[n - start] = '\0';
+}
+
+/* Control characters and runs of whitespace become single spaces. */
+static void flatten(char *s)
+{
+	char *w = s;
+	int space = 0;
+	trim(s);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7F || c == ' ') {
+			space = 1;
+			continue;
+		}
+		if (space)
+			*w++ = ' ';
+		space = 0;
+		*w++ = *s;
+	}
+	*w = '\0';
+}
+
+static wms_status unexpected(wms_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+static wms_status unexpected(wms_error *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	wms__vfail(err, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_ANSWERED, fmt, ap);
+	va_end(ap);
+	return WMS_ERR_UNEXPECTED_REPLY;
+}
+
+/* ---- typed values ------------------------------------------------------------ */
+
+/* The trimmed text of the required child {wh}name of parent, at most
+ * size - 1 bytes, not empty. `where` names the parent in messages. */
+static wms_status value(const xmlNode *parent, const char *where, const char *name, char *dst,
+			size_t size, wms_error *err)
+{
+	char tmp[VALUE_MAX + 1];
+	const xmlNode *el = child(parent, WMS__NS, name);
+	int rc;
+
+	if (!el)
+		return unexpected(err, "%s: missing {%s}%s", where, WMS__NS, name);
+	rc = element_text(el, tmp, sizeof(tmp), 0);
+	if (rc == TEXT_HAS_ELEMENTS)
+		return unexpected(err, "%s/%s: expected text, found child elements", where, name);
+	trim(tmp);
+	if (rc == TEXT_TOO_LONG || strlen(tmp) >= size)
+		return unexpected(err, "%s/%s: value longer than %zu bytes", where, name, size - 1);
+	if (!tmp[0])
+		return unexpected(err, "%s/%s: empty", where, name);
+	memcpy(dst, tmp, strlen(tmp) + 1);
+	return WMS_OK;
+}
+
+/* Ids in replies: 1-64 bytes, no whitespace or control characters. The
+ * charset is not enforced: a WMS that widens it must not break every call. */
+static wms_status id_value(const xmlNode *parent, const char *where, const char *name,
+			   char dst[WMS_ID_MAX + 1], wms_error *err)
+{
+	wms_status rc = value(parent, where, name, dst, WMS_ID_MAX + 1, err);
+	const unsigned char *p;
+	if (rc != WMS_OK)
+		return rc;
+	for (p = (const unsigned char *)dst; *p; p++)
+		if (*p <= 0x20 || *p == 0x7F)
+			return unexpected(err, "%s/%s: invalid identifier \"%.40s\"", where, name, dst);
+	return WMS_OK;
+}
+
+static wms_status state_value(const xmlNode *parent, const char *where, wms_order_state *out,
+			      wms_error *err)
+{
+	static const wms_order_state states[] = {
+		WMS_ORDER_RECEIVED, WMS_ORDER_ALLOCATED, WMS_ORDER_PICKING,
+		WMS_ORDER_PACKED, WMS_ORDER_SHIPPED, WMS_ORDER_CANCELLED,
+	};
+	char v[WMS_ID_MAX + 1];
+	wms_status rc = value(parent, where, "state", v, sizeof(v), err);
+	size_t i;
+	if (rc != WMS_OK)
+		return rc;
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		if (!strcmp(v, wms_order_state_name(states[i]))) {
+			*out = states[i];
+			return WMS_OK;
+		}
+	}
+	/* A state this version does not know yet is fine; a malformed one is not. */
+	for (i = 0; v[i]; i++)
+		if (!((v[i] >= 'A' && v[i] <= 'Z') || (i > 0 && ((v[i] >= '0' && v[i] <= '9') ||
+								 v[i] == '_'))))
+			return unexpected(err, "%s/state: invalid value \"%.40s\"", where, v);
+	*out = WMS_ORDER_UNKNOWN;
+	return WMS_OK;
+}
+
+static wms_status bool_value(const xmlNode *parent, const char *where, const char *name, int *out,
+			     wms_error *err)
+{
+	char v[8];
+	wms_status rc = value(parent, where, name, v, sizeof(v), err);
+	if (rc == WMS_ERR_UNEXPECTED_REPLY && child(parent, WMS__NS, name))
+		return unexpected(err, "%s/%s: not an xs:boolean", where, name);
+	if (rc != WMS_OK)
+		return rc;
+	if (!strcmp(v, "true") || !strcmp(v, "1"))
+		*out = 1;
+	else if (!strcmp(v, "false") || !strcmp(v, "0"))
+		*out = 0;
+	else
+		return unexpected(err, "%s/%s: not an xs:boolean (\"%s\")", where, name, v);
+	return WMS_OK;
+}
+
+static wms_status long_value(const xmlNode *parent, const char *where, const char *name,
+			     int64_t *out, wms_error *err)
+{
+	char v[32];
+	const char *p = v;
+	uint64_t mag = 0, limit;
+	int neg = 0;
+	wms_status rc = value(parent, where, name, v, sizeof(v), err);
+
+	if (rc == WMS_ERR_UNEXPECTED_REPLY && child(parent, WMS__NS, name))
+		return unexpected(err, "%s/%s: not an xs:long", where, name);
+	if (rc != WMS_OK)
+		return rc;
+	if (*p == '-' || *p == '+')
+		neg = *p++ == '-';
+	limit = neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX;
+	if (!*p)
+		goto bad;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9' || mag > (limit - (uint64_t)(*p - '0')) / 10u)
+			goto bad;
+		mag = mag * 10u + (uint64_t)(*p - '0');
+	}
+	if (neg)
+		*out = mag ? -(int64_t)(mag - 1u) - 1 : 0;
+	else
+		*out = (int64_t)mag;
+	return WMS_OK;
+bad:
+	return unexpected(err, "%s/%s: not an xs:long (\"%s\")", where, name, v);
+}
+
+static int digits(const char *p, int n)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* xs:dateTime lexical form: -?YYYY-MM-DDThh:mm:ss(.s+)?(Z|[+-]hh:mm)? */
+static int is_datetime(const char *s)
+{
+	const char *p = s;
+	int year = 0;
+	if (*p == '-')
+		p++;
+	while (p[year] >= '0' && p[year] <= '9')
+		year++;
+	if (year < 4)
+		return 0;
+	p += year;
+	if (!(p[0] == '-' && digits(p + 1, 2) && p[3] == '-' && digits(p + 4, 2) && p[6] == 'T' &&
+	      digits(p + 7, 2) && p[9] == ':' && digits(p + 10, 2) && p[12] == ':' &&
+	      digits(p + 13, 2)))
+		return 0;
+	p += 15;
+	if (*p == '.') {
+		if (!digits(++p, 1))
+			return 0;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'Z')
+		p++;
+	else if ((*p == '+' || *p == '-') && digits(p + 1, 2) && p[3] == ':' && digits(p + 4, 2))
+		p += 6;
+	return *p == '\0';
+}
+
+/* ---- the four replies ------------------------------------------------------ */
+
+static wms_status parse_submit(const xmlNode *r, wms_submit_reply *out, wms_error *err)
+{
+	const char *w = "SubmitOrderResponse";
+	wms_status rc;
+	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
+	    (rc = id_value(r, w, "wmsReference", out->wms_reference, err)) != WMS_OK ||
+	    (rc = state_value(r, w, &out->state, err)) != WMS_OK ||
+	    (rc = bool_value(r, w, "duplicate", &out->duplicate, err)) != WMS_OK)
+		return rc;
+	return WMS_OK;
+}
+
+static wms_status parse_status(const xmlNode *r, wms_status_reply *out, wms_error *err)
+{
+	const char *w = "GetOrderStatusResponse";
+	wms_status rc;
+	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
+	    (rc = id_value(r, w, "wmsReference", out->wms_reference, err)) != WMS_OK ||
+	    (rc = state_value(r, w, &out->state, err)) != WMS_OK ||
+	    (rc = value(r, w, "updatedAt", out->updated_at, sizeof(out->updated_at), err)) != WMS_OK)
+		return rc;
+	if (!is_datetime(out->updated_at))
+		return unexpected(err, "%s/updatedAt: not an xs:dateTime (\"%s\")", w, out->updated_at);
+	return WMS_OK;
+}
+
+static wms_status parse_cancel(const xmlNode *r, wms_cancel_reply *out, wms_error *err)
+{
+	const char *w = "CancelOrderResponse";
+	wms_status rc;
+	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
+	    (rc = state_value(r, w, &out->state, err)) != WMS_OK ||
+	    (rc = bool_value(r, w, "alreadyCancelled", &out->already_cancelled, err)) != WMS_OK)
+		return rc;
+	return WMS_OK;
+}
+
+static wms_status parse_stock(const xmlNode *r, wms_stock_reply **out, wms_error *err)
+{
+	wms_stock_reply *reply = NULL;
+	const xmlNode *c;
+	char where[64];
+	size_t count = 0, i = 0;
+	wms_status rc = WMS_OK;
+
+	*out = NULL;
+	for (c = r->children; c; c = c->next)
+		if (is_el(c, WMS__NS, "level"))
+			count++;
+	if (!count)
+		return unexpected(err, "GetStockLevelResponse: missing {%s}level", WMS__NS);
+	if (!(reply = wms__calloc(1, sizeof(*reply))) ||
+	    !(reply->levels = wms__calloc(count, sizeof(*reply->levels)))) {
+		rc = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
+			       "parsing the GetStockLevel reply: out of memory");
+		goto done;
+	}
+	reply->count = count;
+	for (c = r->children; c; c = c->next) {
+		wms_stock_level *l;
+		if (!is_el(c, WMS__NS, "level"))
+			continue;
+		l = &reply->levels[i];
+		snprintf(where, sizeof(where), "GetStockLevelResponse/level[%zu]", i);
+		if ((rc = id_value(c, where, "sku", l->sku, err)) != WMS_OK ||
+		    (rc = long_value(c, where, "onHand", &l->on_hand, err)) != WMS_OK ||
+		    (rc = long_value(c, where, "reserved", &l->reserved, err)) != WMS_OK ||
+		    (rc = long_value(c, where, "available", &l->available, err)) != WMS_OK)
+			goto done;
+		i++;
+	}
+done:
+	if (rc != WMS_OK)
+		wms_stock_reply_free(reply);
+	else
+		*out = reply;
+	return rc;
+}
+
+/* ---- faults ------------------------------------------------------------------ */
+
+/* The local part of a QName such as "soap:Server.Overloaded". */
+static const char *local_part(const char *qname)
+{
+	const char *colon = strchr(qname, ':');
+	return colon ? colon + 1 : qname;
+}
+
+/* SOAP 1.2 Reason: the English Text if there is one, else the first. */
+static const xmlNode *reason_text(const xmlNode *reason)
+{
+	const xmlNode *c, *first = NULL;
+	const xmlAttr *a;
+	if (!reason)
+		return NULL;
+	for (c = reason->children; c; c = c->next) {
+		if (!is_el(c, WMS__SOAP12_NS, "Text"))
+			continue;
+		if (!first)
+			first = c;
+		for (a = c->properties; a; a = a->next)
+			if (a->ns && a->ns->href && !strcmp(S(a->ns->href), S(XML_XML_NAMESPACE)) &&
+			    !strcmp(S(a->name), "lang") && a->children && a->children->content &&
+			    starts_ci(S(a->children->content),
+				      S(a->children->content) + strlen(S(a->children->content)), "en"))
+				return c;
+	}
+	return first;
+}
+
+static void text_into(const xmlNode *el, char *dst, size_t size)
+{
+	dst[0] = '\0';
+	if (el)
+		element_text(el, dst, size, 1);
+	flatten(dst);
+}
+
+static wms_status parse_fault(const xmlNode *fault, wms_error *err)
+{
+	char code[WMS_ERROR_FIELD_MAX], sub[WMS_ERROR_FIELD_MAX] = "";
+	char text[WMS_ERROR_MESSAGE_MAX], wms_code[WMS_ERROR_FIELD_MAX];
+	const xmlNode *detail, *wf;
+	const char *c, *s;
+
+	if (is_el(fault, WMS__SOAP12_NS, "Fault")) {
+		const xmlNode *code_el = child(fault, WMS__SOAP12_NS, "Code");
+		text_into(child(code_el, WMS__SOAP12_NS, "Value"), code, sizeof(code));
+		text_into(child(child(code_el, WMS__SOAP12_NS, "Subcode"), WMS__SOAP12_NS, "Value"),
+			  sub, sizeof(sub));
+		text_into(reason_text(child(fault, WMS__SOAP12_NS, "Reason")), text, sizeof(text));
+		detail = child(fault, WMS__SOAP12_NS, "Detail");
+	} else {
+		/* SOAP 1.1 fault children are unqualified; some stacks qualify them. */
+		const xmlNode *fc = child(fault, NULL, "faultcode");
+		const xmlNode *fs = child(fault, NULL, "faultstring");
+		text_into(fc ? fc : child(fault, WMS__SOAP11_NS, "faultcode"), code, sizeof(code));
+		text_into(fs ? fs : child(fault, WMS__SOAP11_NS, "faultstring"), text, sizeof(text));
+		detail = child(fault, NULL, "detail");
+		if (!detail)
+			detail = child(fault, WMS__SOAP11_NS, "detail");
+	}
+	wf = child(detail, WMS__NS, "WmsFault");
+	text_into(child(wf, WMS__NS, "code"), wms_code, sizeof(wms_code));
+	if (!text[0])
+		text_into(child(wf, WMS__NS, "message"), text, sizeof(text));
+
+	c = local_part(code);
+	s = local_part(sub);
+	if (err) {
+		wms__strlcpy(err->fault_code, c, sizeof(err->fault_code));
+		wms__strlcpy(err->fault_string, text, sizeof(err->fault_string));
+		wms__strlcpy(err->wms_code, wms_code, sizeof(err->wms_code));
+	}
+	return wms__fail(err, WMS_ERR_SOAP_FAULT, WMS_DELIVERY_ANSWERED, "SOAP fault %s%s%s%s: %s%s%s%s",
+			 *c ? c : "(no code)", *s ? " (" : "", s, *s ? ")" : "",
+			 *text ? text : "(no reason given)", *wms_code ? " [" : "", wms_code,
+			 *wms_code ? "]" : "");
+}
+
+/* ---- entry point ------------------------------------------------------------ */
+
+static wms_status check_reply(wms__op op, void *out, xmlDocPtr doc, int html_type, wms_error *err)
+{
+	const xmlNode *root = xmlDocGetRootElement(doc), *body = NULL, *first, *c;
+	const char *soap_ns;
+	union {
+		wms_submit_reply submit;
+		wms_status_reply status;
+		wms_cancel_reply cancel;
+	} r;
+	wms_status rc;
+
+	if (!root)
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED, "reply has no root element");
+	if (is_el(root, WMS__SOAP11_NS, "Envelope"))
+		soap_ns = WMS__SOAP11_NS;
+	else if (is_el(root, WMS__SOAP12_NS, "Envelope"))
+		soap_ns = WMS__SOAP12_NS;
+	else if (html_type || !xmlStrcasecmp(root->name, X("html")))
+		/* A SOAP envelope mislabelled text/html is still read (above). */
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply is an HTML page, not a SOAP envelope");
+	else
+		return unexpected(err, "expected a SOAP 1.1 or 1.2 Envelope, found {%s}%s",
+				  ns_uri(root), S(root->name));
+	for (c = next_el(root->children); c; c = next_el(c->next)) {
+		if (is_el(c, soap_ns, "Header"))
+			continue;
+		if (is_el(c, soap_ns, "Body"))
+			body = c;
+		break;
+	}
+	if (!body)
+		return unexpected(err, "expected {%s}Body in the SOAP Envelope, found %s%s%s%s",
+				  soap_ns, c ? "{" : "nothing", c ? ns_uri(c) : "", c ? "}" : "",
+				  c ? S(c->name) : "");
+	first = next_el(body->children);
+	if (!first)
+		return unexpected(err, "expected {%s}%s in the SOAP Body, found an empty Body", WMS__NS,
+				  response_names[op]);
+	if (is_el(first, WMS__SOAP11_NS, "Fault") || is_el(first, WMS__SOAP12_NS, "Fault"))
+		return parse_fault(first, err);
+	if (!is_el(first, WMS__NS, response_names[op]))
+		return unexpected(err, "expected {%s}%s in the SOAP Body, found {%s}%s", WMS__NS,
+				  response_names[op], ns_uri(first), S(first->name));
+
+	memset(&r, 0, sizeof(r));
+	switch (op) {
+	case WMS__OP_SUBMIT_ORDER:
+		if ((rc = parse_submit(first, &r.submit, err)) == WMS_OK && out)
+			memcpy(out, &r.submit, sizeof(r.submit));
+		return rc;
+	case WMS__OP_GET_ORDER_STATUS:
+		if ((rc = parse_status(first, &r.status, err)) == WMS_OK && out)
+			memcpy(out, &r.status, sizeof(r.status));
+		return rc;
+	case WMS__OP_CANCEL_ORDER:
+		if ((rc = parse_cancel(first, &r.cancel, err)) == WMS_OK && out)
+			memcpy(out, &r.cancel, sizeof(r.cancel));
+		return rc;
+	case WMS__OP_GET_STOCK_LEVEL: {
+		wms_stock_reply *stock = NULL;
+		rc = parse_stock(first, &stock, err);
+		if (out)
+			*(wms_stock_reply **)out = stock;
+		else
+			wms_stock_reply_free(stock);
+		return rc;
+	}
+	case WMS__OP_COUNT:
+		break;
+	}
+	return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_ANSWERED, "bad operation %d", (int)op);
+}
+
+static size_t out_size(wms__op op)
+{
+	switch (op) {
+	case WMS__OP_SUBMIT_ORDER: return sizeof(wms_submit_reply);
+	case WMS__OP_GET_ORDER_STATUS: return sizeof(wms_status_reply);
+	case WMS__OP_CANCEL_ORDER: return sizeof(wms_cancel_reply);
+	case WMS__OP_GET_STOCK_LEVEL: return sizeof(wms_stock_reply *);
+	case WMS__OP_COUNT: break;
+	}
+	return 0;
+}
+
+wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
+			    const char *content_type, size_t max_bytes, wms_error *err)
+{
+	char charset[64], start[40];
+	const char *encoding = NULL;
+	xmlDocPtr doc = NULL;
+	sniff_result sn;
+	int html_type;
+	wms_status rc;
+
+	if ((int)op < 0 || op >= WMS__OP_COUNT)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_ANSWERED,
+				 "parsing a reply: unknown operation %d", (int)op);
+	if (out)
+		memset(out, 0, out_size(op));
+	if (!buf && len)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_ANSWERED,
+				 "parsing a reply: NULL body of %zu bytes", len);
+	if (!max_bytes)
+		max_bytes = WMS_DEFAULT_MAX_REPLY_BYTES;
+	if (len > max_bytes)
+		return wms__fail(err, WMS_ERR_TOO_LARGE, WMS_DELIVERY_ANSWERED,
+				 "reply is %zu bytes, over the %zu-byte limit", len, max_bytes);
+	wms__xml_init();
+
+	html_type = media_is_html(content_type);
+	sniff(&sn, buf ? buf : "", len);
+	switch (sn.kind) {
+	case SNIFF_EMPTY:
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED, "reply body is empty");
+	case SNIFF_TEXT:
+		snippet(start, sizeof(start), buf, len);
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply is not XML (starts with \"%s\")", start);
+	case SNIFF_HTML:
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply is an HTML page, not XML");
+	case SNIFF_XML:
+		break;
+	}
+	/* The XML declaration or a BOM decide the encoding; the header's charset
+	 * only when neither does. An encoding libxml2 lacks is ignored. */
+	if (!sn.bom && !sn.declared_enc && media_charset(content_type, charset, sizeof(charset)) &&
+	    xmlStrcasecmp(X(charset), X("utf-8")) && xmlStrcasecmp(X(charset), X("utf8"))) {
+		wms__xml_quiet quiet;
+		xmlCharEncodingHandlerPtr h;
+		wms__xml_quiet_begin(&quiet);
+		h = xmlFindCharEncodingHandler(charset);
+		wms__xml_quiet_end(&quiet);
+		if (h) {
+			xmlCharEncCloseFunc(h);
+			encoding = charset;
+		}
+	}
+	if ((rc = parse_xml(&doc, buf, len, encoding, html_type, err)) != WMS_OK)
+		return rc;
+	rc = check_reply(op, out, doc, html_type, err);
+	xmlFreeDoc(doc);
+	return rc;
+}
