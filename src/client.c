@@ -512,6 +512,51 @@ typedef struct call {
 
 static const char circuit_open_msg[] = "circuit breaker open: call rejected without sending";
 
+/* The parser knows the reply, not the request: check the reply answers
+ * this request (same order id; one level per SKU asked, in order). */
+static wms_status correlate(const call *k, wms_error *err)
+{
+	const char *got = NULL, *want = NULL;
+	size_t i;
+
+	switch (k->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		got = ((const wms_submit_reply *)k->out)->order_id;
+		want = k->order->order_id;
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		got = ((const wms_status_reply *)k->out)->order_id;
+		want = k->order_id;
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		got = ((const wms_cancel_reply *)k->out)->order_id;
+		want = k->order_id;
+		break;
+	case WMS__OP_GET_STOCK_LEVEL: {
+		wms_stock_reply **r = k->out;
+		if ((*r)->count != k->sku_count)
+			goto stock_mismatch;
+		for (i = 0; i < k->sku_count; i++)
+			if (strcmp((*r)->levels[i].sku, k->skus[i]) != 0)
+				goto stock_mismatch;
+		return WMS_OK;
+stock_mismatch:
+		wms_stock_reply_free(*r);
+		*r = NULL;
+		return wms__fail(err, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN,
+				 "GetStockLevel reply does not list the %zu SKUs asked for, in order",
+				 k->sku_count);
+	}
+	case WMS__OP_COUNT:
+		break;
+	}
+	if (got && want && strcmp(got, want) != 0)
+		return wms__fail(err, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN,
+				 "%s reply is for order id '%.64s', not '%.64s'", wms__op_name(k->op),
+				 got, want);
+	return WMS_OK;
+}
+
 static wms_status ask_breaker(wms_breaker *b, wms_breaker_permit *permit, wms_error *err)
 {
 	uint32_t retry = 0;
@@ -701,6 +746,8 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	for (attempt = 1;; attempt++) {
 		err->attempts = attempt;
 		st = exchange(c, k->op, &body, k->out, timeout, err);
+		if (st == WMS_OK)
+			st = correlate(k, err);
 		delivery = merge_delivery(attempt == 1 ? WMS_DELIVERY_NOT_SENT : delivery,
 					  err->delivery);
 		err->delivery = delivery;

@@ -249,6 +249,31 @@ static void bad_replies_with_200(void **state)
 	}
 }
 
+static void reply_for_another_request(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_stock_reply *stock = NULL;
+	const char *skus[] = { "SKU-1", "SKU-2" };
+	wms_error err;
+	(void)state;
+	script(&x, 200, "text/xml",
+	       ENV_OPEN "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
+	       "<clientOrderId>ORD-2</clientOrderId><wmsReference>W</wmsReference>"
+	       "<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>" ENV_CLOSE);
+	assert_int_equal(submit(&x, &err), WMS_ERR_UNEXPECTED_REPLY);
+	assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_non_null(strstr(err.message, "ORD-2"));
+	script(&x, 200, "text/xml",
+	       ENV_OPEN "<GetStockLevelResponse xmlns=\"urn:libwms:warehouse:1\">"
+	       "<level><sku>SKU-2</sku><onHand>1</onHand><reserved>0</reserved><available>1</available></level>"
+	       "<level><sku>SKU-1</sku><onHand>1</onHand><reserved>0</reserved><available>1</available></level>"
+	       "</GetStockLevelResponse>" ENV_CLOSE);
+	assert_int_equal(wms_get_stock_level(&stock, x.c, skus, 2, &err), WMS_ERR_UNEXPECTED_REPLY);
+	assert_null(stock);
+	assert_int_equal(snap(&x).failures, 2);
+	wms_client_free(x.c);
+}
+
 static void transport_failures_keep_their_delivery(void **state)
 {
 	struct {
@@ -451,6 +476,7 @@ int main(void)
 		cmocka_unit_test(html_502_from_a_proxy),
 		cmocka_unit_test(http_4xx_is_not_a_failure),
 		cmocka_unit_test(bad_replies_with_200),
+		cmocka_unit_test(reply_for_another_request),
 		cmocka_unit_test(transport_failures_keep_their_delivery),
 		cmocka_unit_test(fixture_mismatch_and_nomem_say_nothing_to_the_breaker),
 		cmocka_unit_test(invalid_arguments_are_not_sent),
