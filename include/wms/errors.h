@@ -43,9 +43,10 @@ typedef enum wms_delivery {
 	/** Provably not delivered (breaker open, connect failed, bad argument): safe to resend. */
 	WMS_DELIVERY_NOT_SENT = 0,
 	/** The WMS may have received and acted on it (timeout after sending, reset
-	 *  mid-reply): resend only with the same order id (idempotent), or query first. */
+	 *  mid-reply, a reply that could not be read, an HTTP 5xx page from a proxy):
+	 *  resend only with the same order id (idempotent), or query first. */
 	WMS_DELIVERY_UNKNOWN = 1,
-	/** The WMS replied (success, fault, or an HTTP error page from the endpoint). */
+	/** The WMS answered definitively: success, a SOAP fault, or an HTTP 4xx. */
 	WMS_DELIVERY_ANSWERED = 2
 } wms_delivery;
 
