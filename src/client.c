@@ -443,15 +443,15 @@ static wms_status interpret(wms__op op, void *out, const wms_http_response *resp
 			*(wms_stock_reply **)out = NULL;
 		}
 	}
-	wms_error_clear(err);
+	/* drop what the parser said (fault fields, message), keep the call's identity */
+	err->fault_code[0] = err->fault_string[0] = err->wms_code[0] = '\0';
 	st = wms__fail(err, WMS_ERR_HTTP,
 		       code >= 500 ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_ANSWERED,
 		       "HTTP %ld%s from the endpoint (%s, %zu bytes)", code, reason_phrase(code),
 		       resp->content_type && *resp->content_type ? resp->content_type
 								 : "no content type",
 		       resp->body_len);
-	if (err)
-		err->http_status = code;
+	err->http_status = code;
 	return st;
 }
 
