@@ -32,20 +32,35 @@ WMS_BEGIN_DECL
 
 typedef struct wms_config wms_config;
 
-/** Read and check a YAML file. */
+/**
+ * Read and check a YAML file (at most 1 MiB). On success `*out` is a config
+ * to free with wms_config_free(); on failure it is NULL and the status is
+ * WMS_ERR_CONFIG (delivery NOT_SENT; message "<file>:<line>: <dotted.key>:
+ * <problem>", or "<file>: cannot open: <strerror>"), WMS_ERR_NOMEM, or
+ * WMS_ERR_INVALID_ARG for a NULL `out` or `path`. The accepted syntax
+ * (decimal integers only, true/false, no anchors/aliases/tags, ...) is
+ * described in examples/fulfillment-sla.yaml.
+ */
 WMS_EXTERN(wms_status) wms_config_load_yaml(wms_config **out, const char *path, wms_error *err);
 
-/** The same from memory; `name` is used in messages in place of a file name. */
+/** The same from memory (`yaml` need not be NUL-terminated); `name` is used
+ *  in messages in place of a file name (NULL: "<yaml>"). */
 WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml, size_t len,
 					     const char *name, wms_error *err);
 
 /** Copy the settings into client options: breaker_options (all keys),
  *  breaker_scope, retry, and the client block's timeouts, soap_version,
- *  max_reply_bytes and endpoint (a string borrowed from `cfg`: keep cfg until
- *  wms_client_new returns). Keys absent from the file leave opts alone. */
+ *  max_reply_bytes and endpoint. The endpoint and the breaker name are
+ *  strings borrowed from `cfg`: keep cfg until wms_client_new returns. Keys
+ *  absent from the file leave opts alone; a key present always overwrites,
+ *  even with a value such as `open_duration_jitter_pct: 0`. `opts` must be
+ *  initialised (WMS_CLIENT_OPTIONS_INIT or wms_client_options_init):
+ *  WMS_ERR_INVALID_ARG, with nothing written, otherwise. */
 WMS_EXTERN(wms_status) wms_config_apply(const wms_config *cfg, wms_client_options *opts);
 
-/** The breaker options alone (for a standalone wms_breaker). */
+/** The breaker options alone (for a standalone wms_breaker), on the same
+ *  terms: absent keys leave opts alone, the name is borrowed from `cfg`,
+ *  `opts` must be initialised (WMS_BREAKER_OPTIONS_INIT). */
 WMS_EXTERN(wms_status) wms_config_breaker_options(const wms_config *cfg,
 						  wms_breaker_options *opts);
 
