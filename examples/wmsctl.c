@@ -1,0 +1,615 @@
+/*
+ * wmsctl - talk to the WMS through libwms from a shell: submit an order,
+ * query its status, cancel it, read stock levels, or put a measured load on
+ * the endpoint through one client and one breaker. `wmsctl --help` lists
+ * the commands and the exit codes scripts can rely on.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "wmsctl.h"
+
+#define CMD_SUBMIT 0x01u
+#define CMD_STATUS 0x02u
+#define CMD_CANCEL 0x04u
+#define CMD_STOCK 0x08u
+#define CMD_LOAD 0x10u
+#define CMD_ALL 0x1fu
+
+static const char exit_codes_text[] =
+	"Exit codes:\n"
+	"  0  success\n"
+	"  1  internal error, out of memory, or the output could not be written\n"
+	"  2  usage error or invalid argument (nothing sent)\n"
+	"  3  CIRCUIT_OPEN: the breaker is open, nothing sent; retry later\n"
+	"  4  CONNECT or TLS: not sent; safe to resend\n"
+	"  5  TIMEOUT or TRANSPORT: delivery unknown; resend with the same order id\n"
+	"  6  SOAP fault Client/Sender: the WMS rejected the request; do not resend as is\n"
+	"  7  SOAP fault Server/Receiver, or an HTTP error from the endpoint\n"
+	"  8  bad reply: NOT_XML, TRUNCATED, UNEXPECTED_REPLY, TOO_LARGE, UNSAFE_XML\n"
+	"  9  FIXTURE: --fixtures has no recorded exchange matching the request\n"
+	"  load exits 0 whenever it ran, whatever its calls did (2 on usage errors).\n";
+
+static const char common_text[] =
+	"Common options:\n"
+	"  --endpoint URL            the WMS endpoint, http:// or https://\n"
+	"                            (default: $WMS_ENDPOINT; not needed with --fixtures)\n"
+	"  --timeout-ms N            deadline of the whole call, 1-3600000 (default 10000)\n"
+	"  --connect-timeout-ms N    connect deadline, 1-3600000 (default 2000)\n"
+	"  --soap12                  speak SOAP 1.2 (default SOAP 1.1)\n"
+	"  --fixtures DIR            answer from the recorded exchanges in DIR/*.xml\n"
+	"                            (replay transport: nothing goes on the network)\n"
+	"  -h, --help                this help\n";
+
+static const char order_text[] =
+	"Order options:\n"
+	"  --sku SKU --qty N         an order line; repeat the pair for more lines\n"
+	"                            (the i-th --qty belongs to the i-th --sku; N 1-1000000)\n"
+	"  --priority P              standard (default), express or overnight\n"
+	"  --ship-to-name S          ship-to address; every field has a default so the\n"
+	"  --ship-to-line1 S         minimal form works: \"wmsctl\", \"1 Dock Road\",\n"
+	"  --ship-to-line2 S         (none), \"Springfield\", (none), \"00000\", \"US\"\n"
+	"  --ship-to-city S\n"
+	"  --ship-to-region S\n"
+	"  --ship-to-postal-code S\n"
+	"  --ship-to-country CC      ISO 3166-1 alpha-2\n";
+
+typedef struct command {
+	const char *name;
+	unsigned bit;
+	int (*run)(const ctl_config *cfg);
+	const char *synopsis;
+	const char *detail;
+} command;
+
+static int run_submit(const ctl_config *cfg);
+static int run_status(const ctl_config *cfg);
+static int run_cancel(const ctl_config *cfg);
+static int run_stock(const ctl_config *cfg);
+
+static const command commands[] = {
+	{ "submit", CMD_SUBMIT, run_submit,
+	  "wmsctl submit --endpoint URL --order-id ID --sku SKU --qty N [--sku SKU --qty N ...]\n"
+	  "              [--priority P] [--ship-to-... S] [common options]",
+	  "Submit an order; print the WMS reference on stdout (one line). Resubmitting\n"
+	  "the same order id never creates a second order.\n" },
+	{ "status", CMD_STATUS, run_status,
+	  "wmsctl status --endpoint URL --order-id ID [common options]",
+	  "Print \"ORDER_ID WMS_REFERENCE STATE UPDATED_AT\" (one line).\n" },
+	{ "cancel", CMD_CANCEL, run_cancel,
+	  "wmsctl cancel --endpoint URL --order-id ID [--reason R] [common options]",
+	  "Cancel an order; print \"ORDER_ID STATE ALREADY_CANCELLED\" (0 or 1), one line.\n" },
+	{ "stock", CMD_STOCK, run_stock,
+	  "wmsctl stock --endpoint URL --sku SKU [--sku SKU ...] [common options]",
+	  "Print \"SKU ON_HAND RESERVED AVAILABLE\", one line per SKU, in the order asked.\n" },
+	{ "load", CMD_LOAD, ctl_run_load,
+	  "wmsctl load --endpoint URL --count N --interval-ms M [--timeout-ms N]\n"
+	  "            [--breaker-threshold N] [--open-ms N] [--call-log FILE]\n"
+	  "            [--order-prefix P] [order options] [common options]",
+	  "Submit N orders from one client (one breaker), one every M ms (a fixed\n"
+	  "schedule: a late call does not push the later ones back), ids P-1 ... P-N\n"
+	  "(default P = load-<pid>). One JSON object per call on stdout:\n"
+	  "  {\"seq\":1,\"t_ms\":0,\"status\":\"OK\",\"delivery\":\"ANSWERED\",\"breaker\":\"CLOSED\",\n"
+	  "   \"latency_ms\":0.41}\n"
+	  "(failed calls add \"message\", CIRCUIT_OPEN ones \"retry_after_ms\"; \"fault_code\",\n"
+	  "\"wms_code\" and \"http_status\" follow when set), then "
+	  "one summary object:\n"
+	  "  {\"summary\":{\"calls\",\"ok\",\"failed\",\"rejected\",\"by_status\",\"transitions\",\n"
+	  "   \"wall_ms\",\"time_waiting_ms\"}} (rejected = CIRCUIT_OPEN; transitions as the\n"
+	  "breaker reported them). Ctrl-C stops early, still with the summary. Without\n"
+	  "--sku the order has one line SKU-1 x 1.\n"
+	  "  --count N                 orders to submit, 1-10000000\n"
+	  "  --interval-ms M           between call starts, 0-3600000\n"
+	  "  --breaker-threshold N     consecutive failures that open the breaker (default 5)\n"
+	  "  --open-ms N               how long it stays open, 1-86400000 (default 30000)\n"
+	  "  --call-log FILE           write \"t_ms,outcome,duration_ms\" per call made;\n"
+	  "                            outcome ok|fail|ignore as the breaker counted it\n"
+	  "                            (CIRCUIT_OPEN calls were never made: not written)\n"
+	  "  --order-prefix P          order id prefix\n" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* ---- options ----------------------------------------------------------- */
+
+typedef enum opt_kind {
+	K_FLAG,     /* int, set to 1 */
+	K_STR,      /* const char *, any non-empty text */
+	K_ID,       /* const char *, 1-64 of [A-Za-z0-9._:-] */
+	K_U32,      /* uint32_t in [min, max] */
+	K_SKU,      /* appended to skus */
+	K_QTY,      /* appended to qtys */
+	K_PRIORITY, /* wms_priority */
+	K_HELP
+} opt_kind;
+
+typedef struct option {
+	const char *name;
+	opt_kind kind;
+	unsigned cmds;
+	size_t off;
+	uint32_t min, max;
+} option;
+
+#define OFF(f) offsetof(ctl_config, f)
+#define ORDER_CMDS (CMD_SUBMIT | CMD_LOAD)
+
+static const option options[] = {
+	{ "--endpoint", K_STR, CMD_ALL, OFF(endpoint), 0, 0 },
+	{ "--fixtures", K_STR, CMD_ALL, OFF(fixtures), 0, 0 },
+	{ "--timeout-ms", K_U32, CMD_ALL, OFF(timeout_ms), 1, WMS_MAX_TIMEOUT_MS },
+	{ "--connect-timeout-ms", K_U32, CMD_ALL, OFF(connect_timeout_ms), 1, WMS_MAX_TIMEOUT_MS },
+	{ "--soap12", K_FLAG, CMD_ALL, OFF(soap12), 0, 0 },
+	{ "--help", K_HELP, CMD_ALL, 0, 0, 0 },
+	{ "-h", K_HELP, CMD_ALL, 0, 0, 0 },
+	{ "--order-id", K_ID, CMD_SUBMIT | CMD_STATUS | CMD_CANCEL, OFF(order_id), 0, 0 },
+	{ "--sku", K_SKU, ORDER_CMDS | CMD_STOCK, 0, 0, 0 },
+	{ "--qty", K_QTY, ORDER_CMDS, 0, 1, 1000000 },
+	{ "--priority", K_PRIORITY, ORDER_CMDS, OFF(priority), 0, 0 },
+	{ "--ship-to-name", K_STR, ORDER_CMDS, OFF(ship_to.name), 0, 0 },
+	{ "--ship-to-line1", K_STR, ORDER_CMDS, OFF(ship_to.line1), 0, 0 },
+	{ "--ship-to-line2", K_STR, ORDER_CMDS, OFF(ship_to.line2), 0, 0 },
+	{ "--ship-to-city", K_STR, ORDER_CMDS, OFF(ship_to.city), 0, 0 },
+	{ "--ship-to-region", K_STR, ORDER_CMDS, OFF(ship_to.region), 0, 0 },
+	{ "--ship-to-postal-code", K_STR, ORDER_CMDS, OFF(ship_to.postal_code), 0, 0 },
+	{ "--ship-to-country", K_STR, ORDER_CMDS, OFF(ship_to.country), 0, 0 },
+	{ "--reason", K_STR, CMD_CANCEL, OFF(reason), 0, 0 },
+	{ "--count", K_U32, CMD_LOAD, OFF(count), 1, 10000000 },
+	{ "--interval-ms", K_U32, CMD_LOAD, OFF(interval_ms), 0, 3600000 },
+	{ "--breaker-threshold", K_U32, CMD_LOAD, OFF(breaker_threshold), 1, 1000000 },
+	{ "--open-ms", K_U32, CMD_LOAD, OFF(open_ms), 1, 86400000 },
+	{ "--call-log", K_STR, CMD_LOAD, OFF(call_log), 0, 0 },
+	{ "--order-prefix", K_ID, CMD_LOAD, OFF(order_prefix), 0, 0 },
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static void print_usage(FILE *f, const command *cmd)
+{
+	if (cmd) {
+		fprintf(f, "usage: %s\n\n%s\n", cmd->synopsis, cmd->detail);
+		if (cmd->bit & ORDER_CMDS)
+			fprintf(f, "%s\n", order_text);
+		fprintf(f, "%s\n%s", common_text, exit_codes_text);
+		return;
+	}
+	fputs("usage: wmsctl COMMAND [options]    (wmsctl COMMAND --help for details)\n"
+	      "       wmsctl --version | --help\n\nCommands:\n", f);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %s\n", commands[i].synopsis);
+	fprintf(f, "\n%s\n%s", common_text, exit_codes_text);
+}
+
+/* Any usage error: one line saying what is wrong, the short usage, exit 2. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int usage_error(const command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("wmsctl: ", stderr);
+	if (cmd)
+		fprintf(stderr, "%s: ", cmd->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (cmd)
+		fprintf(stderr, "usage: %s\n(wmsctl %s --help for details)\n", cmd->synopsis,
+			cmd->name);
+	else
+		fputs("usage: wmsctl COMMAND [options]; wmsctl --help lists the commands\n", stderr);
+	return CTL_EXIT_USAGE;
+}
+
+static int parse_u32(uint32_t *out, const char *s, uint32_t min, uint32_t max)
+{
+	char *end;
+	unsigned long v;
+
+	/* strtoul would accept leading blanks and a sign (and wrap "-1") */
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > WMS_ID_MAX)
+		return 0;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
+}
+
+static const option *find_option(const char *name, size_t len)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		if (strlen(options[i].name) == len && strncmp(options[i].name, name, len) == 0)
+			return &options[i];
+	return NULL;
+}
+
+/* Parse argv[0..argc) (after the command name) into cfg. Returns -1 when the
+ * caller should print help and exit 0, else an exit code (0: go on). */
+static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv)
+{
+	char seen[N_OPTIONS] = { 0 };
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '=');
+		const char *val = NULL;
+		size_t len = eq && strncmp(arg, "--", 2) == 0 ? (size_t)(eq - arg) : strlen(arg);
+		const option *o = find_option(arg, len);
+		uint32_t u;
+		char *field;
+
+		if (!o) {
+			if (arg[0] != '-')
+				return usage_error(cmd, "unexpected argument '%s'", arg);
+			return usage_error(cmd, "unknown option '%s'", arg);
+		}
+		if (!(o->cmds & cmd->bit))
+			return usage_error(cmd, "%s does not apply to %s", o->name, cmd->name);
+		if (o->kind == K_HELP)
+			return -1;
+		if (o->kind == K_FLAG) {
+			if (eq && len != strlen(arg))
+				return usage_error(cmd, "%s takes no value", o->name);
+			*(int *)((char *)cfg + o->off) = 1;
+			continue;
+		}
+		if (eq && len != strlen(arg)) {
+			val = eq + 1;
+		} else {
+			if (i + 1 >= argc)
+				return usage_error(cmd, "%s needs a value", o->name);
+			val = argv[++i];
+		}
+		if (o->kind != K_SKU && o->kind != K_QTY) {
+			if (seen[o - options])
+				return usage_error(cmd, "%s given twice", o->name);
+			seen[o - options] = 1;
+		}
+		field = (char *)cfg + o->off;
+		switch (o->kind) {
+		case K_STR:
+			if (!*val)
+				return usage_error(cmd, "%s: the value is empty", o->name);
+			*(const char **)field = val;
+			break;
+		case K_ID:
+			if (!valid_id(val))
+				return usage_error(cmd, "%s '%s': ids are 1-64 characters of "
+						   "[A-Za-z0-9._:-]", o->name, val);
+			*(const char **)field = val;
+			break;
+		case K_SKU:
+			if (!valid_id(val))
+				return usage_error(cmd, "--sku '%s': SKUs are 1-64 characters of "
+						   "[A-Za-z0-9._:-]", val);
+			cfg->skus[cfg->sku_count++] = val;
+			break;
+		case K_QTY:
+			if (parse_u32(&u, val, o->min, o->max))
+				return usage_error(cmd, "--qty '%s': must be a whole number 1-1000000",
+						   val);
+			cfg->qtys[cfg->qty_count++] = u;
+			break;
+		case K_U32:
+			if (parse_u32(&u, val, o->min, o->max))
+				return usage_error(cmd, "%s '%s': must be a whole number %" PRIu32
+						   "-%" PRIu32, o->name, val, o->min, o->max);
+			*(uint32_t *)field = u;
+			if (o->off == OFF(interval_ms))
+				cfg->have_interval = 1;
+			break;
+		case K_PRIORITY:
+			if (strcasecmp(val, "standard") == 0)
+				cfg->priority = WMS_PRIORITY_STANDARD;
+			else if (strcasecmp(val, "express") == 0)
+				cfg->priority = WMS_PRIORITY_EXPRESS;
+			else if (strcasecmp(val, "overnight") == 0)
+				cfg->priority = WMS_PRIORITY_OVERNIGHT;
+			else
+				return usage_error(cmd, "--priority '%s': standard, express or "
+						   "overnight", val);
+			break;
+		case K_FLAG:
+		case K_HELP:
+			break;
+		}
+	}
+	return 0;
+}
+
+/* What each command needs once everything is parsed. */
+static int check_args(ctl_config *cfg, const command *cmd)
+{
+	if (!cfg->endpoint && !cfg->fixtures)
+		cfg->endpoint = getenv("WMS_ENDPOINT");
+	if ((!cfg->endpoint || !*cfg->endpoint) && !cfg->fixtures)
+		return usage_error(cmd, "--endpoint is required (or --fixtures DIR)");
+	if ((cmd->bit & (CMD_SUBMIT | CMD_STATUS | CMD_CANCEL)) && !cfg->order_id)
+		return usage_error(cmd, "--order-id is required");
+	if ((cmd->bit & (CMD_SUBMIT | CMD_STOCK)) && !cfg->sku_count)
+		return usage_error(cmd, "at least one --sku is required");
+	if ((cmd->bit & ORDER_CMDS) && cfg->qty_count != cfg->sku_count)
+		return usage_error(cmd, "give one --qty for each --sku");
+	if ((cmd->bit & ORDER_CMDS) && cfg->sku_count > WMS_MAX_LINES)
+		return usage_error(cmd, "at most 1000 order lines");
+	if ((cmd->bit & CMD_STOCK) && cfg->sku_count > WMS_MAX_SKUS)
+		return usage_error(cmd, "at most 200 SKUs per query");
+	if (cmd->bit & CMD_LOAD) {
+		if (!cfg->count)
+			return usage_error(cmd, "--count is required");
+		if (!cfg->have_interval)
+			return usage_error(cmd, "--interval-ms is required");
+		/* ids are PREFIX-SEQ: keep room for "-" and the widest sequence number */
+		if (cfg->order_prefix) {
+			char widest[16];
+			int digits = snprintf(widest, sizeof(widest), "%" PRIu32, cfg->count);
+			if (strlen(cfg->order_prefix) + 1 + (size_t)digits > WMS_ID_MAX)
+				return usage_error(cmd, "--order-prefix '%s' is too long for "
+						   "--count (ids are at most 64 characters)",
+						   cfg->order_prefix);
+		}
+	}
+	return 0;
+}
+
+/* ---- the client -------------------------------------------------------- */
+
+int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_options *bo)
+{
+	wms_client_options opts = WMS_CLIENT_OPTIONS_INIT;
+	wms_transport *transport = NULL;
+	wms_error err;
+	wms_status st;
+
+	wms_error_clear(&err);
+	if (cfg->fixtures) {
+		wms_replay_options ro = WMS_REPLAY_OPTIONS_INIT;
+		ro.directory = cfg->fixtures;
+		ro.order = WMS_REPLAY_ANY;
+		st = wms_replay_transport_new(&transport, &ro, &err);
+		if (st != WMS_OK) {
+			ctl_print_error(cfg->command, st, &err);
+			/* a directory that does not load is a bad argument, not a mismatch */
+			return st == WMS_ERR_FIXTURE ? CTL_EXIT_USAGE : ctl_exit_code(st, &err);
+		}
+	}
+	opts.endpoint = cfg->endpoint;
+	opts.soap_version = cfg->soap12 ? WMS_SOAP_12 : WMS_SOAP_11;
+	opts.timeout_ms = cfg->timeout_ms;
+	opts.connect_timeout_ms = cfg->connect_timeout_ms;
+	opts.transport = transport; /* owned by the client from here on */
+	opts.user_agent = "wmsctl/" WMS_VERSION;
+	if (bo)
+		opts.breaker_options = *bo;
+	st = wms_client_new(out, &opts, &err);
+	if (st != WMS_OK) {
+		ctl_print_error(cfg->command, st, &err);
+		return ctl_exit_code(st, &err);
+	}
+	return CTL_EXIT_OK;
+}
+
+void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg)
+{
+	const wms_address *a = &cfg->ship_to;
+
+	for (size_t i = 0; i < cfg->sku_count; i++) {
+		lines[i].sku = cfg->skus[i];
+		lines[i].quantity = cfg->qtys[i];
+	}
+	order->version = WMS_ORDER_VERSION;
+	order->order_id = cfg->order_id;
+	order->priority = cfg->priority;
+	order->lines = lines;
+	order->line_count = cfg->sku_count;
+	order->ship_to.name = a->name ? a->name : "wmsctl";
+	order->ship_to.line1 = a->line1 ? a->line1 : "1 Dock Road";
+	order->ship_to.line2 = a->line2;
+	order->ship_to.city = a->city ? a->city : "Springfield";
+	order->ship_to.region = a->region;
+	order->ship_to.postal_code = a->postal_code ? a->postal_code : "00000";
+	order->ship_to.country = a->country ? a->country : "US";
+}
+
+/* End a one-shot command: print its error, or flush its output. */
+static int finish(const ctl_config *cfg, wms_status st, const wms_error *err)
+{
+	if (st != WMS_OK) {
+		ctl_print_error(cfg->command, st, err);
+		return ctl_exit_code(st, err);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		perror("wmsctl: writing the output");
+		return CTL_EXIT_INTERNAL;
+	}
+	return CTL_EXIT_OK;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static int run_submit(const ctl_config *cfg)
+{
+	wms_order order = WMS_ORDER_INIT;
+	wms_order_line *lines = NULL;
+	wms_submit_reply reply;
+	wms_client *client = NULL;
+	wms_error err;
+	wms_status st;
+	int rc;
+
+	rc = ctl_make_client(&client, cfg, NULL);
+	if (rc != CTL_EXIT_OK)
+		goto done;
+	lines = calloc(cfg->sku_count, sizeof(*lines));
+	if (!lines) {
+		fputs("wmsctl: submit: out of memory\n", stderr);
+		rc = CTL_EXIT_INTERNAL;
+		goto done;
+	}
+	ctl_fill_order(&order, lines, cfg);
+	st = wms_submit_order(&reply, client, &order, &err);
+	if (st == WMS_OK) {
+		ctl_put_safe(stdout, reply.wms_reference);
+		fputc('\n', stdout);
+	}
+	rc = finish(cfg, st, &err);
+done:
+	free(lines);
+	wms_client_free(client);
+	return rc;
+}
+
+static int run_status(const ctl_config *cfg)
+{
+	wms_status_reply reply;
+	wms_client *client = NULL;
+	wms_error err;
+	wms_status st;
+	int rc;
+
+	rc = ctl_make_client(&client, cfg, NULL);
+	if (rc != CTL_EXIT_OK)
+		goto done;
+	st = wms_get_order_status(&reply, client, cfg->order_id, &err);
+	if (st == WMS_OK) {
+		ctl_put_safe(stdout, reply.order_id);
+		fputc(' ', stdout);
+		ctl_put_safe(stdout, reply.wms_reference);
+		printf(" %s ", wms_order_state_name(reply.state));
+		ctl_put_safe(stdout, reply.updated_at);
+		fputc('\n', stdout);
+	}
+	rc = finish(cfg, st, &err);
+done:
+	wms_client_free(client);
+	return rc;
+}
+
+static int run_cancel(const ctl_config *cfg)
+{
+	wms_cancel_reply reply;
+	wms_client *client = NULL;
+	wms_error err;
+	wms_status st;
+	int rc;
+
+	rc = ctl_make_client(&client, cfg, NULL);
+	if (rc != CTL_EXIT_OK)
+		goto done;
+	st = wms_cancel_order(&reply, client, cfg->order_id, cfg->reason, &err);
+	if (st == WMS_OK) {
+		ctl_put_safe(stdout, reply.order_id);
+		printf(" %s %d\n", wms_order_state_name(reply.state), reply.already_cancelled ? 1 : 0);
+	}
+	rc = finish(cfg, st, &err);
+done:
+	wms_client_free(client);
+	return rc;
+}
+
+static int run_stock(const ctl_config *cfg)
+{
+	wms_stock_reply *reply = NULL;
+	wms_client *client = NULL;
+	wms_error err;
+	wms_status st;
+	int rc;
+
+	rc = ctl_make_client(&client, cfg, NULL);
+	if (rc != CTL_EXIT_OK)
+		goto done;
+	st = wms_get_stock_level(&reply, client, cfg->skus, cfg->sku_count, &err);
+	if (st == WMS_OK) {
+		for (size_t i = 0; i < reply->count; i++) {
+			const wms_stock_level *l = &reply->levels[i];
+			ctl_put_safe(stdout, l->sku);
+			printf(" %" PRId64 " %" PRId64 " %" PRId64 "\n", l->on_hand, l->reserved,
+			       l->available);
+		}
+	}
+	rc = finish(cfg, st, &err);
+done:
+	wms_stock_reply_free(reply);
+	wms_client_free(client);
+	return rc;
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static const command *find_command(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	ctl_config cfg;
+	const command *cmd;
+	int rc;
+
+	if (argc < 2)
+		return usage_error(NULL, "no command given");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		cmd = argc > 2 ? find_command(argv[2]) : NULL;
+		if (argc > 2 && !cmd)
+			return usage_error(NULL, "unknown command '%s'", argv[2]);
+		print_usage(stdout, cmd);
+		return CTL_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("wmsctl %s (libwms %s)\n", WMS_VERSION, wms_version());
+		return CTL_EXIT_OK;
+	}
+	cmd = find_command(argv[1]);
+	if (!cmd)
+		return usage_error(NULL, "unknown %s '%s'",
+				   argv[1][0] == '-' ? "option" : "command", argv[1]);
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.command = cmd->name;
+	cfg.priority = WMS_PRIORITY_STANDARD;
+	/* no option repeats more often than argv is long */
+	cfg.skus = calloc((size_t)argc, sizeof(*cfg.skus));
+	cfg.qtys = calloc((size_t)argc, sizeof(*cfg.qtys));
+	if (!cfg.skus || !cfg.qtys) {
+		fputs("wmsctl: out of memory\n", stderr);
+		rc = CTL_EXIT_INTERNAL;
+		goto done;
+	}
+	rc = parse_args(&cfg, cmd, argc - 2, argv + 2);
+	if (rc < 0) {
+		print_usage(stdout, cmd);
+		rc = CTL_EXIT_OK;
+		goto done;
+	}
+	if (rc == CTL_EXIT_OK)
+		rc = check_args(&cfg, cmd);
+	if (rc == CTL_EXIT_OK)
+		rc = cmd->run(&cfg);
+done:
+	free(cfg.skus);
+	free(cfg.qtys);
+	return rc;
+}

@@ -1,0 +1,275 @@
+/*
+ * wmsctl load: a measured series of SubmitOrder calls through one client,
+ * so one breaker sees them all, as a service's would. Every call becomes a
+ * JSON line; the breaker's transitions come from its on_state_change hook.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "wmsctl.h"
+
+#define STATUS_SLOTS 64 /* more than wms_status will ever have; the last one collects strays */
+
+typedef struct transition {
+	uint64_t time_ns;
+	wms_breaker_state from;
+	wms_breaker_state to;
+	const char *reason; /* static text (wms/breaker.h) */
+} transition;
+
+typedef struct load_run {
+	uint64_t t0_ns;
+	transition *tr;
+	size_t n_tr, cap_tr, lost_tr;
+	uint64_t by_status[STATUS_SLOTS];
+	uint64_t calls, ok, failed, rejected;
+	uint64_t waiting_ns;
+} load_run;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void catch_signal(int sig, const struct sigaction *sa)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(sig, sa, NULL);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ms_since(uint64_t t, uint64_t t0)
+{
+	return t > t0 ? (t - t0) / 1000000u : 0;
+}
+
+/* The breaker calls this on the calling thread, outside its lock. */
+static void on_state_change(const wms_breaker_event *ev, void *ctx)
+{
+	load_run *run = ctx;
+
+	if (run->n_tr == run->cap_tr) {
+		size_t cap = run->cap_tr ? run->cap_tr * 2 : 16;
+		transition *p = realloc(run->tr, cap * sizeof(*p));
+		if (!p) {
+			run->lost_tr++;
+			return;
+		}
+		run->tr = p;
+		run->cap_tr = cap;
+	}
+	run->tr[run->n_tr].time_ns = ev->time_ns;
+	run->tr[run->n_tr].from = ev->from;
+	run->tr[run->n_tr].to = ev->to;
+	run->tr[run->n_tr].reason = ev->reason ? ev->reason : "";
+	run->n_tr++;
+}
+
+/* Sleep until `target` on the monotonic clock; a signal ends the wait. */
+static void sleep_until(uint64_t target)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(target / 1000000000u);
+	ts.tv_nsec = (long)(target % 1000000000u);
+	while (!stop_requested && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void print_call(uint32_t seq, uint64_t t_ms, wms_status st, const wms_error *err,
+		       wms_breaker_state breaker, double latency_ms)
+{
+	printf("{\"seq\":%" PRIu32 ",\"t_ms\":%" PRIu64 ",\"status\":\"%s\",\"delivery\":\"%s\","
+	       "\"breaker\":\"%s\",\"latency_ms\":%.2f",
+	       seq, t_ms, wms_status_name(st), wms_delivery_name(err->delivery),
+	       wms_breaker_state_name(breaker), latency_ms);
+	/* A successful call's line is exactly the six fields; failures say why. */
+	if (st != WMS_OK) {
+		fputs(",\"message\":", stdout);
+		ctl_put_json(stdout, err->message[0] ? err->message : wms_strerror(st));
+		if (st == WMS_ERR_CIRCUIT_OPEN)
+			printf(",\"retry_after_ms\":%" PRIu32, err->retry_after_ms);
+		if (err->fault_code[0]) {
+			fputs(",\"fault_code\":", stdout);
+			ctl_put_json(stdout, err->fault_code);
+		}
+		if (err->wms_code[0]) {
+			fputs(",\"wms_code\":", stdout);
+			ctl_put_json(stdout, err->wms_code);
+		}
+		if (err->http_status)
+			printf(",\"http_status\":%ld", err->http_status);
+	}
+	fputs("}\n", stdout);
+	fflush(stdout); /* one line per call, as it happens: `| tail -f`, `| jq` */
+}
+
+static void print_summary(const load_run *run, uint64_t end_ns)
+{
+	int first = 1;
+
+	printf("{\"summary\":{\"calls\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"failed\":%" PRIu64
+	       ",\"rejected\":%" PRIu64 ",\"by_status\":{",
+	       run->calls, run->ok, run->failed, run->rejected);
+	for (int i = 0; i < STATUS_SLOTS; i++) {
+		if (!run->by_status[i])
+			continue;
+		printf("%s\"%s\":%" PRIu64, first ? "" : ",",
+		       i == STATUS_SLOTS - 1 ? "UNKNOWN_STATUS" : wms_status_name((wms_status)i),
+		       run->by_status[i]);
+		first = 0;
+	}
+	fputs("},\"transitions\":[", stdout);
+	for (size_t i = 0; i < run->n_tr; i++) {
+		const transition *t = &run->tr[i];
+		printf("%s{\"t_ms\":%" PRIu64 ",\"from\":\"%s\",\"to\":\"%s\",\"reason\":",
+		       i ? "," : "", ms_since(t->time_ns, run->t0_ns),
+		       wms_breaker_state_name(t->from), wms_breaker_state_name(t->to));
+		ctl_put_json(stdout, t->reason);
+		fputc('}', stdout);
+	}
+	printf("],\"wall_ms\":%" PRIu64 ",\"time_waiting_ms\":%" PRIu64,
+	       ms_since(end_ns, run->t0_ns), run->waiting_ns / 1000000u);
+	if (run->lost_tr)
+		printf(",\"transitions_lost\":%zu", run->lost_tr);
+	if (stop_requested)
+		fputs(",\"interrupted\":true", stdout);
+	fputs("}}\n", stdout);
+}
+
+int ctl_run_load(const ctl_config *cfg)
+{
+	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+	wms_order order = WMS_ORDER_INIT;
+	wms_order_line default_line = { "SKU-1", 1 }; /* in wms-sim's catalogue */
+	wms_order_line *lines = NULL;
+	wms_client *client = NULL;
+	wms_breaker *breaker;
+	FILE *call_log = NULL;
+	char prefix[32], id[WMS_ID_MAX + 1];
+	struct sigaction sa;
+	load_run run;
+	int rc;
+
+	memset(&run, 0, sizeof(run));
+	if (cfg->call_log) {
+		call_log = fopen(cfg->call_log, "w");
+		if (!call_log) {
+			fprintf(stderr, "wmsctl: load: --call-log %s: %s\n", cfg->call_log,
+				strerror(errno));
+			rc = CTL_EXIT_USAGE;
+			goto done;
+		}
+	}
+	bo.name = "wmsctl-load";
+	bo.failure_threshold = cfg->breaker_threshold;
+	bo.open_duration_ms = cfg->open_ms;
+	bo.on_state_change = on_state_change;
+	bo.event_ctx = &run;
+	rc = ctl_make_client(&client, cfg, &bo);
+	if (rc != CTL_EXIT_OK)
+		goto done;
+	breaker = wms_client_breaker(client);
+
+	if (cfg->sku_count) {
+		lines = calloc(cfg->sku_count, sizeof(*lines));
+		if (!lines) {
+			fputs("wmsctl: load: out of memory\n", stderr);
+			rc = CTL_EXIT_INTERNAL;
+			goto done;
+		}
+	}
+	ctl_fill_order(&order, lines, cfg);
+	if (!cfg->sku_count) {
+		order.lines = &default_line;
+		order.line_count = 1;
+	}
+	snprintf(prefix, sizeof(prefix), "load-%ld", (long)getpid());
+	order.order_id = id;
+
+	/* Ctrl-C or SIGTERM ends the run early, still with a summary (a signal
+	 * the caller ignores, as for `cmd &` in a script, stays ignored). */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	catch_signal(SIGINT, &sa);
+	catch_signal(SIGTERM, &sa);
+
+	run.t0_ns = mono_ns();
+	for (uint32_t seq = 1; seq <= cfg->count && !stop_requested; seq++) {
+		uint64_t offset_ms = (uint64_t)(seq - 1) * cfg->interval_ms;
+		uint64_t target = offset_ms > (UINT64_MAX - run.t0_ns) / 1000000u
+					  ? UINT64_MAX
+					  : run.t0_ns + offset_ms * 1000000u;
+		uint64_t start = mono_ns(), end;
+		const char *outcome;
+		wms_error err;
+		wms_status st;
+
+		if (target > start) {
+			sleep_until(target);
+			end = mono_ns();
+			run.waiting_ns += end - start;
+			start = end;
+			if (stop_requested)
+				break;
+		}
+		snprintf(id, sizeof(id), "%s-%" PRIu32,
+			 cfg->order_prefix ? cfg->order_prefix : prefix, seq);
+		st = wms_submit_order(NULL, client, &order, &err);
+		end = mono_ns();
+
+		run.calls++;
+		run.by_status[(unsigned)st < STATUS_SLOTS - 1 ? (unsigned)st : STATUS_SLOTS - 1]++;
+		if (st == WMS_OK)
+			run.ok++;
+		else if (st == WMS_ERR_CIRCUIT_OPEN)
+			run.rejected++;
+		else
+			run.failed++;
+		print_call(seq, ms_since(start, run.t0_ns), st, &err, wms_breaker_state_get(breaker),
+			   (double)(end - start) / 1e6);
+		outcome = ctl_breaker_outcome(st, &err);
+		if (call_log && outcome)
+			fprintf(call_log, "%" PRIu64 ",%s,%.2f\n", ms_since(start, run.t0_ns), outcome,
+				(double)(end - start) / 1e6);
+	}
+	print_summary(&run, mono_ns());
+	if (run.lost_tr)
+		fprintf(stderr, "wmsctl: load: out of memory: %zu breaker transitions not listed\n",
+			run.lost_tr);
+	rc = CTL_EXIT_OK;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		perror("wmsctl: load: writing the output");
+		rc = CTL_EXIT_INTERNAL;
+	}
+done:
+	if (call_log) {
+		int bad = ferror(call_log);
+		if (fclose(call_log) != 0 || bad) {
+			fprintf(stderr, "wmsctl: load: --call-log %s: write failed\n",
+				cfg->call_log);
+			rc = CTL_EXIT_INTERNAL;
+		}
+	}
+	wms_client_free(client);
+	free(lines);
+	free(run.tr);
+	return rc;
+}

@@ -1,0 +1,178 @@
+/* wmsctl: exit codes, error lines, and output that is safe to print. */
+#include <string.h>
+#include "wmsctl.h"
+
+int ctl_fault_is_server(const char *code)
+{
+	static const char *const names[] = { "Server", "Receiver" };
+	size_t i, n;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		n = strlen(names[i]);
+		if (strncmp(code, names[i], n) == 0 && (code[n] == '\0' || code[n] == '.'))
+			return 1;
+	}
+	return 0;
+}
+
+int ctl_exit_code(wms_status st, const wms_error *err)
+{
+	switch (st) {
+	case WMS_OK:
+		return CTL_EXIT_OK;
+	case WMS_ERR_NOMEM:
+	case WMS_ERR_INTERNAL:
+		return CTL_EXIT_INTERNAL;
+	case WMS_ERR_INVALID_ARG:
+	case WMS_ERR_CONFIG:
+		return CTL_EXIT_USAGE;
+	case WMS_ERR_CIRCUIT_OPEN:
+		return CTL_EXIT_CIRCUIT_OPEN;
+	case WMS_ERR_CONNECT:
+	case WMS_ERR_TLS:
+		return CTL_EXIT_NOT_SENT;
+	case WMS_ERR_TIMEOUT:
+	case WMS_ERR_TRANSPORT:
+		return CTL_EXIT_UNKNOWN;
+	case WMS_ERR_SOAP_FAULT:
+		/* Client, Sender, and the envelope-level codes (VersionMismatch,
+		 * MustUnderstand, ...) all reject the request itself. */
+		return ctl_fault_is_server(err->fault_code) ? CTL_EXIT_SERVER : CTL_EXIT_REJECTED;
+	case WMS_ERR_HTTP:
+		return CTL_EXIT_SERVER;
+	case WMS_ERR_NOT_XML:
+	case WMS_ERR_TRUNCATED:
+	case WMS_ERR_UNEXPECTED_REPLY:
+	case WMS_ERR_TOO_LARGE:
+	case WMS_ERR_UNSAFE_XML:
+		return CTL_EXIT_BAD_REPLY;
+	case WMS_ERR_FIXTURE:
+		return CTL_EXIT_FIXTURE;
+	}
+	return CTL_EXIT_INTERNAL; /* a status newer than this wmsctl */
+}
+
+const char *ctl_breaker_outcome(wms_status st, const wms_error *err)
+{
+	switch (st) {
+	case WMS_OK:
+		return "ok";
+	case WMS_ERR_CIRCUIT_OPEN:
+		return NULL;
+	case WMS_ERR_SOAP_FAULT:
+		return ctl_fault_is_server(err->fault_code) ? "fail" : "ignore";
+	case WMS_ERR_HTTP:
+		return err->http_status >= 500 ? "fail" : "ignore";
+	case WMS_ERR_CONNECT:
+	case WMS_ERR_TIMEOUT:
+	case WMS_ERR_TRANSPORT:
+	case WMS_ERR_TLS:
+	case WMS_ERR_NOT_XML:
+	case WMS_ERR_TRUNCATED:
+	case WMS_ERR_UNEXPECTED_REPLY:
+	case WMS_ERR_TOO_LARGE:
+	case WMS_ERR_UNSAFE_XML:
+		return "fail";
+	case WMS_ERR_INVALID_ARG:
+	case WMS_ERR_NOMEM:
+	case WMS_ERR_FIXTURE:
+	case WMS_ERR_CONFIG:
+	case WMS_ERR_INTERNAL:
+		/* libwms hands the permit back unrecorded, which the breaker
+		 * treats exactly like an ignored outcome. */
+		return "ignore";
+	}
+	return "ignore";
+}
+
+void ctl_put_safe(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+	}
+}
+
+static char upper(char c)
+{
+	return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
+}
+
+void ctl_print_error(const char *command, wms_status st, const wms_error *err)
+{
+	const char *msg = err->message[0] ? err->message : wms_strerror(st);
+	const char *p;
+
+	fputs("wmsctl: ", stderr);
+	for (p = command; *p; p++)
+		fputc(upper(*p), stderr);
+	fprintf(stderr, ": %s: ", wms_status_name(st));
+	ctl_put_safe(stderr, msg);
+	fprintf(stderr, " (delivery %s", wms_delivery_name(err->delivery));
+	if (st == WMS_ERR_CIRCUIT_OPEN)
+		fprintf(stderr, ", retry after %u ms", (unsigned)err->retry_after_ms);
+	if (err->fault_code[0]) {
+		fputs(", fault ", stderr);
+		ctl_put_safe(stderr, err->fault_code);
+	}
+	if (err->wms_code[0]) {
+		fputs(", wms_code ", stderr);
+		ctl_put_safe(stderr, err->wms_code);
+	}
+	if (err->http_status)
+		fprintf(stderr, ", http %ld", err->http_status);
+	fputs(")\n", stderr);
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+			return 0;
+		if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
+			return 0; /* overlong, surrogate */
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+			return 0; /* overlong, past U+10FFFF */
+		return 4;
+	}
+	return 0;
+}
+
+void ctl_put_json(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	fputc('"', f);
+	while (*p) {
+		if (*p == '"' || *p == '\\') {
+			fputc('\\', f);
+			fputc(*p++, f);
+		} else if (*p == '\n') {
+			fputs("\\n", f);
+			p++;
+		} else if (*p == '\t') {
+			fputs("\\t", f);
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", (unsigned)*p++);
+		} else if ((n = utf8_len(p)) == 0) {
+			fputs("\\ufffd", f);
+			p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
+	}
+	fputc('"', f);
+}
