@@ -128,6 +128,10 @@ static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name
 	memset(e, 0, sizeof(*e));
 	if (!(e->doc = xmlNewDoc(X("1.0"))))
 		return WMS_ERR_NOMEM;
+	/* declared in the prolog; UTF-8 is libxml2's own encoding, so the
+	 * serialiser copies bytes instead of running an encoder */
+	if (!(e->doc->encoding = xmlStrdup(X("UTF-8"))))
+		return WMS_ERR_NOMEM;
 	if (!(root = xmlNewDocNode(e->doc, NULL, X("Envelope"), NULL)))
 		return WMS_ERR_NOMEM;
 	xmlDocSetRootElement(e->doc, root);
@@ -187,7 +191,7 @@ static wms_status serialise(wms__buf *out, xmlDocPtr doc)
 	long rc;
 	int close_rc;
 
-	save = xmlSaveToIO(write_cb, close_cb, out, "UTF-8", XML_SAVE_FORMAT | XML_SAVE_AS_XML);
+	save = xmlSaveToIO(write_cb, close_cb, out, NULL, XML_SAVE_AS_XML);
 	if (!save)
 		return WMS_ERR_NOMEM;
 	rc = xmlSaveDoc(save, doc);
