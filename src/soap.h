@@ -42,6 +42,28 @@ wms_status wms__build_cancel_order(wms__buf *out, wms_soap_version v, const char
 wms_status wms__build_get_stock_level(wms__buf *out, wms_soap_version v,
 				      const char *const *skus, size_t n, wms_error *err);
 
+/* The arguments of one operation. */
+typedef struct wms__request {
+	wms__op op;
+	const wms_order *order;        /* SubmitOrder */
+	const char *order_id;          /* GetOrderStatus, CancelOrder */
+	const char *reason;            /* CancelOrder, optional */
+	const char *const *skus;       /* GetStockLevel */
+	size_t sku_count;
+} wms__request;
+
+/* WS-Security UsernameToken settings (mode NONE: no header). */
+typedef struct wms__wsse {
+	wms_wsse_mode mode;
+	const char *username;
+	const char *password;
+} wms__wsse;
+
+/* Build any request, with a WS-Security header when wsse asks for one (a
+ * fresh nonce and created each time: build once per message sent). */
+wms_status wms__build_request(wms__buf *out, wms_soap_version v, const wms__request *r,
+			      const wms__wsse *wsse, wms_error *err);
+
 /* Parse a reply body for `op`. `content_type` may be NULL. Sets on err:
  *  - WMS_ERR_SOAP_FAULT: fault_code (prefix stripped), fault_string, wms_code;
  *  - WMS_ERR_NOT_XML: not XML at all (e.g. an HTML page);

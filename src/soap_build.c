@@ -3,7 +3,13 @@
  * urn:libwms:warehouse:1, both declared on the Envelope. No Header. */
 #include <pthread.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <openssl/evp.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
@@ -119,8 +125,94 @@ typedef struct envelope {
 
 #define X(s) ((const xmlChar *)(s))
 
-/* A new document: Envelope, Body and the empty request element `name`. */
-static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name)
+#define WSSE_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
+#define WSU_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd"
+#define WSSE_PROFILE "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0"
+#define WSSE_B64 "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary"
+
+static wms_status b64(char *out, size_t size, const unsigned char *in, size_t n)
+{
+	if (size < 4 * ((n + 2) / 3) + 1 || n > INT32_MAX)
+		return WMS_ERR_INTERNAL;
+	EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+	return WMS_OK;
+}
+
+/* UsernameToken: fresh 16-byte nonce and created per message; the digest
+ * is Base64(SHA-1(nonce + created + password)) (UsernameToken profile 1.0). */
+static wms_status add_wsse(envelope *e, xmlNodePtr root, xmlNsPtr soap, const wms__wsse *w)
+{
+	unsigned char nonce[16], digest[SHA_DIGEST_LENGTH];
+	char nonce64[32], digest64[32], created[40];
+	xmlNodePtr header, sec, tok, pw, el;
+	xmlNsPtr wsse, wsu;
+	struct timespec ts;
+	struct tm tm;
+	size_t got = 0;
+	wms_status rc;
+
+	if (!(header = xmlNewNode(soap, X("Header"))))
+		return WMS_ERR_NOMEM;
+	if (!xmlAddChild(root, header)) {
+		xmlFreeNode(header);
+		return WMS_ERR_NOMEM;
+	}
+	if (!(sec = xmlNewChild(header, NULL, X("Security"), NULL)) ||
+	    !(wsse = xmlNewNs(sec, X(WSSE_NS), X("wsse"))) ||
+	    !(wsu = xmlNewNs(sec, X(WSU_NS), X("wsu"))))
+		return WMS_ERR_NOMEM;
+	xmlSetNs(sec, wsse);
+	if (!xmlSetNsProp(sec, soap, X("mustUnderstand"), X("1")) ||
+	    !(tok = xmlNewChild(sec, wsse, X("UsernameToken"), NULL)) ||
+	    !xmlNewTextChild(tok, wsse, X("Username"), X(w->username)))
+		return WMS_ERR_NOMEM;
+	if (w->mode == WMS_WSSE_PASSWORD_TEXT) {
+		if (!(pw = xmlNewTextChild(tok, wsse, X("Password"), X(w->password))) ||
+		    !xmlSetProp(pw, X("Type"), X(WSSE_PROFILE "#PasswordText")))
+			return WMS_ERR_NOMEM;
+		return WMS_OK;
+	}
+	while (got < sizeof(nonce)) {
+		ssize_t n = getrandom(nonce + got, sizeof(nonce) - got, 0);
+		if (n < 0 && errno != EINTR)
+			return WMS_ERR_INTERNAL;
+		got += n > 0 ? (size_t)n : 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(created, sizeof(created), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		 (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100, tm.tm_mday % 100,
+		 tm.tm_hour % 100, tm.tm_min % 100, tm.tm_sec % 100,
+		 (int)(ts.tv_nsec / 1000000L) % 1000);
+	{
+		EVP_MD_CTX *md = EVP_MD_CTX_new();
+		unsigned int len = 0;
+		int ok = md && EVP_DigestInit_ex(md, EVP_sha1(), NULL) &&
+			 EVP_DigestUpdate(md, nonce, sizeof(nonce)) &&
+			 EVP_DigestUpdate(md, created, strlen(created)) &&
+			 EVP_DigestUpdate(md, w->password, strlen(w->password)) &&
+			 EVP_DigestFinal_ex(md, digest, &len) && len == sizeof(digest);
+		EVP_MD_CTX_free(md);
+		if (!ok)
+			return WMS_ERR_INTERNAL;
+	}
+	if ((rc = b64(nonce64, sizeof(nonce64), nonce, sizeof(nonce))) != WMS_OK ||
+	    (rc = b64(digest64, sizeof(digest64), digest, sizeof(digest))) != WMS_OK)
+		return rc;
+	OPENSSL_cleanse(digest, sizeof(digest));
+	if (!(pw = xmlNewTextChild(tok, wsse, X("Password"), X(digest64))) ||
+	    !xmlSetProp(pw, X("Type"), X(WSSE_PROFILE "#PasswordDigest")) ||
+	    !(el = xmlNewTextChild(tok, wsse, X("Nonce"), X(nonce64))) ||
+	    !xmlSetProp(el, X("EncodingType"), X(WSSE_B64)) ||
+	    !xmlNewTextChild(tok, wsu, X("Created"), X(created)))
+		return WMS_ERR_NOMEM;
+	(void)e;
+	return WMS_OK;
+}
+
+/* A new document: Envelope, [Header,] Body and the empty request element `name`. */
+static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name,
+			       const wms__wsse *wsse)
 {
 	xmlNodePtr root, body;
 	xmlNsPtr soap;
@@ -144,6 +236,11 @@ static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name
 	xmlSetNs(root, soap);
 	if (!(e->wh = xmlNewNs(root, X(WMS__NS), X(WMS__NS_PREFIX))))
 		return WMS_ERR_NOMEM;
+	if (wsse && wsse->mode != WMS_WSSE_NONE) {
+		wms_status rc = add_wsse(e, root, soap, wsse);
+		if (rc != WMS_OK)
+			return rc;
+	}
 	if (!(body = xmlNewChild(root, soap, X("Body"), NULL)))
 		return WMS_ERR_NOMEM;
 	if (!(e->request = xmlNewChild(body, e->wh, X(name), NULL)))
@@ -250,8 +347,8 @@ static const char *priority_name(wms_priority p)
 /* Inputs are validated again here (cheap, no allocation) so that no caller
  * can make a builder emit an envelope the WMS would reject as malformed. */
 
-wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
-				   wms_error *err)
+static wms_status build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
+				    const wms__wsse *wsse, wms_error *err)
 {
 	const wms_address *a;
 	envelope e = { NULL, NULL, NULL };
@@ -266,7 +363,7 @@ wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_
 		return rc;
 	a = &order->ship_to;
 	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "SubmitOrderRequest")) != WMS_OK ||
+	if ((rc = envelope_new(&e, v, "SubmitOrderRequest", wsse)) != WMS_OK ||
 	    (rc = add_text(&e, e.request, "clientOrderId", order->order_id, NULL)) != WMS_OK ||
 	    (rc = add_text(&e, e.request, "shipTo", NULL, &ship_to)) != WMS_OK ||
 	    (rc = add_text(&e, ship_to, "name", a->name, NULL)) != WMS_OK ||
@@ -292,8 +389,8 @@ done:
 	return finish(out, &e, rc, WMS__OP_SUBMIT_ORDER, &quiet, err);
 }
 
-wms_status wms__build_get_order_status(wms__buf *out, wms_soap_version v,
-				       const char *order_id, wms_error *err)
+static wms_status build_get_order_status(wms__buf *out, wms_soap_version v,
+					 const char *order_id, const wms__wsse *wsse, wms_error *err)
 {
 	envelope e = { NULL, NULL, NULL };
 	wms__xml_quiet quiet;
@@ -304,13 +401,13 @@ wms_status wms__build_get_order_status(wms__buf *out, wms_soap_version v,
 	    (rc = wms__validate_order_id(order_id, err)) != WMS_OK)
 		return rc;
 	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "GetOrderStatusRequest")) == WMS_OK)
+	if ((rc = envelope_new(&e, v, "GetOrderStatusRequest", wsse)) == WMS_OK)
 		rc = add_text(&e, e.request, "clientOrderId", order_id, NULL);
 	return finish(out, &e, rc, WMS__OP_GET_ORDER_STATUS, &quiet, err);
 }
 
-wms_status wms__build_cancel_order(wms__buf *out, wms_soap_version v, const char *order_id,
-				   const char *reason, wms_error *err)
+static wms_status build_cancel_order(wms__buf *out, wms_soap_version v, const char *order_id,
+				     const char *reason, const wms__wsse *wsse, wms_error *err)
 {
 	envelope e = { NULL, NULL, NULL };
 	wms__xml_quiet quiet;
@@ -322,15 +419,16 @@ wms_status wms__build_cancel_order(wms__buf *out, wms_soap_version v, const char
 	    (rc = wms__validate_reason(reason, err)) != WMS_OK)
 		return rc;
 	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "CancelOrderRequest")) == WMS_OK &&
+	if ((rc = envelope_new(&e, v, "CancelOrderRequest", wsse)) == WMS_OK &&
 	    (rc = add_text(&e, e.request, "clientOrderId", order_id, NULL)) == WMS_OK &&
 	    reason && *reason)
 		rc = add_text(&e, e.request, "reason", reason, NULL);
 	return finish(out, &e, rc, WMS__OP_CANCEL_ORDER, &quiet, err);
 }
 
-wms_status wms__build_get_stock_level(wms__buf *out, wms_soap_version v,
-				      const char *const *skus, size_t n, wms_error *err)
+static wms_status build_get_stock_level(wms__buf *out, wms_soap_version v,
+					const char *const *skus, size_t n, const wms__wsse *wsse,
+					wms_error *err)
 {
 	envelope e = { NULL, NULL, NULL };
 	wms__xml_quiet quiet;
@@ -341,11 +439,71 @@ wms_status wms__build_get_stock_level(wms__buf *out, wms_soap_version v,
 	if ((rc = check_args(out, v, err)) != WMS_OK || (rc = wms__validate_skus(skus, n, err)) != WMS_OK)
 		return rc;
 	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "GetStockLevelRequest")) != WMS_OK)
+	if ((rc = envelope_new(&e, v, "GetStockLevelRequest", wsse)) != WMS_OK)
 		goto done;
 	for (i = 0; i < n; i++)
 		if ((rc = add_text(&e, e.request, "sku", skus[i], NULL)) != WMS_OK)
 			goto done;
 done:
 	return finish(out, &e, rc, WMS__OP_GET_STOCK_LEVEL, &quiet, err);
+}
+
+/* ---- the internal API (src/soap.h) ---------------------------------------- */
+
+static wms_status check_wsse(const wms__wsse *w, wms_error *err)
+{
+	if (!w || w->mode == WMS_WSSE_NONE)
+		return WMS_OK;
+	if ((w->mode != WMS_WSSE_PASSWORD_TEXT && w->mode != WMS_WSSE_PASSWORD_DIGEST) ||
+	    !w->username || !*w->username || !w->password)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wsse: a mode, a username and a password are required");
+	return WMS_OK;
+}
+
+wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
+				   wms_error *err)
+{
+	return build_submit_order(out, v, order, NULL, err);
+}
+
+wms_status wms__build_get_order_status(wms__buf *out, wms_soap_version v,
+				       const char *order_id, wms_error *err)
+{
+	return build_get_order_status(out, v, order_id, NULL, err);
+}
+
+wms_status wms__build_cancel_order(wms__buf *out, wms_soap_version v, const char *order_id,
+				   const char *reason, wms_error *err)
+{
+	return build_cancel_order(out, v, order_id, reason, NULL, err);
+}
+
+wms_status wms__build_get_stock_level(wms__buf *out, wms_soap_version v,
+				      const char *const *skus, size_t n, wms_error *err)
+{
+	return build_get_stock_level(out, v, skus, n, NULL, err);
+}
+
+wms_status wms__build_request(wms__buf *out, wms_soap_version v, const wms__request *r,
+			      const wms__wsse *wsse, wms_error *err)
+{
+	wms_status rc = check_wsse(wsse, err);
+	if (rc != WMS_OK)
+		return rc;
+	if (!r)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "request is NULL");
+	switch (r->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		return build_submit_order(out, v, r->order, wsse, err);
+	case WMS__OP_GET_ORDER_STATUS:
+		return build_get_order_status(out, v, r->order_id, wsse, err);
+	case WMS__OP_CANCEL_ORDER:
+		return build_cancel_order(out, v, r->order_id, r->reason, wsse, err);
+	case WMS__OP_GET_STOCK_LEVEL:
+		return build_get_stock_level(out, v, r->skus, r->sku_count, wsse, err);
+	case WMS__OP_COUNT:
+		break;
+	}
+	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "unknown operation");
 }

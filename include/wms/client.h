@@ -64,6 +64,39 @@ typedef struct wms_metric {
 
 typedef void (*wms_metric_fn)(const wms_metric *metric, void *ctx);
 
+/** WS-Security UsernameToken profile. */
+typedef enum wms_wsse_mode {
+	WMS_WSSE_NONE = 0,
+	/** wsse:Password in clear (use over TLS only). */
+	WMS_WSSE_PASSWORD_TEXT = 1,
+	/** Base64(SHA-1(nonce + created + password)), fresh nonce and created per message. */
+	WMS_WSSE_PASSWORD_DIGEST = 2
+} wms_wsse_mode;
+
+typedef enum wms_wire_direction {
+	WMS_WIRE_REQUEST = 0,
+	WMS_WIRE_REPLY = 1
+} wms_wire_direction;
+
+/** One entry of the wire log: a request as sent or a reply as received,
+ *  secrets redacted (WS-Security Password and Nonce; HTTP credentials are
+ *  never part of it), the body cut at wire_log_max_bytes. */
+typedef struct wms_wire_record {
+	const char *correlation_id; /**< the same for every record of one call */
+	wms_wire_direction direction;
+	const char *operation;      /**< "SubmitOrder", ... */
+	uint32_t attempt;           /**< 1, 2, ... with retries */
+	long http_status;           /**< replies: the HTTP status, 0 if none arrived */
+	const char *content_type;   /**< NULL if none */
+	const char *body;           /**< not NUL-terminated: use body_len */
+	size_t body_len;
+	size_t full_len;            /**< the body's length before cutting */
+	wms_status status;          /**< replies: the attempt's status */
+	double elapsed_ms;          /**< replies: time since the request record */
+} wms_wire_record;
+
+typedef void (*wms_wire_log_fn)(const wms_wire_record *record, void *ctx);
+
 #define WMS_CLIENT_OPTIONS_VERSION 1
 
 #define WMS_DEFAULT_CONNECT_TIMEOUT_MS 2000u
@@ -117,11 +150,30 @@ typedef struct wms_client_options {
 	/** Prefix of metric names; NULL = "fulfillment" (seed 000's
 	 *  fulfillment.circuit_breaker_state). */
 	const char *metric_prefix;
+	/** TLS client certificate and private key, PEM files (mutual TLS). */
+	const char *client_cert;
+	const char *client_key;
+	/** Public-key pinning in libcurl's CURLOPT_PINNEDPUBLICKEY syntax:
+	 *  "sha256//BASE64[;sha256//BASE64...]" or a PEM/DER file. */
+	const char *pinned_public_key;
+	/** HTTP Basic credentials (sent only with both set). Never logged. */
+	const char *http_username;
+	const char *http_password;
+	/** WS-Security UsernameToken in the SOAP header. */
+	wms_wsse_mode wsse_mode;
+	const char *wsse_username;
+	const char *wsse_password;
+	/** The wire log: every request and reply, redacted; NULL = off. */
+	wms_wire_log_fn on_wire;
+	void *wire_ctx;
+	/** Body bytes kept per wire-log record; 0 = 4096. */
+	size_t wire_log_max_bytes;
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
 	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, WMS_BREAKER_PER_CLIENT, \
-	WMS_RETRY_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, NULL }
+	WMS_RETRY_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
+	WMS_WSSE_NONE, NULL, NULL, NULL, NULL, 0 }
 
 WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
 

@@ -81,6 +81,9 @@ typedef struct wms_error {
 	/** Non-zero when a fallback answered instead of the WMS (status is the
 	 *  fallback's, delivery NOT_SENT). */
 	int fallback;
+	/** The call's correlation id: in the wire log and the X-Correlation-Id
+	 *  request header, so the WMS's logs can be matched. */
+	char correlation_id[40];
 } wms_error;
 
 /** A static, one-line description of a status. Never NULL. */

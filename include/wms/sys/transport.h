@@ -44,6 +44,16 @@ typedef struct wms_http_request {
 	const char *user_agent;
 	const char *ca_file;
 	const char *ca_path;
+	/** Mutual TLS and pinning (NULL = unused). */
+	const char *client_cert;
+	const char *client_key;
+	const char *pinned_public_key;
+	/** HTTP Basic credentials (both or neither). A transport must never
+	 *  put them in a message or a log. */
+	const char *http_username;
+	const char *http_password;
+	/** Sent as the X-Correlation-Id header. */
+	const char *correlation_id;
 } wms_http_request;
 
 /** The reply a transport fills, through the helpers below only. */
