@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <stdatomic.h>
+#include <sys/random.h>
 #include "internal.h"
 #include "client_internal.h"
 #include "soap.h"
@@ -46,6 +48,21 @@ struct wms_client {
 	wms_metric_fn on_metric;
 	void *metric_ctx;
 	char *state_metric; /* "<prefix>.circuit_breaker_state" */
+	/* TLS and authentication */
+	char *client_cert;
+	char *client_key;
+	char *pinned_public_key;
+	char *http_username;
+	char *http_password;
+	wms__wsse wsse;
+	char *wsse_username;
+	char *wsse_password;
+	/* wire log and correlation ids */
+	wms_wire_log_fn on_wire;
+	void *wire_ctx;
+	size_t wire_max;
+	char id_prefix[16];
+	_Atomic uint64_t call_seq;
 };
 
 wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
@@ -61,6 +78,17 @@ wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
 static int has_scheme(const char *url)
 {
 	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+/* Passwords are wiped before their memory goes back. */
+static void free_secret(char *p)
+{
+	if (p) {
+		volatile char *v = p;
+		while (*v)
+			*v++ = '\0';
+		wms__free(p);
+	}
 }
 
 void wms_client_free(wms_client *c)
@@ -79,6 +107,13 @@ void wms_client_free(wms_client *c)
 	wms__free(c->ca_file);
 	wms__free(c->ca_path);
 	wms__free(c->state_metric);
+	wms__free(c->client_cert);
+	wms__free(c->client_key);
+	wms__free(c->pinned_public_key);
+	wms__free(c->http_username);
+	free_secret(c->http_password);
+	wms__free(c->wsse_username);
+	free_secret(c->wsse_password);
 	wms__free(c);
 }
 
@@ -263,6 +298,49 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 			goto fail;
 		}
+	}
+	if (!opts->http_username != !opts->http_password) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "http_username and http_password go together");
+		goto fail;
+	}
+	if (opts->wsse_mode != WMS_WSSE_NONE &&
+	    ((opts->wsse_mode != WMS_WSSE_PASSWORD_TEXT &&
+	      opts->wsse_mode != WMS_WSSE_PASSWORD_DIGEST) ||
+	     !opts->wsse_username || !*opts->wsse_username || !opts->wsse_password)) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "wsse_mode needs wsse_username and wsse_password");
+		goto fail;
+	}
+	if (!opts->client_cert != !opts->client_key) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "client_cert and client_key go together");
+		goto fail;
+	}
+	if (dup_opt(&c->client_cert, opts->client_cert) ||
+	    dup_opt(&c->client_key, opts->client_key) ||
+	    dup_opt(&c->pinned_public_key, opts->pinned_public_key) ||
+	    dup_opt(&c->http_username, opts->http_username) ||
+	    dup_opt(&c->http_password, opts->http_password) ||
+	    dup_opt(&c->wsse_username, opts->wsse_username) ||
+	    dup_opt(&c->wsse_password, opts->wsse_password)) {
+		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+		goto fail;
+	}
+	c->wsse.mode = opts->wsse_mode;
+	c->wsse.username = c->wsse_username;
+	c->wsse.password = c->wsse_password;
+	c->on_wire = opts->on_wire;
+	c->wire_ctx = opts->wire_ctx;
+	c->wire_max = opts->wire_log_max_bytes ? opts->wire_log_max_bytes : 4096;
+	{
+		/* correlation ids: a random per-client prefix and a counter */
+		unsigned char rnd[4] = { 0 };
+		uint64_t t = wms__now_ns();
+		if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+			memcpy(rnd, &t, sizeof(rnd));
+		snprintf(c->id_prefix, sizeof(c->id_prefix), "wms-%02x%02x%02x%02x", rnd[0], rnd[1],
+			 rnd[2], rnd[3]);
 	}
 	if (opts->breaker) {
 		for (i = 0; i < WMS__OP_COUNT; i++) {
@@ -455,12 +533,84 @@ static wms_status interpret(wms__op op, void *out, const wms_http_response *resp
 	return st;
 }
 
+/* Copy `body` into `out` with the content of every WS-Security Password
+ * and Nonce element replaced by REDACTED (we build those with the wsse
+ * prefix; a reply is scrubbed the same way in case a WMS echoes them). */
+static wms_status redact(wms__buf *out, const char *body, size_t len)
+{
+	static const char *const tags[] = { "wsse:Password", "wsse:Nonce" };
+	size_t i = 0;
+	wms_status st = WMS_OK;
+
+	while (st == WMS_OK && i < len) {
+		const char *lt = memchr(body + i, '<', len - i);
+		size_t t, at = lt ? (size_t)(lt - body) : len;
+		int done = 0;
+		st = wms__buf_append(out, body + i, at - i);
+		i = at;
+		if (!lt || st)
+			break;
+		for (t = 0; t < 2 && !done; t++) {
+			size_t n = strlen(tags[t]);
+			const char *gt, *close;
+			if (len - i < n + 2 || memcmp(body + i + 1, tags[t], n) != 0 ||
+			    (body[i + 1 + n] != '>' && body[i + 1 + n] != ' '))
+				continue;
+			gt = memchr(body + i, '>', len - i);
+			close = gt ? strstr(gt, "</") : NULL; /* body is NUL-terminated */
+			if (!gt || !close || (size_t)(close - body) > len)
+				continue;
+			st = wms__buf_append(out, body + i, (size_t)(gt - body) + 1 - i);
+			if (!st)
+				st = wms__buf_append(out, "REDACTED", 8);
+			i = (size_t)(close - body);
+			done = 1;
+		}
+		if (!done && !st) {
+			st = wms__buf_append(out, "<", 1);
+			i++;
+		}
+	}
+	return st;
+}
+
+static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_response *resp,
+		     wms_status st, const wms_error *err, uint64_t start)
+{
+	wms_wire_record rec;
+	wms__buf clean = { 0 };
+	const char *body = resp ? resp->body : req->body;
+	size_t len = resp ? resp->body_len : req->body_len;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.correlation_id = err->correlation_id;
+	rec.direction = resp ? WMS_WIRE_REPLY : WMS_WIRE_REQUEST;
+	rec.operation = req->operation;
+	rec.attempt = err->attempts;
+	rec.http_status = resp ? resp->status : 0;
+	rec.content_type = resp ? resp->content_type : req->content_type;
+	rec.full_len = len;
+	rec.status = st;
+	if (resp)
+		rec.elapsed_ms = (wms__now_ns() - start) / 1e6;
+	if (body && len && redact(&clean, body, len) == WMS_OK) {
+		rec.body = clean.data;
+		rec.body_len = clean.len < c->wire_max ? clean.len : c->wire_max;
+	} else {
+		rec.body = "";
+		rec.body_len = 0;
+	}
+	c->on_wire(&rec, c->wire_ctx);
+	wms__buf_free(&clean);
+}
+
 static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void *out,
 			   uint32_t timeout_ms, wms_error *err)
 {
 	wms_http_request req;
 	wms_http_response resp;
 	char ctype[128];
+	uint64_t start;
 	wms_status st;
 
 	memset(&req, 0, sizeof(req));
@@ -488,12 +638,23 @@ static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void
 	req.user_agent = c->user_agent;
 	req.ca_file = c->ca_file;
 	req.ca_path = c->ca_path;
+	req.client_cert = c->client_cert;
+	req.client_key = c->client_key;
+	req.pinned_public_key = c->pinned_public_key;
+	req.http_username = c->http_username;
+	req.http_password = c->http_password;
+	req.correlation_id = err->correlation_id;
 
+	if (c->on_wire)
+		wire_log(c, &req, NULL, WMS_OK, err, 0);
+	start = c->on_wire ? wms__now_ns() : 0;
 	st = c->transport->send(c->transport, &req, &resp, err);
 	if (st == WMS_OK)
 		st = interpret(op, out, &resp, c->max_reply_bytes, err);
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
+	if (c->on_wire)
+		wire_log(c, &req, &resp, st, err, start);
 	wms_http_response_clear(&resp);
 	return st;
 }
@@ -589,34 +750,39 @@ static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker
 	return outcome;
 }
 
-static wms_status validate_and_build(wms_client *c, const call *k, wms__buf *body,
-				     wms_error *err)
+static wms_status validate(const call *k, wms_error *err)
 {
-	wms_status st;
 	switch (k->op) {
 	case WMS__OP_SUBMIT_ORDER:
-		st = wms__validate_order(k->order, err);
-		return st ? st : wms__build_submit_order(body, c->soap_version, k->order, err);
+		return wms__validate_order(k->order, err);
 	case WMS__OP_GET_ORDER_STATUS:
-		st = wms__validate_order_id(k->order_id, err);
-		return st ? st : wms__build_get_order_status(body, c->soap_version, k->order_id, err);
-	case WMS__OP_CANCEL_ORDER:
-		st = wms__validate_order_id(k->order_id, err);
-		if (st == WMS_OK && k->reason && strlen(k->reason) > 256)
-			st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				       "reason: at most 256 bytes (got %zu)", strlen(k->reason));
-		return st ? st
-			  : wms__build_cancel_order(body, c->soap_version, k->order_id, k->reason,
-						    err);
+		return wms__validate_order_id(k->order_id, err);
+	case WMS__OP_CANCEL_ORDER: {
+		wms_status st = wms__validate_order_id(k->order_id, err);
+		return st ? st : wms__validate_reason(k->reason, err);
+	}
 	case WMS__OP_GET_STOCK_LEVEL:
-		st = wms__validate_skus(k->skus, k->sku_count, err);
-		return st ? st
-			  : wms__build_get_stock_level(body, c->soap_version, k->skus, k->sku_count,
-						       err);
+		return wms__validate_skus(k->skus, k->sku_count, err);
 	case WMS__OP_COUNT:
 		break;
 	}
 	return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT, "unknown operation");
+}
+
+/* Build the envelope for one attempt (WS-Security needs a fresh nonce and
+ * created per message, so with it every attempt builds anew). */
+static wms_status build(wms_client *c, const call *k, wms__buf *body, wms_error *err)
+{
+	wms__request r;
+	r.op = k->op;
+	r.order = k->order;
+	r.order_id = k->order_id;
+	r.reason = k->reason;
+	r.skus = k->skus;
+	r.sku_count = k->sku_count;
+	wms__buf_free(body);
+	return wms__build_request(body, c->soap_version, &r,
+				  c->wsse.mode != WMS_WSSE_NONE ? &c->wsse : NULL, err);
 }
 
 static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
@@ -733,11 +899,16 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	st = ask_breaker(b, &permit, err);
 	if (st == WMS_ERR_CIRCUIT_OPEN)
 		return c->has_fallbacks ? run_fallback(c, k, err) : st;
-	st = validate_and_build(c, k, &body, err);
+	st = validate(k, err);
+	if (st == WMS_OK)
+		st = build(c, k, &body, err);
 	if (st != WMS_OK) {
 		wms_breaker_release(b, &permit);
 		goto done;
 	}
+	snprintf(err->correlation_id, sizeof(err->correlation_id), "%s-%06llu", c->id_prefix,
+		 (unsigned long long)(atomic_fetch_add_explicit(&c->call_seq, 1,
+								memory_order_relaxed) + 1));
 	if (c->retry.max_attempts > 1) {
 		start = wms__now_ns();
 		deadline = start + (uint64_t)c->timeout_ms * 1000000u;
@@ -745,6 +916,11 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	}
 	for (attempt = 1;; attempt++) {
 		err->attempts = attempt;
+		if (attempt > 1 && c->wsse.mode != WMS_WSSE_NONE &&
+		    (st = build(c, k, &body, err)) != WMS_OK) {
+			wms_breaker_release(b, &permit);
+			break;
+		}
 		st = exchange(c, k->op, &body, k->out, timeout, err);
 		if (st == WMS_OK)
 			st = correlate(k, err);
@@ -779,10 +955,12 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 		}
 		/* a fresh error for the attempt; the merged delivery is kept aside */
 		{
-			char op[sizeof(err->operation)];
+			char op[sizeof(err->operation)], id[sizeof(err->correlation_id)];
 			memcpy(op, err->operation, sizeof(op));
+			memcpy(id, err->correlation_id, sizeof(id));
 			wms_error_clear(err);
 			memcpy(err->operation, op, sizeof(op));
+			memcpy(err->correlation_id, id, sizeof(id));
 		}
 	}
 done:

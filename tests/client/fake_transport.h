@@ -27,6 +27,11 @@ typedef struct fake {
 	char last_action[128];
 	char last_ctype[160];
 	char last_body[8192];
+	char last_correlation_id[64];
+	char last_username[64];
+	char last_password[64];
+	char last_client_cert[128];
+	char last_pin[128];
 } fake;
 
 typedef struct fx {

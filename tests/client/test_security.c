@@ -1,0 +1,284 @@
+/* WS-Security UsernameToken, HTTP credentials, correlation ids and the
+ * redacted wire log, over a scripted transport. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <libxml/parser.h>
+#include <libxml/xpath.h>
+#include <libxml/xpathInternals.h>
+#include <openssl/evp.h>
+#include "fake_transport.h"
+
+#define SECRET "s3cr3t-P4ss"
+
+static const char submit_ok[] =
+	"<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
+	"<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrderId>ORD-1</clientOrderId>"
+	"<wmsReference>WMS-7</wmsReference><state>RECEIVED</state><duplicate>false</duplicate>"
+	"</SubmitOrderResponse></s:Body></s:Envelope>";
+
+static const wms_order_line one_line[] = { { "SKU-1", 2 } };
+
+static wms_status submit(fx *x, wms_error *err)
+{
+	wms_order o = WMS_ORDER_INIT;
+	o.order_id = "ORD-1";
+	o.ship_to.name = "Ada";
+	o.ship_to.line1 = "1 Way";
+	o.ship_to.city = "London";
+	o.ship_to.postal_code = "N1";
+	o.ship_to.country = "GB";
+	o.lines = one_line;
+	o.line_count = 1;
+	return wms_submit_order(NULL, x->c, &o, err);
+}
+
+/* The text of the first element matching an XPath over the wsse/wsu namespaces. */
+static char *xpath_text(const char *xml, const char *expr)
+{
+	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	xmlXPathContextPtr ctx;
+	xmlXPathObjectPtr obj;
+	char *out = NULL;
+	assert_non_null(doc);
+	ctx = xmlXPathNewContext(doc);
+	xmlXPathRegisterNs(ctx, BAD_CAST "wsse",
+			   BAD_CAST "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd");
+	xmlXPathRegisterNs(ctx, BAD_CAST "wsu",
+			   BAD_CAST "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd");
+	xmlXPathRegisterNs(ctx, BAD_CAST "s", BAD_CAST "http://schemas.xmlsoap.org/soap/envelope/");
+	obj = xmlXPathEvalExpression(BAD_CAST expr, ctx);
+	if (obj && obj->nodesetval && obj->nodesetval->nodeNr > 0) {
+		xmlChar *t = xmlNodeGetContent(obj->nodesetval->nodeTab[0]);
+		out = strdup((const char *)t);
+		xmlFree(t);
+	}
+	xmlXPathFreeObject(obj);
+	xmlXPathFreeContext(ctx);
+	xmlFreeDoc(doc);
+	return out;
+}
+
+static void digest_of(char out[64], const char *nonce64, const char *created, const char *pw)
+{
+	unsigned char nonce[64], md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int n = EVP_DecodeBlock(nonce, (const unsigned char *)nonce64, (int)strlen(nonce64));
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	assert_int_equal(n, 18); /* 16 bytes, padded to a multiple of 3 by the decoder */
+	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	EVP_DigestUpdate(ctx, nonce, 16);
+	EVP_DigestUpdate(ctx, created, strlen(created));
+	EVP_DigestUpdate(ctx, pw, strlen(pw));
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
+}
+
+static void password_digest(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	char *nonce1, *created, *digest, expect[64];
+	wms_error err;
+	fx x;
+	(void)state;
+	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse_username = "fulfillment";
+	o.wsse_password = SECRET;
+	x = setup_client_with(&o);
+	x.t->next.status = 200;
+	x.t->next.content_type = "text/xml";
+	x.t->next.body = submit_ok;
+	assert_int_equal(submit(&x, &err), WMS_OK);
+	assert_null(strstr(x.t->last_body, SECRET));
+	assert_non_null(strstr(x.t->last_body, "s:mustUnderstand=\"1\"") ?
+			strstr(x.t->last_body, "s:mustUnderstand=\"1\"") :
+			strstr(x.t->last_body, "soap:mustUnderstand=\"1\""));
+	nonce1 = xpath_text(x.t->last_body, "//wsse:Nonce");
+	created = xpath_text(x.t->last_body, "//wsu:Created");
+	digest = xpath_text(x.t->last_body, "//wsse:Password");
+	assert_non_null(nonce1);
+	assert_non_null(created);
+	assert_non_null(digest);
+	assert_non_null(xpath_text(x.t->last_body, "/s:Envelope/s:Header/wsse:Security/wsse:UsernameToken/wsse:Username[.='fulfillment']"));
+	digest_of(expect, nonce1, created, SECRET);
+	assert_string_equal(digest, expect);
+	assert_int_equal(strlen(created), 24); /* 2026-11-29T18:00:00.000Z */
+	free(created);
+	free(digest);
+	/* a fresh nonce per message */
+	assert_int_equal(submit(&x, &err), WMS_OK);
+	digest = xpath_text(x.t->last_body, "//wsse:Nonce");
+	assert_string_not_equal(digest, nonce1);
+	free(digest);
+	free(nonce1);
+	wms_client_free(x.c);
+}
+
+static void password_text(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	char *pw;
+	fx x;
+	(void)state;
+	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse_username = "fulfillment";
+	o.wsse_password = SECRET;
+	x = setup_client_with(&o);
+	x.t->next.status = 200;
+	x.t->next.content_type = "text/xml";
+	x.t->next.body = submit_ok;
+	assert_int_equal(submit(&x, NULL), WMS_OK);
+	pw = xpath_text(x.t->last_body, "//wsse:Password[@Type='http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordText']");
+	assert_non_null(pw);
+	assert_string_equal(pw, SECRET);
+	assert_null(strstr(x.t->last_body, "Nonce"));
+	free(pw);
+	wms_client_free(x.c);
+}
+
+typedef struct wirelog {
+	int n;
+	char ids[4][64];
+	wms_wire_direction dir[4];
+	char text[8192];
+	size_t max_len;
+	size_t full_len[4];
+} wirelog;
+
+static void on_wire(const wms_wire_record *r, void *ctx)
+{
+	wirelog *w = ctx;
+	size_t used = strlen(w->text);
+	if (w->n < 4) {
+		snprintf(w->ids[w->n], sizeof(w->ids[0]), "%s", r->correlation_id);
+		w->dir[w->n] = r->direction;
+		w->full_len[w->n] = r->full_len;
+	}
+	w->n++;
+	if (r->body_len > w->max_len)
+		w->max_len = r->body_len;
+	snprintf(w->text + used, sizeof(w->text) - used, "%.*s\n", (int)r->body_len, r->body);
+}
+
+static void wire_log_is_redacted_and_correlated(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wirelog w;
+	wms_error err;
+	fx x;
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse_username = "fulfillment";
+	o.wsse_password = SECRET;
+	o.http_username = "basic-user";
+	o.http_password = "basic-" SECRET;
+	o.on_wire = on_wire;
+	o.wire_ctx = &w;
+	x = setup_client_with(&o);
+	x.t->next.status = 200;
+	x.t->next.content_type = "text/xml";
+	x.t->next.body = submit_ok;
+	assert_int_equal(submit(&x, &err), WMS_OK);
+	assert_int_equal(w.n, 2);
+	assert_int_equal(w.dir[0], WMS_WIRE_REQUEST);
+	assert_int_equal(w.dir[1], WMS_WIRE_REPLY);
+	assert_string_equal(w.ids[0], w.ids[1]);
+	assert_string_equal(w.ids[0], err.correlation_id);
+	assert_string_equal(x.t->last_correlation_id, err.correlation_id);
+	assert_non_null(strstr(w.text, ">REDACTED</wsse:Password>"));
+	assert_null(strstr(w.text, SECRET));
+	assert_non_null(strstr(w.text, "WMS-7")); /* the reply is there */
+	/* credentials reach the transport, and only the transport */
+	assert_string_equal(x.t->last_username, "basic-user");
+	assert_string_equal(x.t->last_password, "basic-" SECRET);
+	assert_null(strstr(err.message, SECRET));
+	/* ids differ per call */
+	{
+		char first[64];
+		snprintf(first, sizeof(first), "%s", err.correlation_id);
+		assert_int_equal(submit(&x, &err), WMS_OK);
+		assert_string_not_equal(first, err.correlation_id);
+	}
+	wms_client_free(x.c);
+}
+
+static void wire_log_is_bounded(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wirelog w;
+	fx x;
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	o.on_wire = on_wire;
+	o.wire_ctx = &w;
+	o.wire_log_max_bytes = 64;
+	x = setup_client_with(&o);
+	x.t->next.status = 200;
+	x.t->next.content_type = "text/xml";
+	x.t->next.body = submit_ok;
+	assert_int_equal(submit(&x, NULL), WMS_OK);
+	assert_int_equal(w.max_len, 64);
+	assert_true(w.full_len[0] > 64 && w.full_len[1] == strlen(submit_ok));
+	wms_client_free(x.c);
+}
+
+static void credentials_are_validated(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_error err;
+	(void)state;
+	o.endpoint = "https://wms.invalid/";
+	o.http_username = "u";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	o.http_username = NULL;
+	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse_username = "u";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "wsse"));
+	o.wsse_mode = (wms_wsse_mode)9;
+	o.wsse_password = "p";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	o.wsse_mode = WMS_WSSE_NONE;
+	o.client_cert = "cert.pem";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_null(c);
+}
+
+static void tls_options_reach_the_transport(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	fx x;
+	(void)state;
+	o.client_cert = "/etc/wms/client.pem";
+	o.client_key = "/etc/wms/client.key";
+	o.pinned_public_key = "sha256//AAAA";
+	x = setup_client_with(&o);
+	x.t->next.status = 200;
+	x.t->next.content_type = "text/xml";
+	x.t->next.body = submit_ok;
+	assert_int_equal(submit(&x, NULL), WMS_OK);
+	assert_string_equal(x.t->last_client_cert, "/etc/wms/client.pem");
+	assert_string_equal(x.t->last_pin, "sha256//AAAA");
+	wms_client_free(x.c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(password_digest),
+		cmocka_unit_test(password_text),
+		cmocka_unit_test(wire_log_is_redacted_and_correlated),
+		cmocka_unit_test(wire_log_is_bounded),
+		cmocka_unit_test(credentials_are_validated),
+		cmocka_unit_test(tls_options_reach_the_transport),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
