@@ -1,8 +1,9 @@
 /*
  * wmsctl - talk to the WMS through libwms from a shell: submit an order,
- * query its status, cancel it, read stock levels, or put a measured load on
- * the endpoint through one client and one breaker. `wmsctl --help` lists
- * the commands and the exit codes scripts can rely on.
+ * query its status, cancel it, read stock levels, put a measured load on
+ * the endpoint through one client and one breaker, print the breakers'
+ * health, or replay a call log through a breaker to tune it (breaker-sim).
+ * `wmsctl --help` lists the commands and the exit codes scripts can rely on.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +20,10 @@
 #define CMD_CANCEL 0x04u
 #define CMD_STOCK 0x08u
 #define CMD_LOAD 0x10u
-#define CMD_ALL 0x1fu
+#define CMD_HEALTH 0x20u
+#define CMD_SIM 0x40u
+#define CMD_NET 0x3fu /* the commands that talk to the WMS */
+#define CMD_ALL 0x7fu
 
 static const char exit_codes_text[] =
 	"Exit codes:\n"
@@ -33,15 +37,28 @@ static const char exit_codes_text[] =
 	"  7  SOAP fault Server/Receiver, or an HTTP error from the endpoint\n"
 	"  8  bad reply: NOT_XML, TRUNCATED, UNEXPECTED_REPLY, TOO_LARGE, UNSAFE_XML\n"
 	"  9  FIXTURE: --fixtures has no recorded exchange matching the request\n"
-	"  load exits 0 whenever it ran, whatever its calls did (2 on usage errors).\n";
+	"  10  health: DEGRADED, some breakers are not closed (the document is printed)\n"
+	"  11  health: DOWN, every breaker is open (the document is printed)\n"
+	"  load and breaker-sim exit 0 whenever they ran, whatever the calls did\n"
+	"  (2 on usage errors, a bad SLA file or a bad call log).\n";
+
+static const char sim_exit_text[] =
+	"Exit codes:\n"
+	"  0  replayed (whatever the breaker did)\n"
+	"  1  out of memory, or the output could not be written\n"
+	"  2  usage error, a bad SLA file, a call log that cannot be read or has a bad\n"
+	"     line (nothing is printed on stdout then)\n";
 
 static const char common_text[] =
-	"Common options:\n"
-	"  --endpoint URL            the WMS endpoint, http:// or https://\n"
-	"                            (default: $WMS_ENDPOINT; not needed with --fixtures)\n"
+	"Common options (a flag overrides the SLA file, which overrides the default):\n"
+	"  --config FILE             the SLA file (examples/fulfillment-sla.yaml): its\n"
+	"                            client block and circuit_breaker block (retry included)\n"
+	"  --endpoint URL            the WMS endpoint, http:// or https:// (default: the\n"
+	"                            SLA file's client.endpoint, else $WMS_ENDPOINT;\n"
+	"                            not needed with --fixtures)\n"
 	"  --timeout-ms N            deadline of the whole call, 1-3600000 (default 10000)\n"
 	"  --connect-timeout-ms N    connect deadline, 1-3600000 (default 2000)\n"
-	"  --soap12                  speak SOAP 1.2 (default SOAP 1.1)\n"
+	"  --soap12, --soap11        speak SOAP 1.2 or 1.1 (default 1.1)\n"
 	"  --fixtures DIR            answer from the recorded exchanges in DIR/*.xml\n"
 	"                            (replay transport: nothing goes on the network)\n"
 	"  -h, --help                this help\n";
@@ -71,6 +88,7 @@ static int run_submit(const ctl_config *cfg);
 static int run_status(const ctl_config *cfg);
 static int run_cancel(const ctl_config *cfg);
 static int run_stock(const ctl_config *cfg);
+static int run_health(const ctl_config *cfg);
 
 static const command commands[] = {
 	{ "submit", CMD_SUBMIT, run_submit,
@@ -90,8 +108,9 @@ static const command commands[] = {
 	{ "load", CMD_LOAD, ctl_run_load,
 	  "wmsctl load --endpoint URL --count N --interval-ms M [--timeout-ms N]\n"
 	  "            [--breaker-threshold N] [--open-ms N] [--call-log FILE]\n"
-	  "            [--order-prefix P] [order options] [common options]",
-	  "Submit N orders from one client (one breaker), one every M ms (a fixed\n"
+	  "            [--order-prefix P] [--config FILE] [order options] [common options]",
+	  "Submit N orders from one client (one breaker: SubmitOrder's with the SLA\n"
+	  "file's scope per_operation), one every M ms (a fixed\n"
 	  "schedule: a late call does not push the later ones back), ids P-1 ... P-N\n"
 	  "(default P = load-<pid>). One JSON object per call on stdout:\n"
 	  "  {\"seq\":1,\"t_ms\":0,\"status\":\"OK\",\"delivery\":\"ANSWERED\",\"breaker\":\"CLOSED\",\n"
@@ -105,12 +124,66 @@ static const command commands[] = {
 	  "--sku the order has one line SKU-1 x 1.\n"
 	  "  --count N                 orders to submit, 1-10000000\n"
 	  "  --interval-ms M           between call starts, 0-3600000\n"
-	  "  --breaker-threshold N     consecutive failures that open the breaker (default 5)\n"
-	  "  --open-ms N               how long it stays open, 1-86400000 (default 30000)\n"
+	  "  --breaker-threshold N     failure_threshold: consecutive failures that open\n"
+	  "                            the breaker, 1-1000000 (default 5)\n"
+	  "  --open-ms N               open_duration_ms: how long it stays open,\n"
+	  "                            1-86400000 (default 30000)\n"
 	  "  --call-log FILE           write \"t_ms,outcome,duration_ms\" per call made;\n"
 	  "                            outcome ok|fail|ignore as the breaker counted it\n"
-	  "                            (CIRCUIT_OPEN calls were never made: not written)\n"
+	  "                            (CIRCUIT_OPEN calls were never made: not written;\n"
+	  "                            with retries, one line per call, not per attempt).\n"
+	  "                            `wmsctl breaker-sim --config F FILE` replays it\n"
 	  "  --order-prefix P          order id prefix\n" },
+	{ "health", CMD_HEALTH, run_health,
+	  "wmsctl health --endpoint URL [--config FILE] [--probe [--sku SKU]] [--prometheus]\n"
+	  "              [common options]",
+	  "Build the client as configured (the SLA file's scope per_operation gives four\n"
+	  "breakers, one per operation), optionally make one probe call through it, then\n"
+	  "print the health document of every breaker: JSON (default)\n"
+	  "  {\"status\":\"UP\",\"breakers\":[{\"name\":\"wms\",\"state\":\"CLOSED\",...}]}\n"
+	  "or Prometheus text (--prometheus). The document is always printed; the exit\n"
+	  "code is the overall status: 0 UP (every breaker closed), 10 DEGRADED,\n"
+	  "11 DOWN (every breaker open). If the probe failed and the status is still UP\n"
+	  "(one failure seldom opens a breaker), the probe's exit code (3-9, as for\n"
+	  "`stock`) is returned instead, with its error on stderr.\n"
+	  "  --probe                   first make one GetStockLevel call (SKU-1)\n"
+	  "  --sku SKU                 the probe's SKU\n"
+	  "  --prometheus              Prometheus text exposition instead of JSON\n" },
+	{ "breaker-sim", CMD_SIM, ctl_run_breaker_sim,
+	  "wmsctl breaker-sim [--config FILE.yaml] [--breaker-threshold N] [--open-ms N]\n"
+	  "                   [CALLS | -]",
+	  "Replay a call log through a breaker configured from the SLA file's\n"
+	  "circuit_breaker block (no file or no block: the library defaults) on a\n"
+	  "simulated clock, to see what it would have done. CALLS (a file; - or none:\n"
+	  "stdin) is CSV, one call a line, as `wmsctl load --call-log` writes it:\n"
+	  "  t_ms,outcome[,duration_ms]\n"
+	  "outcome ok | fail | ignore: what the WMS would do if called (a rejected call\n"
+	  "is not made). t_ms: whole milliseconds, never decreasing; duration_ms: 0 to\n"
+	  "3600000, up to 6 decimals, default 0. Blank lines and # comments are skipped;\n"
+	  "anything else is an error naming the line (exit 2), before any output.\n"
+	  "\n"
+	  "The model (seed 002's lab: Resilience4j fed the calls in order): for each\n"
+	  "call the clock is set to t_ms and the breaker is asked; a permitted call's\n"
+	  "outcome is recorded at once, at t_ms, its start moved back by duration_ms so\n"
+	  "that a call longer than slow_call_duration_ms counts as slow (rate modes). A\n"
+	  "call at exactly the end of the open duration is let through. The caller's\n"
+	  "waiting time is the sum of the permitted calls' durations (a rejected call\n"
+	  "costs 0); without a breaker it would have been the sum of all of them. Calls\n"
+	  "never overlap, so max_wait_in_half_open_ms plays no part; scope and retry\n"
+	  "are not simulated; open_duration_jitter_pct above 0 makes runs differ.\n"
+	  "\n"
+	  "Output: one JSON object per call, with the state after the call,\n"
+	  "  {\"t_ms\":16000,\"permitted\":false,\"state\":\"OPEN\"}\n"
+	  "then one summary object:\n"
+	  "  {\"summary\":{\"transitions\":[\"CLOSED\",\"OPEN\",...],\"transition_times_ms\":[15000,...],\n"
+	  "   \"permitted\",\"rejected\",\"successes\",\"failures\",\"ignored\",\"slow\",\n"
+	  "   \"waiting_ms\",\"waiting_ms_without_breaker\",\"calls\"}}\n"
+	  "transitions lists the states entered, starting with CLOSED;\n"
+	  "transition_times_ms[i] is when transitions[i + 1] was entered. Seed 002's\n"
+	  "presets are in examples/lab/ (README.md there).\n"
+	  "  --config FILE             the SLA file (its circuit_breaker block)\n"
+	  "  --breaker-threshold N     failure_threshold, overrides the file\n"
+	  "  --open-ms N               open_duration_ms, overrides the file\n" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -125,7 +198,8 @@ typedef enum opt_kind {
 	K_SKU,      /* appended to skus */
 	K_QTY,      /* appended to qtys */
 	K_PRIORITY, /* wms_priority */
-	K_HELP
+	K_HELP,
+	K_END       /* "--": what follows is positional */
 } opt_kind;
 
 typedef struct option {
@@ -140,15 +214,18 @@ typedef struct option {
 #define ORDER_CMDS (CMD_SUBMIT | CMD_LOAD)
 
 static const option options[] = {
-	{ "--endpoint", K_STR, CMD_ALL, OFF(endpoint), 0, 0 },
-	{ "--fixtures", K_STR, CMD_ALL, OFF(fixtures), 0, 0 },
-	{ "--timeout-ms", K_U32, CMD_ALL, OFF(timeout_ms), 1, WMS_MAX_TIMEOUT_MS },
-	{ "--connect-timeout-ms", K_U32, CMD_ALL, OFF(connect_timeout_ms), 1, WMS_MAX_TIMEOUT_MS },
-	{ "--soap12", K_FLAG, CMD_ALL, OFF(soap12), 0, 0 },
+	{ "--config", K_STR, CMD_ALL, OFF(config_path), 0, 0 },
+	{ "--endpoint", K_STR, CMD_NET, OFF(endpoint), 0, 0 },
+	{ "--fixtures", K_STR, CMD_NET, OFF(fixtures), 0, 0 },
+	{ "--timeout-ms", K_U32, CMD_NET, OFF(timeout_ms), 1, WMS_MAX_TIMEOUT_MS },
+	{ "--connect-timeout-ms", K_U32, CMD_NET, OFF(connect_timeout_ms), 1, WMS_MAX_TIMEOUT_MS },
+	{ "--soap12", K_FLAG, CMD_NET, OFF(soap12), 0, 0 },
+	{ "--soap11", K_FLAG, CMD_NET, OFF(soap11), 0, 0 },
 	{ "--help", K_HELP, CMD_ALL, 0, 0, 0 },
 	{ "-h", K_HELP, CMD_ALL, 0, 0, 0 },
+	{ "--", K_END, CMD_ALL, 0, 0, 0 },
 	{ "--order-id", K_ID, CMD_SUBMIT | CMD_STATUS | CMD_CANCEL, OFF(order_id), 0, 0 },
-	{ "--sku", K_SKU, ORDER_CMDS | CMD_STOCK, 0, 0, 0 },
+	{ "--sku", K_SKU, ORDER_CMDS | CMD_STOCK | CMD_HEALTH, 0, 0, 0 },
 	{ "--qty", K_QTY, ORDER_CMDS, 0, 1, 1000000 },
 	{ "--priority", K_PRIORITY, ORDER_CMDS, OFF(priority), 0, 0 },
 	{ "--ship-to-name", K_STR, ORDER_CMDS, OFF(ship_to.name), 0, 0 },
@@ -161,10 +238,12 @@ static const option options[] = {
 	{ "--reason", K_STR, CMD_CANCEL, OFF(reason), 0, 0 },
 	{ "--count", K_U32, CMD_LOAD, OFF(count), 1, 10000000 },
 	{ "--interval-ms", K_U32, CMD_LOAD, OFF(interval_ms), 0, 3600000 },
-	{ "--breaker-threshold", K_U32, CMD_LOAD, OFF(breaker_threshold), 1, 1000000 },
-	{ "--open-ms", K_U32, CMD_LOAD, OFF(open_ms), 1, 86400000 },
+	{ "--breaker-threshold", K_U32, CMD_LOAD | CMD_SIM, OFF(breaker_threshold), 1, 1000000 },
+	{ "--open-ms", K_U32, CMD_LOAD | CMD_SIM, OFF(open_ms), 1, 86400000 },
 	{ "--call-log", K_STR, CMD_LOAD, OFF(call_log), 0, 0 },
 	{ "--order-prefix", K_ID, CMD_LOAD, OFF(order_prefix), 0, 0 },
+	{ "--probe", K_FLAG, CMD_HEALTH, OFF(probe), 0, 0 },
+	{ "--prometheus", K_FLAG, CMD_HEALTH, OFF(prometheus), 0, 0 },
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -175,7 +254,10 @@ static void print_usage(FILE *f, const command *cmd)
 		fprintf(f, "usage: %s\n\n%s\n", cmd->synopsis, cmd->detail);
 		if (cmd->bit & ORDER_CMDS)
 			fprintf(f, "%s\n", order_text);
-		fprintf(f, "%s\n%s", common_text, exit_codes_text);
+		if (cmd->bit & CMD_NET)
+			fprintf(f, "%s\n%s", common_text, exit_codes_text);
+		else
+			fputs(sim_exit_text, f);
 		return;
 	}
 	fputs("usage: wmsctl COMMAND [options]    (wmsctl COMMAND --help for details)\n"
@@ -246,18 +328,26 @@ static const option *find_option(const char *name, size_t len)
 static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv)
 {
 	char seen[N_OPTIONS] = { 0 };
-	int i;
+	int i, only_positional = 0;
 
 	for (i = 0; i < argc; i++) {
 		const char *arg = argv[i], *eq = strchr(arg, '=');
 		const char *val = NULL;
 		size_t len = eq && strncmp(arg, "--", 2) == 0 ? (size_t)(eq - arg) : strlen(arg);
-		const option *o = find_option(arg, len);
+		const option *o = only_positional ? NULL : find_option(arg, len);
 		uint32_t u;
 		char *field;
 
 		if (!o) {
-			if (arg[0] != '-')
+			/* breaker-sim's CALLS: a path, or - for stdin */
+			if ((cmd->bit & CMD_SIM) && !cfg->calls &&
+			    (only_positional || arg[0] != '-' || strcmp(arg, "-") == 0)) {
+				if (!*arg)
+					return usage_error(cmd, "the call log's name is empty");
+				cfg->calls = arg;
+				continue;
+			}
+			if (only_positional || arg[0] != '-')
 				return usage_error(cmd, "unexpected argument '%s'", arg);
 			return usage_error(cmd, "unknown option '%s'", arg);
 		}
@@ -265,6 +355,12 @@ static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv
 			return usage_error(cmd, "%s does not apply to %s", o->name, cmd->name);
 		if (o->kind == K_HELP)
 			return -1;
+		if (o->kind == K_END) {
+			if (eq)
+				return usage_error(cmd, "unknown option '%s'", arg);
+			only_positional = 1;
+			continue;
+		}
 		if (o->kind == K_FLAG) {
 			if (eq && len != strlen(arg))
 				return usage_error(cmd, "%s takes no value", o->name);
@@ -329,6 +425,7 @@ static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv
 			break;
 		case K_FLAG:
 		case K_HELP:
+		case K_END:
 			break;
 		}
 	}
@@ -338,10 +435,24 @@ static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv
 /* What each command needs once everything is parsed. */
 static int check_args(ctl_config *cfg, const command *cmd)
 {
+	if (!(cmd->bit & CMD_NET))
+		return 0;
+	if (!cfg->endpoint && cfg->sla) {
+		wms_client_options file = WMS_CLIENT_OPTIONS_INIT;
+		wms_config_apply(cfg->sla, &file);
+		cfg->endpoint = file.endpoint; /* borrowed from cfg->sla */
+	}
 	if (!cfg->endpoint && !cfg->fixtures)
 		cfg->endpoint = getenv("WMS_ENDPOINT");
 	if ((!cfg->endpoint || !*cfg->endpoint) && !cfg->fixtures)
-		return usage_error(cmd, "--endpoint is required (or --fixtures DIR)");
+		return usage_error(cmd, "--endpoint is required (or --fixtures DIR, or an SLA "
+				   "file with client.endpoint)");
+	if (cfg->soap11 && cfg->soap12)
+		return usage_error(cmd, "--soap11 and --soap12 exclude each other");
+	if ((cmd->bit & CMD_HEALTH) && cfg->sku_count && !cfg->probe)
+		return usage_error(cmd, "--sku names the probe's SKU: it needs --probe");
+	if ((cmd->bit & CMD_HEALTH) && cfg->sku_count > 1)
+		return usage_error(cmd, "the probe asks for one SKU");
 	if ((cmd->bit & (CMD_SUBMIT | CMD_STATUS | CMD_CANCEL)) && !cfg->order_id)
 		return usage_error(cmd, "--order-id is required");
 	if ((cmd->bit & (CMD_SUBMIT | CMD_STOCK)) && !cfg->sku_count)
@@ -391,14 +502,24 @@ int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_o
 			return st == WMS_ERR_FIXTURE ? CTL_EXIT_USAGE : ctl_exit_code(st, &err);
 		}
 	}
-	opts.endpoint = cfg->endpoint;
-	opts.soap_version = cfg->soap12 ? WMS_SOAP_12 : WMS_SOAP_11;
-	opts.timeout_ms = cfg->timeout_ms;
-	opts.connect_timeout_ms = cfg->connect_timeout_ms;
-	opts.transport = transport; /* owned by the client from here on */
-	opts.user_agent = "wmsctl/" WMS_VERSION;
 	if (bo)
 		opts.breaker_options = *bo;
+	/* cfg->sla lives until main returns: its borrowed strings outlive wms_client_new */
+	if (cfg->sla)
+		wms_config_apply(cfg->sla, &opts);
+	if (cfg->endpoint)
+		opts.endpoint = cfg->endpoint;
+	if (cfg->soap12)
+		opts.soap_version = WMS_SOAP_12;
+	else if (cfg->soap11)
+		opts.soap_version = WMS_SOAP_11;
+	if (cfg->timeout_ms)
+		opts.timeout_ms = cfg->timeout_ms;
+	if (cfg->connect_timeout_ms)
+		opts.connect_timeout_ms = cfg->connect_timeout_ms;
+	ctl_breaker_flags(&opts.breaker_options, cfg);
+	opts.transport = transport; /* owned by the client from here on */
+	opts.user_agent = "wmsctl/" WMS_VERSION;
 	st = wms_client_new(out, &opts, &err);
 	if (st != WMS_OK) {
 		ctl_print_error(cfg->command, st, &err);
@@ -552,6 +673,77 @@ done:
 	return rc;
 }
 
+/* The overall status of the client's breakers, as wms/health.h defines it. */
+static int health_exit_code(wms_client *client)
+{
+	wms_breaker *b[8];
+	size_t n = wms_client_breakers(b, 8, client), up = 0, down = 0;
+
+	if (n > 8)
+		n = 8;
+	for (size_t i = 0; i < n; i++) {
+		switch (wms_breaker_state_get(b[i])) {
+		case WMS_BREAKER_CLOSED:
+		case WMS_BREAKER_DISABLED:
+			up++;
+			break;
+		case WMS_BREAKER_OPEN:
+		case WMS_BREAKER_FORCED_OPEN:
+			down++;
+			break;
+		case WMS_BREAKER_HALF_OPEN:
+			break;
+		}
+	}
+	if (up == n)
+		return CTL_EXIT_OK;
+	return down == n ? CTL_EXIT_DOWN : CTL_EXIT_DEGRADED;
+}
+
+static int run_health(const ctl_config *cfg)
+{
+	wms_stock_reply *reply = NULL;
+	wms_client *client = NULL;
+	char *doc = NULL;
+	int rc, probe_rc = CTL_EXIT_OK;
+	wms_error err;
+	wms_status st;
+
+	rc = ctl_make_client(&client, cfg, NULL);
+	if (rc != CTL_EXIT_OK)
+		goto done;
+	if (cfg->probe) {
+		const char *sku = cfg->sku_count ? cfg->skus[0] : "SKU-1";
+		st = wms_get_stock_level(&reply, client, &sku, 1, &err);
+		if (st != WMS_OK) {
+			ctl_print_error(cfg->command, st, &err);
+			probe_rc = ctl_exit_code(st, &err);
+		}
+	}
+	st = cfg->prometheus ? wms_client_health_prometheus(&doc, client, NULL)
+			     : wms_client_health_json(&doc, client);
+	if (st != WMS_OK) {
+		fprintf(stderr, "wmsctl: health: cannot render the document: %s\n",
+			wms_strerror(st));
+		rc = CTL_EXIT_INTERNAL;
+		goto done;
+	}
+	fputs(doc, stdout);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		perror("wmsctl: writing the output");
+		rc = CTL_EXIT_INTERNAL;
+		goto done;
+	}
+	rc = health_exit_code(client);
+	if (rc == CTL_EXIT_OK)
+		rc = probe_rc;
+done:
+	wms_free(doc);
+	wms_stock_reply_free(reply);
+	wms_client_free(client);
+	return rc;
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static const command *find_command(const char *name)
@@ -604,11 +796,23 @@ int main(int argc, char **argv)
 		rc = CTL_EXIT_OK;
 		goto done;
 	}
+	if (rc == CTL_EXIT_OK && cfg.config_path) {
+		wms_error err;
+		wms_status st = wms_config_load_yaml(&cfg.sla, cfg.config_path, &err);
+		if (st != WMS_OK) {
+			/* the message names the file, the line and the key */
+			fprintf(stderr, "wmsctl: %s: ", cmd->name);
+			ctl_put_safe(stderr, err.message[0] ? err.message : wms_strerror(st));
+			fputc('\n', stderr);
+			rc = ctl_exit_code(st, &err);
+		}
+	}
 	if (rc == CTL_EXIT_OK)
 		rc = check_args(&cfg, cmd);
 	if (rc == CTL_EXIT_OK)
 		rc = cmd->run(&cfg);
 done:
+	wms_config_free(cfg.sla);
 	free(cfg.skus);
 	free(cfg.qtys);
 	return rc;

@@ -17,18 +17,24 @@ enum {
 	CTL_EXIT_REJECTED = 6,     /* SOAP fault, Client/Sender: the WMS rejected the request */
 	CTL_EXIT_SERVER = 7,       /* SOAP fault Server/Receiver, or an HTTP error */
 	CTL_EXIT_BAD_REPLY = 8,    /* NOT_XML, TRUNCATED, UNEXPECTED_REPLY, TOO_LARGE, UNSAFE_XML */
-	CTL_EXIT_FIXTURE = 9       /* replay: no recorded exchange matched */
+	CTL_EXIT_FIXTURE = 9,      /* replay: no recorded exchange matched */
+	CTL_EXIT_DEGRADED = 10,    /* health: some breakers are not closed */
+	CTL_EXIT_DOWN = 11         /* health: every breaker is open */
 };
 
 /* Everything the command line can say; unset fields are zero. */
 typedef struct ctl_config {
 	const char *command;      /* "submit", ... */
 	/* every command */
-	const char *endpoint;
+	const char *config_path;  /* --config: the SLA file */
+	wms_config *sla;          /* ... loaded by main, freed by main */
+	/* every command that talks to the WMS */
+	const char *endpoint;     /* --endpoint, else the SLA file's, else $WMS_ENDPOINT */
 	const char *fixtures;
 	uint32_t timeout_ms;
 	uint32_t connect_timeout_ms;
 	int soap12;
+	int soap11;
 	/* orders */
 	const char *order_id;
 	const char **skus;        /* argc-sized arrays */
@@ -46,15 +52,50 @@ typedef struct ctl_config {
 	uint32_t open_ms;
 	const char *call_log;
 	const char *order_prefix;
+	/* health */
+	int probe;
+	int prometheus;
+	/* breaker-sim */
+	const char *calls;        /* the call log: a path, "-" or NULL for stdin */
 } ctl_config;
 
 /* wmsctl.c */
+/* A client for cfg. Settings are layered: `bo` (the command's breaker
+ * defaults: name, hooks; NULL = none), then the SLA file (cfg->sla), then
+ * the command-line flags. */
 int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_options *bo);
 /* Fill `order` (and `lines`, sku_count long) from the configuration. */
 void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg);
 
 /* wmsctl_load.c */
 int ctl_run_load(const ctl_config *cfg);
+
+/* wmsctl_tuner.c: breaker-sim */
+typedef struct ctl_sim_call {
+	uint64_t t_ms;
+	uint64_t duration_ns; /* how long the call would take if made */
+	wms_outcome outcome;
+} ctl_sim_call;
+
+/* The largest t_ms and duration_ms a call log may hold (no call outlasts
+ * the longest deadline libwms allows). */
+#define CTL_SIM_MAX_T_MS 1000000000000ull /* about 31 years */
+#define CTL_SIM_MAX_DURATION_MS WMS_MAX_TIMEOUT_MS
+
+int ctl_run_breaker_sim(const ctl_config *cfg);
+/* The breaker flags (--breaker-threshold, --open-ms) over `bo`. */
+void ctl_breaker_flags(wms_breaker_options *bo, const ctl_config *cfg);
+/* One line of a call log (`len` bytes, no newline): 1 = a call in *out,
+ * 0 = blank or comment, -1 = bad, with the reason in `why`. */
+int ctl_sim_parse_line(ctl_sim_call *out, const char *line, size_t len, char *why,
+		       size_t why_size);
+/* Read a whole call log. Errors go to `errf` as "wmsctl: breaker-sim: NAME:
+ * line N: ..."; returns an exit code (0, 1 out of memory / read error, 2 bad). */
+int ctl_sim_read(ctl_sim_call **out, size_t *count, FILE *in, const char *name, FILE *errf);
+/* Replay calls through a breaker made from `bo` (its clock and event hook
+ * are replaced), printing JSON lines to `out`. Returns an exit code. */
+int ctl_sim_replay(FILE *out, const ctl_sim_call *calls, size_t count,
+		   const wms_breaker_options *bo, FILE *errf);
 
 /* wmsctl_out.c */
 /* The exit code for a failed call (status != OK). */

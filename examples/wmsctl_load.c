@@ -177,9 +177,7 @@ int ctl_run_load(const ctl_config *cfg)
 			goto done;
 		}
 	}
-	bo.name = "wmsctl-load";
-	bo.failure_threshold = cfg->breaker_threshold;
-	bo.open_duration_ms = cfg->open_ms;
+	bo.name = "wmsctl-load"; /* the SLA file's name, if it has one, wins */
 	bo.on_state_change = on_state_change;
 	bo.event_ctx = &run;
 	rc = ctl_make_client(&client, cfg, &bo);

@@ -1,12 +1,17 @@
 #!/bin/sh
 # wmsctl end to end, as scripts use it: exit codes, stdout, the one-line
-# errors on stderr, and load's JSON. Prints TAP.
+# errors on stderr, load's and breaker-sim's JSON, health documents. Prints TAP.
 #
 # usage: test_cli.sh GROUP WMSCTL FIXTURES_DIR PYTHON3|none CHECK_LOAD_PY [WMS_SIM]
-#   GROUP: usage | fixtures | load | network | live (against wms-sim)
+#   GROUP: usage | fixtures | load | network | config | health | tuner |
+#          live (against wms-sim)
 # shellcheck disable=SC2086 # $ORDER, $vg and $run_env are word lists on purpose
 set -u
 group=$1 wmsctl=$2 fx=$3 python=$4 check_load=$5 sim=${6:-}
+case $wmsctl in /*) ;; *) wmsctl=$PWD/$wmsctl ;; esac # some tests cd
+here=$(dirname "$check_load")   # tests/cli: the checkers and configs/
+cfgs=$here/configs
+lab=$here/../../examples/lab    # seed 002's presets
 # (no `trap ... EXIT` for the clean-up: dash leaks its text, which valgrind
 # would blame on this test)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wmsctl-test.XXXXXX") || exit 1
@@ -40,11 +45,13 @@ not_ok() {
 	sed 's/^/#   stderr: /' "$tmp/err" | head -n 15
 }
 
-# run DESCRIPTION WANT_EXIT ARGS...: wmsctl's output goes to $tmp/out, $tmp/err
+# run DESCRIPTION WANT_EXIT ARGS...: wmsctl's output goes to $tmp/out, $tmp/err;
+# its stdin is $run_in (default: nothing)
+run_in=/dev/null
 run() {
 	desc=$1 want=$2
 	shift 2
-	env $run_env $vg "$wmsctl" "$@" >"$tmp/out" 2>"$tmp/err"
+	env $run_env $vg "$wmsctl" "$@" <"$run_in" >"$tmp/out" 2>"$tmp/err"
 	got=$?
 	if [ "$got" -eq "$want" ]; then
 		ok "$desc (exit $want)"
@@ -96,6 +103,38 @@ check_load() {
 }
 
 # start_sim ARGS...: wms-sim on a free port of 127.0.0.1; sets $sim_pid, $url
+# check_sim DESCRIPTION CALLS CHECK_SIM_ARGS...: breaker-sim's output for CALLS
+check_sim() {
+	desc=$1
+	shift
+	if "$python" "$here/check_sim.py" "$tmp/out" "$@" >"$tmp/check" 2>&1; then
+		ok "$desc"
+	else
+		not_ok "$desc" "$(cat "$tmp/check")"
+		sed 's/^/#   | /' "$tmp/out" | head -n 45
+	fi
+}
+
+# check_health DESCRIPTION CHECK_HEALTH_ARGS...: health's JSON document
+check_health() {
+	desc=$1
+	shift
+	if "$python" "$here/check_health.py" "$tmp/out" "$@" >"$tmp/check" 2>&1; then
+		ok "$desc"
+	else
+		not_ok "$desc" "$(cat "$tmp/check")"
+		sed 's/^/#   | /' "$tmp/out" | head -n 5
+	fi
+}
+
+need_python() {
+	if [ "$python" = none ]; then
+		echo "1..0 # SKIP python3 not found: cannot check the JSON"
+		rm -rf "$tmp"
+		exit 0
+	fi
+}
+
 start_sim() {
 	rm -f "$tmp/sim.out"
 	"$sim" --port 0 --quiet "$@" >"$tmp/sim.out" 2>"$tmp/sim.err" &
@@ -187,15 +226,30 @@ usage)
 
 	run "--help" 0 --help
 	expect out '^usage: wmsctl COMMAND' "usage on stdout"
-	for code in 0 1 2 3 4 5 6 7 8 9; do
+	for code in 0 1 2 3 4 5 6 7 8 9 10 11; do
 		expect out "^  $code  " "exit code $code documented"
 	done
-	for c in submit status cancel stock load; do
+	for c in submit status cancel stock load health breaker-sim; do
 		run "$c --help" 0 "$c" --help
 		expect out "^usage: wmsctl $c " "$c usage on stdout"
 	done
 	run "help load" 0 help load
 	expect out -- '--call-log FILE' "load's help documents --call-log"
+	expect out -- '--config FILE' "and --config"
+	run "help health" 0 help health
+	expect out '0 UP' "health's help documents UP"
+	expect out '10 DEGRADED' "... DEGRADED"
+	expect out '11 DOWN' "... and DOWN"
+	expect out -- '--prometheus' "and --prometheus"
+	run "help breaker-sim" 0 help breaker-sim
+	expect out 't_ms,outcome\[,duration_ms\]' "breaker-sim's help gives the CSV format"
+	expect out 'moved back by duration_ms' "and the model"
+	expect out '"transitions":\["CLOSED","OPEN"' "and the summary"
+	if grep -q -- '--endpoint' "$tmp/out"; then
+		not_ok "breaker-sim's help lists no network options"
+	else
+		ok "breaker-sim's help lists no network options"
+	fi
 	run "help for an unknown command" 2 help frobnicate
 	run "--version" 0 --version
 	expect out '^wmsctl [0-9]+\.[0-9]+\.[0-9]+ \(libwms [0-9]+\.[0-9]+\.[0-9]+\)$' "versions"
@@ -270,6 +324,12 @@ load)
 		--call-log "$tmp/log" --outcomes 'fail*2'
 	expect out '"status":"SOAP_FAULT",.*"breaker":"OPEN".*"wms_code":"OVERLOADED","http_status":503\}$' \
 		"the call that trips it reports breaker OPEN"
+	# the same breaker settings replay the log as load lived it
+	run "load's call log replays through breaker-sim" 0 breaker-sim --breaker-threshold 2 \
+		--open-ms 600000 "$tmp/log"
+	check_sim "2 failures made, the 2nd opens it" "$tmp/log" --transitions CLOSED,OPEN \
+		--counts calls=2,permitted=2,rejected=0,failures=2
+	expect_empty err
 	run "load, Client faults: not the WMS's fault" 0 load --fixtures "$fx" --count 4 \
 		--interval-ms 0 --sku LOAD-REJECT --qty 1 --breaker-threshold 2 --call-log "$tmp/log"
 	check_load "rejections never open the breaker" --statuses 'SOAP_FAULT*4' \
@@ -279,6 +339,11 @@ load)
 		--order-prefix cli.load
 	check_load "FIXTURE messages with quotes are valid JSON; permits handed back" \
 		--statuses 'FIXTURE*3' --call-log "$tmp/log" --outcomes 'ignore*3'
+	run_in="$tmp/log"
+	run "an ignore-only log on stdin" 0 breaker-sim --breaker-threshold 1
+	run_in=/dev/null
+	check_sim "ignored calls never open it" "$tmp/log" --transitions CLOSED \
+		--counts calls=3,permitted=3,ignored=3
 	run "load on a schedule" 0 load --fixtures "$fx" --count 3 --interval-ms 40 \
 		--order-prefix cli-load --sku LOAD-OK --qty 1
 	check_load "calls start no earlier than scheduled" --statuses 'OK*3' \
@@ -323,9 +388,263 @@ network)
 		# open 150 ms, a call every 100 ms for 500 ms: probes go out and fail again
 		run "load: the breaker probes and reopens" 0 load --endpoint http://127.0.0.1:1/ \
 			--count 6 --interval-ms $((100 * scale)) --breaker-threshold 1 \
-			--open-ms $((150 * scale))
+			--open-ms $((150 * scale)) --call-log "$tmp/log"
 		check_load "transitions through HALF_OPEN" --transition 'CLOSED>OPEN' \
 			--has-transition 'OPEN>HALF_OPEN' --has-transition 'HALF_OPEN>OPEN'
+		# the log holds only the calls load's breaker let through (at 0, 200,
+		# 400 ms: 50 ms after each reopening); the same settings let them all
+		# through again, each one a probe that reopens it
+		run "the call log replays with the same settings" 0 breaker-sim \
+			--breaker-threshold 1 --open-ms $((150 * scale)) "$tmp/log"
+		check_sim "every logged call permitted" "$tmp/log" --counts rejected=0,successes=0 \
+			--transitions CLOSED,OPEN,HALF_OPEN,OPEN,HALF_OPEN,OPEN
+	fi
+	;;
+
+config)
+	# --config: the SLA file's client and circuit_breaker blocks; flags win
+	run "soap_version 1.2 from the SLA file" 0 submit --fixtures "$fx" \
+		--config "$cfgs/soap12.yaml" --priority express --order-id CLI-SOAP12-1 \
+		--sku SKU-A --qty 1
+	expect_out_is "WMS-CLI-0012" "the SOAP 1.2 exchange matched"
+	run "--soap11 overrides the file (the 1.2 fixture no longer matches)" 9 submit \
+		--fixtures "$fx" --config "$cfgs/soap12.yaml" --soap11 --priority express \
+		--order-id CLI-SOAP12-1 --sku SKU-A --qty 1
+	run "--soap11 with --soap12" 2 status --fixtures "$fx" --soap11 --soap12 --order-id A
+	expect err 'exclude each other' "says they exclude each other"
+	run "endpoint from the SLA file" 4 status --config "$cfgs/refused-endpoint.yaml" \
+		--order-id CLI-OK-1
+	expect err '^wmsctl: STATUS: CONNECT: .*\(delivery NOT_SENT\)$' "went to the file's endpoint"
+	run "--endpoint overrides the file" 2 status --config "$cfgs/refused-endpoint.yaml" \
+		--endpoint ftp://127.0.0.1/ --order-id CLI-OK-1
+	expect err 'INVALID_ARG: .*http:// or https://' "the flag's endpoint was used"
+	run_env=WMS_ENDPOINT=ftp://127.0.0.1/
+	run "the file's endpoint wins over WMS_ENDPOINT" 4 status \
+		--config "$cfgs/refused-endpoint.yaml" --order-id CLI-OK-1
+	run "WMS_ENDPOINT when the file has none" 2 status --config "$cfgs/per-operation.yaml" \
+		--order-id CLI-OK-1
+	expect err 'INVALID_ARG: .*http:// or https://' "WMS_ENDPOINT was used"
+	run_env=
+	run "no endpoint anywhere" 2 status --config "$cfgs/per-operation.yaml" --order-id A
+	expect err 'endpoint is required' "asks for one"
+	run "an SLA file with an error" 2 status --config "$cfgs/bad-rate.yaml" --order-id A
+	expect err '^wmsctl: status: .*bad-rate\.yaml:3: circuit_breaker\.failure_rate_threshold: must be 1\.\.100 \(got 150\)$' \
+		"file, line, key and problem on one line"
+	expect_empty out
+	run "an SLA file that does not exist" 2 stock --config "$tmp/none.yaml" --sku S
+	expect err '^wmsctl: stock: .*none\.yaml: cannot open: ' "says it cannot open it"
+	run "--config with an empty value" 2 stock --config "" --sku S
+	if [ "$python" = none ]; then
+		echo "# python3 not found: load checks skipped"
+	else
+		run "load: the breaker from the SLA file" 0 load --fixtures "$fx" \
+			--config "$cfgs/threshold-2.yaml" --count 6 --interval-ms 0 \
+			--sku LOAD-FAIL --qty 1
+		check_load "2 failures open it (failure_threshold: 2)" \
+			--statuses 'SOAP_FAULT*2,CIRCUIT_OPEN*4' --transition 'CLOSED>OPEN'
+		run "load: --breaker-threshold overrides the file" 0 load --fixtures "$fx" \
+			--config "$cfgs/threshold-2.yaml" --breaker-threshold 3 --count 6 \
+			--interval-ms 0 --sku LOAD-FAIL --qty 1
+		check_load "3 failures open it" --statuses 'SOAP_FAULT*3,CIRCUIT_OPEN*3' \
+			--transition 'CLOSED>OPEN'
+		run "load: per_operation scope" 0 load --fixtures "$fx" \
+			--config "$cfgs/trip-on-first-per-op.yaml" --count 3 --interval-ms 0 \
+			--sku LOAD-FAIL --qty 1
+		check_load "SubmitOrder's breaker opens on the first failure" \
+			--statuses 'SOAP_FAULT,CIRCUIT_OPEN*2' --transition 'CLOSED>OPEN'
+	fi
+	;;
+
+health)
+	need_python
+	ops=wms.SubmitOrder,wms.GetOrderStatus,wms.CancelOrder,wms.GetStockLevel
+	run "health, nothing called yet" 0 health --fixtures "$fx"
+	check_health "UP, one breaker, zero counts" --status UP --breakers wms
+	expect_empty err
+	run "health --prometheus" 0 health --fixtures "$fx" --prometheus
+	expect out '^# TYPE fulfillment_circuit_breaker_state gauge$' "the state gauge"
+	expect out '^fulfillment_circuit_breaker_state\{breaker="wms"\} 0$' "closed: 0"
+	expect out '^fulfillment_circuit_breaker_calls_total\{breaker="wms",kind="permitted"\} 0$' \
+		"the call counters"
+	run "scope per_operation" 0 health --fixtures "$fx" --config "$cfgs/per-operation.yaml"
+	check_health "four breakers, one per operation" --status UP --breakers "$ops"
+	run "--probe through the GetStockLevel breaker" 0 health --fixtures "$fx" \
+		--config "$cfgs/per-operation.yaml" --probe
+	check_health "the probe counted by GetStockLevel's breaker only" --status UP \
+		--breakers "$ops" --calls wms.GetStockLevel:permitted=1,successes=1
+	expect_empty err
+	run "--probe --sku nothing answers: UP, the probe's exit code" 9 health --fixtures "$fx" \
+		--probe --sku SKU-NOPE
+	expect err '^wmsctl: HEALTH: FIXTURE: ' "the probe's error on one line"
+	check_health "the document still printed (permit handed back)" --status UP --breakers wms
+	# nothing listens on 127.0.0.1:1: the probe fails with CONNECT
+	E1=http://127.0.0.1:1/wms
+	run "probe refused, 5 failures to open: UP, exit 4" 4 health --endpoint $E1 --probe
+	expect err '^wmsctl: HEALTH: CONNECT: .*\(delivery NOT_SENT\)$' "says why"
+	check_health "one failure counted, still closed" --status UP --breakers wms \
+		--calls wms:permitted=1,failures=1
+	run "probe refused, 1 failure opens it: DOWN" 11 health --endpoint $E1 --probe \
+		--config "$cfgs/trip-on-first.yaml"
+	check_health "the one breaker OPEN" --status DOWN --breakers wms --state wms=OPEN \
+		--calls wms:permitted=1,failures=1
+	run "... per operation: DEGRADED" 10 health --endpoint $E1 --probe \
+		--config "$cfgs/trip-on-first-per-op.yaml"
+	check_health "GetStockLevel's breaker OPEN, the others closed" --status DEGRADED \
+		--breakers "$ops" --state wms.GetStockLevel=OPEN \
+		--calls wms.GetStockLevel:permitted=1,failures=1
+	run "... as Prometheus text: same exit code" 11 health --endpoint $E1 --probe \
+		--config "$cfgs/trip-on-first.yaml" --prometheus
+	expect out '^fulfillment_circuit_breaker_state\{breaker="wms"\} 1$' "open: 1"
+	# 600 s less the time since it opened (valgrind is slow): 590-600
+	expect out '^fulfillment_circuit_breaker_retry_after_seconds\{breaker="wms"\} (600|59[0-9](\.[0-9]+)?)$' \
+		"retry after about 600 s"
+	run "health --sku without --probe" 2 health --fixtures "$fx" --sku SKU-1
+	expect err 'needs --probe' "says --sku goes with --probe"
+	run "health, two probe SKUs" 2 health --fixtures "$fx" --probe --sku A --sku B
+	run "health --prometheus=yes" 2 health --fixtures "$fx" --prometheus=yes
+	run "health without an endpoint" 2 health
+	run "health --count" 2 health --fixtures "$fx" --count 3
+	run "health, a stray argument" 2 health --fixtures "$fx" extra
+	if [ -w /dev/full ]; then
+		$vg "$wmsctl" health --fixtures "$fx" >/dev/full 2>"$tmp/err"
+		got=$?
+		if [ "$got" -eq 1 ]; then ok "health: stdout that cannot be written: exit 1"; else
+			not_ok "health: stdout that cannot be written" "exit $got, expected 1"; fi
+	fi
+	;;
+
+tuner)
+	need_python
+	# Seed 002's lab through `wmsctl breaker-sim`. Calls once a second from
+	# 1 s to 40 s; outage-15s.csv fails 11-25 s (3000 ms each), the rest
+	# take 50 ms. Window 10 calls, minimum 10, open 5 s, 3 trials unless said.
+	# The expectations below follow from those rules (examples/lab/README.md):
+	#
+	# default, 50 %: at 15 s the window (6-15 s) holds 5 failures = 50 %: OPEN
+	# until 20 s; 16-19 s rejected. 20 s: HALF_OPEN, trials 20, 21, 22 s all
+	# fail: OPEN at 22 s until 27 s; 23-26 s rejected. 27 s: HALF_OPEN, the
+	# outage is over: 27, 28, 29 s succeed, CLOSED at 29 s. Made: 24 ok x 50
+	# + 8 failures x 3000 = 25200 ms; all 40: 25 x 50 + 15 x 3000 = 46250.
+	run "lab: default settings" 0 breaker-sim --config "$lab/default.yaml" \
+		"$lab/outage-15s.csv"
+	check_sim "CLOSED > OPEN > HALF_OPEN > OPEN > HALF_OPEN > CLOSED; 16-19, 23-26 s rejected" \
+		"$lab/outage-15s.csv" --transitions CLOSED,OPEN,HALF_OPEN,OPEN,HALF_OPEN,CLOSED \
+		--times 15000,20000,22000,27000,29000 --rejected 16000-19000,23000-26000 \
+		--counts calls=40,permitted=32,rejected=8,successes=24,failures=8,ignored=0,slow=0 \
+		--waiting 25200 --without 46250
+	expect_empty err
+	# the issue's example line, verbatim
+	expect out '^\{"t_ms":16000,"permitted":false,"state":"OPEN"\}$' "the call at 16 s"
+	# without a breaker (a window of 100 never fills in 40 calls): all 15
+	# outage calls wait 3 s = the default run's waiting_ms_without_breaker
+	run "lab: without a circuit breaker" 0 breaker-sim --config "$lab/no-breaker.yaml" \
+		"$lab/outage-15s.csv"
+	check_sim "never opens; every call waits: 46250 ms" "$lab/outage-15s.csv" \
+		--transitions CLOSED --times '' --rejected '' \
+		--counts permitted=40,rejected=0,successes=25,failures=15 \
+		--waiting 46250 --without 46250
+	# 30 %: 11, 12, 13 s fail = 3 of 10: OPEN at 13 s, two calls sooner;
+	# 14-17 rejected; trials 18-20 fail: OPEN at 20; 21-24 rejected; trials
+	# 25 (fails: the outage's last second), 26, 27 = 1 of 3 = 33 % >= 30 %:
+	# OPEN at 27; 28-31 rejected; trials 32-34 succeed: CLOSED at 34 s.
+	# Made: 21 ok, 7 failed: 21 x 50 + 7 x 3000 = 22050 ms.
+	run "lab: lower the threshold (30 %)" 0 breaker-sim --config "$lab/low-threshold.yaml" \
+		"$lab/outage-15s.csv"
+	check_sim "opens at the 13th call, sooner" "$lab/outage-15s.csv" \
+		--transitions CLOSED,OPEN,HALF_OPEN,OPEN,HALF_OPEN,OPEN,HALF_OPEN,CLOSED \
+		--times 13000,18000,20000,25000,27000,32000,34000 \
+		--rejected 14000-17000,21000-24000,28000-31000 \
+		--counts permitted=28,rejected=12,successes=21,failures=7 --waiting 22050
+	# open 10 s: OPEN at 15 s until 25 s, 16-24 rejected; one trial in the
+	# outage (25 s) instead of the default's three; 25-27 = 1 of 3 = 33 %
+	# < 50 %: CLOSED at 27 s. Made: 25 ok, 6 failed = 19250 ms.
+	run "lab: a long open duration (10 s)" 0 breaker-sim --config "$lab/long-open.yaml" \
+		"$lab/outage-15s.csv"
+	check_sim "fewer trial calls" "$lab/outage-15s.csv" \
+		--transitions CLOSED,OPEN,HALF_OPEN,CLOSED --times 15000,25000,27000 \
+		--rejected 16000-24000 --counts permitted=31,rejected=9,successes=25,failures=6 \
+		--waiting 19250
+	# 5 s outage (11-15 s), 80 %: at most 5 failures in 10 = 50 %: never opens.
+	run "lab: a short outage (5 s, 80 %)" 0 breaker-sim --config "$lab/short-outage.yaml" \
+		"$lab/outage-5s.csv"
+	check_sim "never opens" "$lab/outage-5s.csv" --transitions CLOSED --times '' \
+		--rejected '' --counts permitted=40,successes=35,failures=5 \
+		--waiting 16750 --without 16750
+	# the same log on stdin: "-" or no argument
+	run_in="$lab/outage-15s.csv"
+	run "the log on stdin (-)" 0 breaker-sim --config "$lab/default.yaml" -
+	check_sim "same run" "$lab/outage-15s.csv" --transitions CLOSED,OPEN,HALF_OPEN,OPEN,HALF_OPEN,CLOSED
+	run "the log on stdin (no argument)" 0 breaker-sim --config="$lab/default.yaml"
+	check_sim "same run" "$lab/outage-15s.csv" --rejected 16000-19000,23000-26000
+	run_in=/dev/null
+
+	# an SLA file without a circuit_breaker block: the library defaults
+	# (consecutive, 5 failures, open 30 s)
+	printf '0,fail,10\n1000,fail,10\n2000,fail,10\n3000,fail,10\n4000,fail,10\n5000,ok,10\n34000,ok,10\n' \
+		>"$tmp/five.csv"
+	run "no circuit_breaker block: library defaults" 0 breaker-sim \
+		--config "$cfgs/no-breaker-block.yaml" "$tmp/five.csv"
+	check_sim "the 5th failure opens it for 30 s" "$tmp/five.csv" \
+		--transitions CLOSED,OPEN,HALF_OPEN,CLOSED --times 4000,34000,34000 --rejected 5000
+	run "no --config at all: the same" 0 breaker-sim "$tmp/five.csv"
+	check_sim "the same" "$tmp/five.csv" --times 4000,34000,34000
+	run "--breaker-threshold and --open-ms override the file" 0 breaker-sim \
+		--config "$cfgs/threshold-2.yaml" --breaker-threshold 3 --open-ms 1000 "$tmp/five.csv"
+	# consecutive mode: 3 failures open it at 2 s for 1 s; the probes at 3 s
+	# (exactly the end) and 4 s fail and reopen it; the probe at 5 s closes it
+	check_sim "3 failures open it for 1 s; probes at 3, 4 s fail, at 5 s succeeds" \
+		"$tmp/five.csv" --transitions CLOSED,OPEN,HALF_OPEN,OPEN,HALF_OPEN,OPEN,HALF_OPEN,CLOSED \
+		--times 2000,3000,3000,4000,4000,5000,5000 --rejected ''
+	# slow calls are judged by duration_ms (slower than 1000 ms, 50 % of 4)
+	printf '0,ok,1000\n100,ok,1001\n200,ok,10\n300,ok,2500\n400,ok,5\n' >"$tmp/slow.csv"
+	run "slow calls" 0 breaker-sim --config "$cfgs/slow-calls.yaml" "$tmp/slow.csv"
+	check_sim "2 of 4 slower than 1 s open it" "$tmp/slow.csv" --transitions CLOSED,OPEN \
+		--times 300 --counts slow=2,successes=4,rejected=1 --waiting 4511
+	# a log whose file name starts with '-', after --
+	cp "$tmp/five.csv" "$tmp/-five.csv"
+	(cd "$tmp" && $vg "$wmsctl" breaker-sim -- -five.csv >"$tmp/out" 2>"$tmp/err")
+	got=$?
+	if [ "$got" -eq 0 ]; then ok "breaker-sim -- -five.csv (exit 0)"; else
+		not_ok "breaker-sim -- -five.csv" "exit $got, expected 0"; fi
+	check_sim "read it" "$tmp/five.csv" --times 4000,34000,34000
+	printf '# comment\n\n1000,ok,50\n2000,ok\n1999,fail,3000\n' >"$tmp/back.csv"
+	run "t_ms going back" 2 breaker-sim "$tmp/back.csv"
+	expect err "^wmsctl: breaker-sim: .*back\\.csv: line 5: t_ms 1999 is before the previous call's 2000 \\(the log must be in time order\\)$" \
+		"names the line"
+	expect_empty out
+	printf '1000,ok,50\n2000,timeout,3000\n' >"$tmp/bad.csv"
+	run "an unknown outcome" 2 breaker-sim "$tmp/bad.csv"
+	expect err "line 2: outcome 'timeout': expected ok, fail or ignore$" "names the line and value"
+	expect_empty out
+	printf '1000,ok,50\n2000,ok,50,7\n' >"$tmp/bad.csv"
+	run "a fourth field" 2 breaker-sim "$tmp/bad.csv"
+	expect err "line 2: expected t_ms,outcome\\[,duration_ms\\]: too many fields$" "too many fields"
+	printf '1000,ok,abc\n' >"$tmp/bad.csv"
+	run "a bad duration" 2 breaker-sim "$tmp/bad.csv"
+	expect err "line 1: duration_ms 'abc': expected milliseconds 0-3600000" "bad duration"
+	run "a log that does not exist" 2 breaker-sim "$tmp/none.csv"
+	expect err "^wmsctl: breaker-sim: .*none\\.csv: No such file or directory$" "says so"
+	run "a directory as the log" 2 breaker-sim "$tmp"
+	expect err "cannot read" "cannot read it"
+	run "two logs" 2 breaker-sim "$tmp/five.csv" "$tmp/five.csv"
+	expect err "unexpected argument" "refuses the second"
+	run "--endpoint does not apply" 2 breaker-sim --endpoint http://127.0.0.1:1/ "$tmp/five.csv"
+	expect err "does not apply to breaker-sim" "says so"
+	run "--fixtures does not apply" 2 breaker-sim --fixtures "$fx" "$tmp/five.csv"
+	run "--open-ms above the file's max_open_duration_ms" 2 breaker-sim \
+		--config "$cfgs/threshold-2.yaml" --open-ms 600001 "$tmp/five.csv"
+	expect err "do not go together" "says the settings clash"
+	expect_empty out
+	run "a bad SLA file" 2 breaker-sim --config "$cfgs/bad-rate.yaml" "$tmp/five.csv"
+	expect err 'bad-rate\.yaml:3: circuit_breaker\.failure_rate_threshold' "file, line, key"
+	run "an empty log" 0 breaker-sim /dev/null
+	expect_out_is '{"summary":{"transitions":["CLOSED"],"transition_times_ms":[],"permitted":0,"rejected":0,"successes":0,"failures":0,"ignored":0,"slow":0,"waiting_ms":0,"waiting_ms_without_breaker":0,"calls":0}}' \
+		"just the summary"
+	if [ -w /dev/full ]; then
+		$vg "$wmsctl" breaker-sim "$lab/outage-15s.csv" >/dev/full 2>"$tmp/err"
+		got=$?
+		if [ "$got" -eq 1 ]; then ok "breaker-sim: stdout that cannot be written: exit 1"; else
+			not_ok "breaker-sim: stdout that cannot be written" "exit $got, expected 1"; fi
 	fi
 	;;
 
@@ -362,6 +681,40 @@ live)
 			--call-log "$tmp/log"
 		check_load "5 orders accepted" --statuses 'OK*5' --call-log "$tmp/log" \
 			--outcomes 'ok*5'
+		run "its call log replays" 0 breaker-sim "$tmp/log"
+		check_sim "5 ok, closed" "$tmp/log" --transitions CLOSED --counts successes=5
+	fi
+	run "health --probe" 0 health --endpoint "$url" --probe --config "$cfgs/per-operation.yaml"
+	if [ "$python" != none ]; then
+		check_health "UP, the probe a success" --status UP \
+			--breakers wms.SubmitOrder,wms.GetOrderStatus,wms.CancelOrder,wms.GetStockLevel \
+			--calls wms.GetStockLevel:permitted=1,successes=1
+	fi
+	stop_sim
+
+	# every 2nd request a Server fault: load's breaker (5 in a row) stays
+	# closed; its log replayed with a threshold of 1 opens at the 2nd call
+	start_sim --fault every-nth --fault-param 2
+	if [ "$python" != none ]; then
+		run "load, every 2nd call failing" 0 load --endpoint "$url" --count 6 \
+			--interval-ms 0 --call-log "$tmp/log"
+		check_load "alternating" --statuses 'OK,SOAP_FAULT,OK,SOAP_FAULT,OK,SOAP_FAULT' \
+			--call-log "$tmp/log" --outcomes 'ok,fail,ok,fail,ok,fail'
+		run "replayed with --breaker-threshold 1" 0 breaker-sim --breaker-threshold 1 \
+			--open-ms 600000 "$tmp/log"
+		check_sim "open at the first failure, the rest rejected" "$tmp/log" \
+			--transitions CLOSED,OPEN --counts permitted=2,rejected=4,successes=1,failures=1
+	fi
+	stop_sim
+
+	start_sim --fault server-fault --fault-op GetStockLevel
+	run "health --probe, GetStockLevel failing, 1 failure opens" 10 health --endpoint "$url" \
+		--probe --config "$cfgs/trip-on-first-per-op.yaml"
+	expect err '^wmsctl: HEALTH: SOAP_FAULT: .*fault Server' "the probe's fault"
+	if [ "$python" != none ]; then
+		check_health "DEGRADED: GetStockLevel open" --status DEGRADED \
+			--breakers wms.SubmitOrder,wms.GetOrderStatus,wms.CancelOrder,wms.GetStockLevel \
+			--state wms.GetStockLevel=OPEN --calls wms.GetStockLevel:permitted=1,failures=1
 	fi
 	stop_sim
 
