@@ -101,7 +101,7 @@ int ctl_sim_replay(FILE *out, const ctl_sim_call *calls, size_t count,
 /* The exit code for a failed call (status != OK). */
 int ctl_exit_code(wms_status st, const wms_error *err);
 /* Whether a SOAP fault code is Server/Receiver (optionally dotted: "Server.Busy"). */
-int ctl_fault_is_server(const char *fault_code);
+int ctl_fault_is_server(const wms_error *err);
 /* "wmsctl: SUBMIT: TIMEOUT: message (delivery UNKNOWN, ...)" on stderr. */
 void ctl_print_error(const char *command, wms_status st, const wms_error *err);
 /* Print a value from the WMS with control characters replaced (no terminal escapes). */

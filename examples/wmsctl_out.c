@@ -2,17 +2,11 @@
 #include <string.h>
 #include "wmsctl.h"
 
-int ctl_fault_is_server(const char *code)
+/* A fault the WMS raised about itself (resending may help), as opposed to
+ * one rejecting the request: the library's own verdict. */
+int ctl_fault_is_server(const wms_error *err)
 {
-	static const char *const names[] = { "Server", "Receiver" };
-	size_t i, n;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		n = strlen(names[i]);
-		if (strncmp(code, names[i], n) == 0 && (code[n] == '\0' || code[n] == '.'))
-			return 1;
-	}
-	return 0;
+	return wms_error_is_retryable(err);
 }
 
 int ctl_exit_code(wms_status st, const wms_error *err)
@@ -37,7 +31,7 @@ int ctl_exit_code(wms_status st, const wms_error *err)
 	case WMS_ERR_SOAP_FAULT:
 		/* Client, Sender, and the envelope-level codes (VersionMismatch,
 		 * MustUnderstand, ...) all reject the request itself. */
-		return ctl_fault_is_server(err->fault_code) ? CTL_EXIT_SERVER : CTL_EXIT_REJECTED;
+		return ctl_fault_is_server(err) ? CTL_EXIT_SERVER : CTL_EXIT_REJECTED;
 	case WMS_ERR_HTTP:
 		return CTL_EXIT_SERVER;
 	case WMS_ERR_NOT_XML:
@@ -60,7 +54,7 @@ const char *ctl_breaker_outcome(wms_status st, const wms_error *err)
 	case WMS_ERR_CIRCUIT_OPEN:
 		return NULL;
 	case WMS_ERR_SOAP_FAULT:
-		return ctl_fault_is_server(err->fault_code) ? "fail" : "ignore";
+		return wms_error_outcome(err) == WMS_OUTCOME_FAILURE ? "fail" : "ignore";
 	case WMS_ERR_HTTP:
 		return err->http_status >= 500 ? "fail" : "ignore";
 	case WMS_ERR_CONNECT:

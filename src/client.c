@@ -423,11 +423,6 @@ wms_status wms_stock_reply_new(wms_stock_reply **out, size_t count)
 
 /* ---- classification -------------------------------------------------- */
 
-static int fault_is(const char *code, const char *name)
-{
-	size_t n = strlen(name);
-	return strncmp(code, name, n) == 0 && (code[n] == '\0' || code[n] == '.');
-}
 
 wms_outcome wms__default_outcome(const wms_error *err, int *record)
 {
@@ -438,9 +433,9 @@ wms_outcome wms__default_outcome(const wms_error *err, int *record)
 	case WMS_ERR_SOAP_FAULT:
 		/* Server/Receiver: the WMS is in trouble. Client/Sender and the
 		 * envelope-level codes reject the request itself. */
-		if (fault_is(err->fault_code, "Server") || fault_is(err->fault_code, "Receiver"))
-			return WMS_OUTCOME_FAILURE;
-		return WMS_OUTCOME_IGNORED;
+		if (wms__fault_is_request_error(err->fault_code))
+			return WMS_OUTCOME_IGNORED;
+		return WMS_OUTCOME_FAILURE; /* Server, Receiver, and a fault too broken to say */
 	case WMS_ERR_HTTP:
 		return err->http_status >= 500 ? WMS_OUTCOME_FAILURE : WMS_OUTCOME_IGNORED;
 	case WMS_ERR_CONNECT:
@@ -464,6 +459,14 @@ wms_outcome wms__default_outcome(const wms_error *err, int *record)
 	/* Our own trouble, not the WMS's: hand the permit back. */
 	*record = 0;
 	return WMS_OUTCOME_IGNORED;
+}
+
+wms_outcome wms_error_outcome(const wms_error *err)
+{
+	int record;
+	if (!err)
+		return WMS_OUTCOME_IGNORED;
+	return wms__default_outcome(err, &record);
 }
 
 /* ---- one exchange ------------------------------------------------------ */

@@ -84,11 +84,9 @@ int wms_error_is_retryable(const wms_error *err)
 	case WMS_ERR_INTERNAL:
 		return 0;
 	case WMS_ERR_SOAP_FAULT:
-		/* A Client/Sender fault rejects the request itself: resending it
-		 * unchanged gets the same answer. */
-		return strcmp(err->fault_code, "Client") != 0 &&
-		       strcmp(err->fault_code, "Sender") != 0 &&
-		       strncmp(err->fault_code, "Client.", 7) != 0;
+		/* A Client/Sender (or envelope-level) fault rejects the request
+		 * itself: resending it unchanged gets the same answer. */
+		return !wms__fault_is_request_error(err->fault_code);
 	case WMS_ERR_HTTP:
 		return err->http_status >= 500 || err->http_status == 429 ||
 		       err->http_status == 408;
@@ -136,4 +134,17 @@ wms_status wms__fail(wms_error *err, wms_status status, wms_delivery delivery,
 	wms__vfail(err, status, delivery, fmt, ap);
 	va_end(ap);
 	return status;
+}
+
+static int code_is(const char *code, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(code, name, n) == 0 && (code[n] == '\0' || code[n] == '.');
+}
+
+int wms__fault_is_request_error(const char *code)
+{
+	return code_is(code, "Client") || code_is(code, "Sender") ||
+	       code_is(code, "VersionMismatch") || code_is(code, "MustUnderstand") ||
+	       code_is(code, "DataEncodingUnknown");
 }

@@ -40,6 +40,11 @@ typedef struct wms__buf {
 wms_status wms__buf_append(wms__buf *b, const void *data, size_t len);
 void wms__buf_free(wms__buf *b);
 
+/* A SOAP fault code (prefix stripped) that rejects the request itself:
+ * Client/Sender and the envelope-level codes. Anything else - Server,
+ * Receiver, an empty or unknown code - is the WMS's trouble. */
+int wms__fault_is_request_error(const char *code);
+
 /* Monotonic clock, nanoseconds. */
 uint64_t wms__now_ns(void);
 

@@ -41,8 +41,9 @@ static void usage(FILE *f)
 		"  --help, --version\n"
 		"Prints 'wms-sim listening on URL' on stdout once listening.\n"
 		"HTTP: POST /wms (SOAP 1.1/1.2), GET /wms?wsdl, GET /stats,\n"
-		"POST /control (fault=KIND&op=OP&param=N, fault=none, clear=1, advance_ms=N).\n"
-		"Signals: SIGINT/SIGTERM stop, SIGUSR1 clears every fault and the schedule.\n"
+		"POST /control (fault=KIND&op=OP&param=N, fault=none, clear=1, advance_ms=N,\n"
+		"schedule=TEXT, reply=1&status=N&body=BYTES&... for a scripted reply, reply=none).\n"
+		"Signals: SIGINT/SIGTERM stop, SIGUSR1 clears every fault, script and the schedule.\n"
 		"Exit: 0 stopped cleanly, 1 could not start, 2 usage error.\n");
 }
 
@@ -192,7 +193,7 @@ int main(int argc, char **argv)
 			break;
 		wms_sim_clear_faults(sim);
 		if (!quiet)
-			fprintf(stderr, "wms-sim: SIGUSR1: faults and schedule cleared\n");
+			fprintf(stderr, "wms-sim: SIGUSR1: faults, scripts and schedule cleared\n");
 	}
 	if (!quiet)
 		fprintf(stderr, "wms-sim: %s: stopping after %llu requests, %zu orders\n",

@@ -38,6 +38,8 @@
 #define DEFAULT_EVERY_NTH 2u
 #define HANG_POLL_MS 20u
 #define LISTENER_WAIT_MS 5000u
+#define MAX_TRICKLE_MS 3600000u
+#define MAX_CONTENT_TYPE 512u
 #define WSDL_PLACEHOLDER "http://localhost:8080/wms"
 
 /* ---- errors and buffers ---------------------------------------------------- */
@@ -196,6 +198,29 @@ typedef struct fault_slot {
 	uint64_t until_ns;   /* refuse: monotonic end, 0 = until cleared */
 } fault_slot;
 
+/* A scripted reply (wms_sim_set_reply), immutable once made; shared by
+ * reference between its slot and the requests being answered with it. */
+typedef struct script {
+	unsigned refs;        /* under the sim's lock */
+	unsigned status;      /* 0: the default */
+	char *content_type;   /* NULL: the default */
+	int no_content_type;
+	char *body;           /* NULL: the real answer */
+	size_t body_len;
+	int perform;
+	int lie_length;
+	uint64_t content_length;
+	int hang;
+	uint64_t hang_after;
+	uint32_t trickle_ms;
+	int close;
+} script;
+
+typedef struct reply_slot {
+	script *sc;    /* NULL: none */
+	uint32_t left; /* requests it still answers; 0: until cleared */
+} reply_slot;
+
 typedef struct window {
 	uint64_t start_ms;
 	uint64_t end_ms;
@@ -234,6 +259,10 @@ struct wms_sim {
 	char listen_error[200];
 	fault_slot all;
 	fault_slot per_op[SIM_OP_COUNT];
+	reply_slot reply_all;
+	reply_slot reply_op[SIM_OP_COUNT];
+	uint64_t conns_accepted;
+	uint64_t conns_open;
 	window *windows;
 	size_t window_count;
 	uint64_t schedule_t0_ns;
@@ -407,6 +436,139 @@ static uint64_t next_change(const wms_sim *s, uint64_t now)
 	return best;
 }
 
+/* ---- scripted replies ------------------------------------------------------ */
+
+static void script_free(script *sc)
+{
+	if (!sc)
+		return;
+	free(sc->content_type);
+	free(sc->body);
+	free(sc);
+}
+
+/* Drop one reference. Lock not held. */
+static void script_unref(wms_sim *s, script *sc)
+{
+	int last;
+	if (!sc)
+		return;
+	pthread_mutex_lock(&s->lock);
+	last = --sc->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		script_free(sc);
+}
+
+/* Check a wms_sim_reply and copy it into a script holding one reference. */
+static wms_sim_status script_new(script **out, const wms_sim_reply *r)
+{
+	script *sc;
+
+	*out = NULL;
+	if (r->version != WMS_SIM_REPLY_VERSION)
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG,
+				     "reply version %u is not supported (this wms-sim knows %u)",
+				     r->version, WMS_SIM_REPLY_VERSION);
+	if (r->status && (r->status < 200 || r->status > 599))
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG,
+				     "reply status %u: want 200-599 (0 for the default)", r->status);
+	if (r->content_type && r->no_content_type)
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG,
+				     "reply: content_type and no_content_type exclude each other");
+	if (r->content_type &&
+	    (strpbrk(r->content_type, "\r\n") || strlen(r->content_type) >= MAX_CONTENT_TYPE))
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG,
+				     "reply content_type: one header value, no CR or LF, under %u bytes",
+				     MAX_CONTENT_TYPE);
+	if (!r->body && r->body_len)
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG, "reply body is NULL with body_len %zu",
+				     r->body_len);
+	if (r->trickle_ms > MAX_TRICKLE_MS)
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG, "reply trickle_ms: at most %u",
+				     MAX_TRICKLE_MS);
+	if (r->times == UINT32_MAX)
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG, "reply times: at most %u",
+				     UINT32_MAX - 1u);
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return wms_sim__fail(WMS_SIM_ERR_NOMEM, "out of memory");
+	sc->refs = 1;
+	sc->status = r->status;
+	sc->no_content_type = r->no_content_type;
+	sc->perform = r->perform;
+	sc->lie_length = r->lie_length;
+	sc->content_length = r->content_length;
+	sc->hang = r->hang;
+	sc->hang_after = r->hang_after;
+	sc->trickle_ms = r->trickle_ms;
+	sc->close = r->close;
+	if (r->content_type && !(sc->content_type = strdup(r->content_type)))
+		goto nomem;
+	if (r->body) {
+		sc->body = malloc(r->body_len ? r->body_len : 1);
+		if (!sc->body)
+			goto nomem;
+		if (r->body_len)
+			memcpy(sc->body, r->body, r->body_len);
+		sc->body_len = r->body_len;
+	}
+	*out = sc;
+	return WMS_SIM_OK;
+nomem:
+	script_free(sc);
+	return wms_sim__fail(WMS_SIM_ERR_NOMEM, "out of memory");
+}
+
+/* Put sc (its reference passes to the slot; NULL clears) in op's slot
+ * (SIM_OP_NONE: the all-operations one). Returns the script it replaces, to
+ * drop outside the lock. Lock held. */
+static script *install_script(wms_sim *s, sim_op op, script *sc, uint32_t times)
+{
+	reply_slot *slot = op == SIM_OP_NONE ? &s->reply_all : &s->reply_op[op];
+	script *old = slot->sc;
+	slot->sc = sc;
+	slot->left = sc ? times : 0;
+	return old;
+}
+
+/* Empty every slot; old[] (SIM_OP_COUNT + 1) gets what they held. Lock held. */
+static void uninstall_scripts(wms_sim *s, script **old)
+{
+	int i;
+	for (i = 0; i < SIM_OP_COUNT; i++)
+		old[i] = install_script(s, (sim_op)i, NULL, 0);
+	old[SIM_OP_COUNT] = install_script(s, SIM_OP_NONE, NULL, 0);
+}
+
+static void unref_scripts(wms_sim *s, script **old)
+{
+	int i;
+	for (i = 0; i <= SIM_OP_COUNT; i++)
+		script_unref(s, old[i]);
+}
+
+/* The scripted reply for one request of op, with a reference for the
+ * request; NULL if none. Counts it against `times`. Lock held. */
+static script *take_script(wms_sim *s, sim_op op)
+{
+	reply_slot *slot = NULL;
+	script *sc;
+	if (op != SIM_OP_NONE && s->reply_op[op].sc)
+		slot = &s->reply_op[op];
+	else if (s->reply_all.sc)
+		slot = &s->reply_all;
+	if (!slot)
+		return NULL;
+	sc = slot->sc;
+	if (slot->left && --slot->left == 0) {
+		slot->sc = NULL; /* the slot's reference passes to the request */
+		return sc;
+	}
+	sc->refs++;
+	return sc;
+}
+
 /* ---- the daemon ------------------------------------------------------------ */
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
@@ -414,6 +576,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 				 size_t *upload_size, void **con_cls);
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe);
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe);
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 #if defined(__GNUC__)
@@ -470,6 +634,7 @@ static struct MHD_Daemon *start_daemon(wms_sim *s, uint16_t port, char *err, siz
 			     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 			     MHD_OPTION_SOCK_ADDR, sa,
 			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 			     MHD_OPTION_END);
 	if (!d) {
 		int e = errno;
@@ -755,12 +920,175 @@ static enum MHD_Result respond_garbage(wms_sim *s, struct MHD_Connection *c, uin
 	return ret;
 }
 
+/* ---- scripted replies on the wire ------------------------------------------ */
+
+/* Wait ms, unless the sim stops or the peer goes first: 1 when the time passed. */
+static int wait_ms_or_gone(wms_sim *s, int fd, uint32_t ms)
+{
+	uint64_t until = mono_ns() + (uint64_t)ms * NS_PER_MS;
+	int ok;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		uint64_t now = mono_ns(), step = now + HANG_POLL_MS * NS_PER_MS;
+		if (s->closing || s->stopping || peer_gone(fd)) {
+			ok = 0;
+			break;
+		}
+		if (now >= until) {
+			ok = 1;
+			break;
+		}
+		wait_until(s, step < until ? step : until);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+/* Until the client sends something more (a next request) or goes away, or
+ * the sim stops. */
+static void await_input(wms_sim *s, int fd)
+{
+	pthread_mutex_lock(&s->lock);
+	while (!s->closing && !s->stopping) {
+		struct pollfd p;
+		p.fd = fd;
+		p.events = POLLIN;
+		p.revents = 0;
+		if (fd < 0 || poll(&p, 1, 0) != 0)
+			break;
+		wait_until(s, mono_ns() + HANG_POLL_MS * NS_PER_MS);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Where a scripted body stops: its end, or where it hangs. */
+static size_t body_stop(const script *sc, size_t len)
+{
+	return sc->hang && sc->hang_after < len ? (size_t)sc->hang_after : len;
+}
+
+/* A body libmicrohttpd sends through a callback: trickled and/or hanging. */
+typedef struct paced {
+	wms_sim *s;
+	char *data;
+	size_t len;
+	size_t stop; /* hang here (== len: never) */
+	uint32_t trickle_ms;
+	int fd;
+} paced;
+
+static ssize_t paced_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	paced *p = cls;
+	size_t n;
+	if (pos >= p->stop) {
+		if (p->stop < p->len)
+			hang(p->s, p->fd);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	n = p->stop - (size_t)pos;
+	if (p->trickle_ms) {
+		if (!wait_ms_or_gone(p->s, p->fd, p->trickle_ms))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		n = 1;
+	}
+	if (n > max)
+		n = max;
+	memcpy(buf, p->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void paced_free(void *cls)
+{
+	paced *p = cls;
+	free(p->data);
+	free(p);
+}
+
+/* Every byte out, waiting while the socket is full. 0, or -1 (gone, stopping). */
+static int raw_send(wms_sim *s, int fd, const char *p, size_t n)
+{
+#ifdef MSG_NOSIGNAL
+	const int flags = MSG_NOSIGNAL;
+#else
+	const int flags = 0;
+#endif
+	while (n) {
+		ssize_t w = send(fd, p, n, flags);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			struct pollfd pf;
+			int stop;
+			pthread_mutex_lock(&s->lock);
+			stop = s->closing || s->stopping;
+			pthread_mutex_unlock(&s->lock);
+			if (stop)
+				return -1;
+			pf.fd = fd;
+			pf.events = POLLOUT;
+			pf.revents = 0;
+			(void)poll(&pf, 1, (int)HANG_POLL_MS);
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+/* A Content-Length lie: libmicrohttpd always frames a reply honestly, so
+ * the whole reply is written here, and the connection serves nothing more:
+ * it is closed when the client sends anything else on it or goes away (or at
+ * once with `close`). Unpaced, head and body leave in one write, as a server
+ * sends a small reply. */
+static enum MHD_Result serve_raw(wms_sim *s, int fd, const script *sc, unsigned status,
+				 const char *ctype, const char *body, size_t len)
+{
+	const char *reason = MHD_get_reason_phrase_for(status);
+	char head[MAX_CONTENT_TYPE + 160], *out;
+	size_t pos, stop = body_stop(sc, len), first;
+	int n = snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\n%s%s%sContent-Length: %" PRIu64
+			 "\r\n\r\n",
+			 status, reason && *reason ? reason : "Unknown", ctype ? "Content-Type: " : "",
+			 ctype ? ctype : "", ctype ? "\r\n" : "", sc->content_length);
+
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return MHD_NO;
+	first = sc->trickle_ms ? 0 : stop;
+	out = malloc((size_t)n + first + 1);
+	if (!out)
+		return MHD_NO;
+	memcpy(out, head, (size_t)n);
+	if (first)
+		memcpy(out + n, body, first);
+	if (raw_send(s, fd, out, (size_t)n + first) != 0) {
+		free(out);
+		return MHD_NO;
+	}
+	free(out);
+	pos = first;
+	while (pos < stop) {
+		if (!wait_ms_or_gone(s, fd, sc->trickle_ms) || raw_send(s, fd, body + pos, 1) != 0)
+			return MHD_NO;
+		pos++;
+	}
+	/* Silent until the client speaks again or goes, unless told to close now. */
+	if (!sc->close || stop < len)
+		await_input(s, fd);
+	return MHD_NO; /* libmicrohttpd closes the connection */
+}
+
 /* ---- SOAP ------------------------------------------------------------------ */
 
 typedef struct req_ctx {
 	sim_buf body;
 	int too_large;
 	int hold;
+	int close_after; /* a scripted reply's `close`: shut the socket once it is out */
+	int fd;
 } req_ctx;
 
 /* The operation an action URI names; *present says whether there was one. */
@@ -883,17 +1211,101 @@ static void log_request(wms_sim *s, sim_op op, int soap12, const char *outcome,
 	pthread_mutex_unlock(&s->log_lock);
 }
 
+/* Answer with a scripted reply: its bytes, or the real answer reshaped. */
+static enum MHD_Result serve_script(wms_sim *s, struct MHD_Connection *c, req_ctx *r,
+				    const script *sc, const sim_request *rq, int has_action,
+				    const char *action, const char *ctype, char *outcome,
+				    size_t outcome_size)
+{
+	static const char soap11_type[] = "text/xml; charset=utf-8";
+	static const char soap12_type[] = "application/soap+xml; charset=utf-8";
+	struct MHD_Response *resp;
+	sim_reply real;
+	const char *ct;
+	char *data = NULL;
+	size_t len;
+	unsigned status;
+	int fd = conn_fd(c);
+	enum MHD_Result ret = MHD_NO;
+
+	memset(&real, 0, sizeof(real));
+	if ((!sc->body || sc->perform) && process(s, rq, has_action, action, ctype, &real) != 0)
+		goto done;
+	if (sc->body) {
+		status = sc->status ? sc->status : 200;
+		ct = rq->soap12 ? soap12_type : soap11_type;
+		len = sc->body_len;
+		data = malloc(len ? len : 1);
+		if (!data)
+			goto done;
+		memcpy(data, sc->body, len);
+	} else {
+		status = sc->status ? sc->status : real.status;
+		ct = real.content_type;
+		len = real.len;
+		data = real.body;
+		real.body = NULL;
+		if (!data && !(data = malloc(1)))
+			goto done;
+	}
+	if (sc->content_type)
+		ct = sc->content_type;
+	else if (sc->no_content_type)
+		ct = NULL;
+
+	snprintf(outcome, outcome_size, "scripted %u%s%s%s%s", status, sc->lie_length ? " lie" : "",
+		 sc->hang ? " hang" : "", sc->trickle_ms ? " trickle" : "", sc->close ? " close" : "");
+	if (sc->lie_length) {
+		ret = serve_raw(s, fd, sc, status, ct, data, len);
+		goto done;
+	}
+	if (sc->trickle_ms || body_stop(sc, len) < len) {
+		paced *p = calloc(1, sizeof(*p));
+		if (!p)
+			goto done;
+		p->s = s;
+		p->data = data;
+		p->len = len;
+		p->stop = body_stop(sc, len);
+		p->trickle_ms = sc->trickle_ms;
+		p->fd = fd;
+		data = NULL;
+		resp = MHD_create_response_from_callback(len, 4096, paced_read, p, paced_free);
+		if (!resp) {
+			paced_free(p);
+			goto done;
+		}
+	} else {
+		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_COPY);
+		if (!resp)
+			goto done;
+	}
+	if (ct)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ct);
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	if (ret == MHD_YES && sc->close) {
+		r->close_after = 1;
+		r->fd = fd;
+	}
+done:
+	free(data);
+	wms_sim__reply_free(&real);
+	return ret;
+}
+
 static enum MHD_Result serve_soap(wms_sim *s, struct MHD_Connection *c, req_ctx *r)
 {
 	const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
 	sim_request rq;
 	sim_reply rp;
-	char action[160], outcome[32];
+	char action[160], outcome[64];
 	int has_action;
 	sim_op op;
 	wms_sim_fault fault;
 	uint32_t param;
 	uint64_t t0 = mono_ns();
+	script *sc = NULL;
 	enum MHD_Result ret = MHD_NO;
 
 	memset(&rp, 0, sizeof(rp));
@@ -915,9 +1327,16 @@ static enum MHD_Result serve_soap(wms_sim *s, struct MHD_Connection *c, req_ctx 
 	if (op != SIM_OP_NONE)
 		s->requests_op[op]++;
 	fault = take_fault(s, op, mono_ns(), &param);
+	if (fault == WMS_SIM_FAULT_NONE)
+		sc = take_script(s, op);
 	pthread_mutex_unlock(&s->lock);
 
 	snprintf(outcome, sizeof(outcome), "%s", "closed");
+	if (sc) {
+		ret = serve_script(s, c, r, sc, &rq, has_action, action, ctype, outcome,
+				   sizeof(outcome));
+		goto done;
+	}
 	switch (fault) {
 	case WMS_SIM_FAULT_HANG:
 		hang(s, conn_fd(c));
@@ -977,6 +1396,7 @@ static enum MHD_Result serve_soap(wms_sim *s, struct MHD_Connection *c, req_ctx 
 	snprintf(outcome, sizeof(outcome), "%u", rp.status);
 done:
 	log_request(s, op, rq.soap12, outcome, fault, t0);
+	script_unref(s, sc);
 	wms_sim__reply_free(&rp);
 	wms_sim__request_free(&rq);
 	return ret;
@@ -1002,9 +1422,15 @@ static int json_string(sim_buf *b, const char *v)
 
 static int stats_json(wms_sim *s, sim_buf *b)
 {
-	uint64_t now = mono_ns(), total, per[SIM_OP_COUNT], t;
+	uint64_t now = mono_ns(), total, per[SIM_OP_COUNT], t, accepted, open_now;
 	wms_sim_fault f[SIM_OP_COUNT + 1];
 	uint32_t param[SIM_OP_COUNT + 1];
+	struct {
+		int set, real;
+		unsigned status;
+		size_t bytes;
+		uint32_t left;
+	} rs[SIM_OP_COUNT + 1];
 	size_t windows, orders = wms_sim__store_count(s->store);
 	int listening, i, rc = 0, first = 1;
 
@@ -1017,6 +1443,16 @@ static int stats_json(wms_sim *s, sim_buf *b)
 	windows = s->window_count;
 	t = s->window_count ? (now - s->schedule_t0_ns) / NS_PER_MS : 0;
 	listening = s->listening;
+	accepted = s->conns_accepted;
+	open_now = s->conns_open;
+	for (i = 0; i <= SIM_OP_COUNT; i++) {
+		const reply_slot *slot = i < SIM_OP_COUNT ? &s->reply_op[i] : &s->reply_all;
+		rs[i].set = slot->sc != NULL;
+		rs[i].real = slot->sc && !slot->sc->body;
+		rs[i].status = slot->sc ? slot->sc->status : 0;
+		rs[i].bytes = slot->sc ? slot->sc->body_len : 0;
+		rs[i].left = slot->left;
+	}
 	pthread_mutex_unlock(&s->lock);
 
 	rc |= wms_sim__buf_add(b, "{\"url\":", 7);
@@ -1038,47 +1474,67 @@ static int stats_json(wms_sim *s, sim_buf *b)
 					  param[i]);
 		first = 0;
 	}
-	rc |= wms_sim__buf_printf(b, "},\"schedule\":{\"windows\":%zu,\"elapsed_ms\":%" PRIu64
+	rc |= wms_sim__buf_add(b, "},\"replies\":{", 13);
+	first = 1;
+	for (i = 0; i <= SIM_OP_COUNT; i++) {
+		if (!rs[i].set)
+			continue;
+		rc |= wms_sim__buf_printf(b, "%s\"%s\":{\"status\":%u,\"body\":", first ? "" : ",",
+					  i < SIM_OP_COUNT ? op_names[i] : "*", rs[i].status);
+		if (rs[i].real)
+			rc |= wms_sim__buf_add(b, "\"real\"", 6);
+		else
+			rc |= wms_sim__buf_printf(b, "%zu", rs[i].bytes);
+		rc |= wms_sim__buf_printf(b, ",\"left\":%" PRIu32 "}", rs[i].left);
+		first = 0;
+	}
+	rc |= wms_sim__buf_printf(b, "},\"connections\":{\"accepted\":%" PRIu64 ",\"open\":%" PRIu64
+				  "},\"schedule\":{\"windows\":%zu,\"elapsed_ms\":%" PRIu64
 				  "},\"orders\":%zu}\n",
-				  windows, t, orders);
+				  accepted, open_now, windows, t, orders);
 	return rc ? -1 : 0;
 }
 
+/* The parameters of POST /control, by name; values NUL-terminated, the
+ * body's length kept (it may hold NULs). */
+enum {
+	CA_FAULT, CA_OP, CA_PARAM, CA_CLEAR, CA_ADVANCE, CA_SCHEDULE,
+	CA_REPLY, /* the keys below go with reply= */
+	CA_STATUS, CA_CONTENT_TYPE, CA_NO_CONTENT_TYPE, CA_BODY, CA_PERFORM, CA_CONTENT_LENGTH,
+	CA_HANG_AFTER, CA_TRICKLE_MS, CA_CLOSE, CA_TIMES,
+	CA_COUNT
+};
+
+static const char *const control_keys[CA_COUNT] = {
+	"fault", "op", "param", "clear", "advance_ms", "schedule", "reply", "status",
+	"content_type", "no_content_type", "body", "perform", "content_length", "hang_after",
+	"trickle_ms", "close", "times"
+};
+
 typedef struct control_args {
-	char *fault;
-	char *op;
-	char *param;
-	char *clear;
-	char *advance;
-	char *schedule;
+	char *v[CA_COUNT];
+	size_t body_len;
 	char bad[64]; /* an unknown parameter */
 } control_args;
 
 static void control_set(control_args *a, const char *key, size_t klen, const char *val, size_t vlen)
 {
-	char **slot = NULL;
-	if (klen == 5 && memcmp(key, "fault", 5) == 0)
-		slot = &a->fault;
-	else if (klen == 2 && memcmp(key, "op", 2) == 0)
-		slot = &a->op;
-	else if (klen == 5 && memcmp(key, "param", 5) == 0)
-		slot = &a->param;
-	else if (klen == 5 && memcmp(key, "clear", 5) == 0)
-		slot = &a->clear;
-	else if (klen == 10 && memcmp(key, "advance_ms", 10) == 0)
-		slot = &a->advance;
-	else if (klen == 8 && memcmp(key, "schedule", 8) == 0)
-		slot = &a->schedule;
-	if (!slot) {
+	int i;
+	for (i = 0; i < CA_COUNT; i++)
+		if (strlen(control_keys[i]) == klen && memcmp(key, control_keys[i], klen) == 0)
+			break;
+	if (i == CA_COUNT) {
 		if (!a->bad[0])
 			snprintf(a->bad, sizeof(a->bad), "%.*s", (int)(klen < 40 ? klen : 40), key);
 		return;
 	}
-	free(*slot);
-	*slot = malloc(vlen + 1);
-	if (*slot) {
-		memcpy(*slot, val, vlen);
-		(*slot)[vlen] = '\0';
+	free(a->v[i]);
+	a->v[i] = malloc(vlen + 1);
+	if (a->v[i]) {
+		memcpy(a->v[i], val, vlen);
+		a->v[i][vlen] = '\0';
+		if (i == CA_BODY)
+			a->body_len = vlen;
 	}
 }
 
@@ -1126,11 +1582,12 @@ static void parse_form(control_args *a, char *body, size_t len)
 		for (eq = i; eq < end && body[eq] != '='; eq++)
 			;
 		if (end > i) {
-			size_t kl = url_decode(body + i, eq - i);
-			size_t vl = eq < end ? url_decode(body + eq + 1, end - eq - 1) : 0;
-			/* trailing newline of `curl -d @file` and the like */
-			while (vl && eq < end && (body[eq + vl] == '\n' || body[eq + vl] == '\r'))
-				vl--;
+			size_t kl = url_decode(body + i, eq - i), raw = eq < end ? end - eq - 1 : 0, vl;
+			/* the raw trailing newline of `curl -d @file` and the like (an
+			 * encoded %0A is meant and stays) */
+			while (raw && (body[eq + raw] == '\n' || body[eq + raw] == '\r'))
+				raw--;
+			vl = raw ? url_decode(body + eq + 1, raw) : 0;
 			control_set(a, body + i, kl, eq < end ? body + eq + 1 : "", vl);
 		}
 		i = end + 1;
@@ -1155,6 +1612,99 @@ static wms_sim_status set_fault_locked(wms_sim *s, const char *op, wms_sim_fault
 				       uint32_t param);
 static wms_sim_status parse_schedule(const char *text, window **out, size_t *count);
 static void install_schedule(wms_sim *s, window *w, size_t n);
+static int parse_u64(const char *s, uint64_t *out);
+
+/* A 0/1 flag: "1", "true", "yes" / "0", "false", "no". */
+static int parse_flag(const char *v, int *out)
+{
+	if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"))
+		*out = 1;
+	else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no"))
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+/* reply=... and its keys into a script (reply=none: *out NULL). 0, or -1 with msg. */
+static int control_reply(const control_args *a, script **out, uint32_t *times, char *msg,
+			 size_t size)
+{
+	wms_sim_reply rp = WMS_SIM_REPLY_INIT;
+	uint32_t u32;
+	uint64_t u64;
+	int i, flag;
+
+	*out = NULL;
+	*times = 0;
+	if (!strcasecmp(a->v[CA_REPLY], "none")) {
+		for (i = CA_REPLY + 1; i < CA_COUNT; i++)
+			if (a->v[i]) {
+				snprintf(msg, size, "reply=none takes no %s", control_keys[i]);
+				return -1;
+			}
+		return 0;
+	}
+	if (parse_flag(a->v[CA_REPLY], &flag) != 0 || !flag) {
+		snprintf(msg, size, "reply must be 1 (script a reply) or none (clear it)");
+		return -1;
+	}
+	for (i = CA_STATUS; i < CA_COUNT; i++) {
+		const char *v = a->v[i];
+		if (!v)
+			continue;
+		switch (i) {
+		case CA_CONTENT_TYPE:
+			rp.content_type = v;
+			continue;
+		case CA_BODY:
+			rp.body = v;
+			rp.body_len = a->body_len;
+			continue;
+		case CA_NO_CONTENT_TYPE:
+		case CA_PERFORM:
+		case CA_CLOSE:
+			if (parse_flag(v, &flag) != 0)
+				goto bad_number;
+			*(i == CA_NO_CONTENT_TYPE ? &rp.no_content_type
+			  : i == CA_PERFORM ? &rp.perform : &rp.close) = flag;
+			continue;
+		case CA_CONTENT_LENGTH:
+		case CA_HANG_AFTER:
+			if (parse_u64(v, &u64) != 0)
+				goto bad_number;
+			if (i == CA_CONTENT_LENGTH) {
+				rp.lie_length = 1;
+				rp.content_length = u64;
+			} else {
+				rp.hang = 1;
+				rp.hang_after = u64;
+			}
+			continue;
+		default:
+			if (parse_u32(v, &u32) != 0)
+				goto bad_number;
+			if (i == CA_STATUS)
+				rp.status = u32;
+			else if (i == CA_TRICKLE_MS)
+				rp.trickle_ms = u32;
+			else
+				rp.times = u32;
+			continue;
+		}
+bad_number:
+		snprintf(msg, size, "%s: '%.40s' is not a %s", control_keys[i], v,
+			 i == CA_NO_CONTENT_TYPE || i == CA_PERFORM || i == CA_CLOSE
+				 ? "flag (1 or 0)" : "non-negative integer");
+		return -1;
+	}
+	if (script_new(out, &rp) != WMS_SIM_OK) {
+		snprintf(msg, size, "%s", wms_sim_last_error());
+		return -1;
+	}
+	*times = rp.times;
+	return 0;
+}
 
 static enum MHD_Result serve_control(wms_sim *s, struct MHD_Connection *c, req_ctx *r)
 {
@@ -1165,57 +1715,83 @@ static enum MHD_Result serve_control(wms_sim *s, struct MHD_Connection *c, req_c
 	enum MHD_Result ret;
 	window *w = NULL;
 	size_t wn = 0;
-	uint32_t param = 0, adv = 0;
+	uint32_t param = 0, adv = 0, times = 0;
 	wms_sim_fault kind = WMS_SIM_FAULT_NONE;
+	script *sc = NULL, *old[2 * (SIM_OP_COUNT + 1)];
+	const char *op;
+	sim_op o = SIM_OP_NONE;
+	int i;
 
 	memset(&a, 0, sizeof(a));
+	for (i = 0; i < 2 * (SIM_OP_COUNT + 1); i++)
+		old[i] = NULL;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query_arg, &a);
 	if (r->body.data)
 		parse_form(&a, r->body.data, r->body.len);
+	op = a.v[CA_OP] && *a.v[CA_OP] ? a.v[CA_OP] : NULL;
 	if (a.bad[0]) {
 		snprintf(msg, sizeof(msg), "unknown parameter '%s' (fault, op, param, clear, "
-			 "advance_ms, schedule)", a.bad);
+			 "advance_ms, schedule, reply, ...)", a.bad);
 		goto bad;
 	}
-	if (!a.fault && !a.clear && !a.advance && !a.schedule) {
+	if (!a.v[CA_REPLY])
+		for (i = CA_REPLY + 1; i < CA_COUNT; i++)
+			if (a.v[i]) {
+				snprintf(msg, sizeof(msg), "%s goes with reply=1", control_keys[i]);
+				goto bad;
+			}
+	if (!a.v[CA_FAULT] && !a.v[CA_CLEAR] && !a.v[CA_ADVANCE] && !a.v[CA_SCHEDULE] &&
+	    !a.v[CA_REPLY]) {
 		snprintf(msg, sizeof(msg), "nothing to do: fault=KIND [op=OP] [param=N], clear=1, "
-			 "advance_ms=N or schedule=TEXT");
+			 "advance_ms=N, schedule=TEXT, reply=1 [...] or reply=none");
 		goto bad;
 	}
 	/* Check everything before changing anything. */
-	if ((a.param && parse_u32(a.param, &param) != 0) ||
-	    (a.advance && parse_u32(a.advance, &adv) != 0)) {
+	if ((a.v[CA_PARAM] && parse_u32(a.v[CA_PARAM], &param) != 0) ||
+	    (a.v[CA_ADVANCE] && parse_u32(a.v[CA_ADVANCE], &adv) != 0)) {
 		snprintf(msg, sizeof(msg), "param and advance_ms must be integers 0..4294967295");
 		goto bad;
 	}
-	if (a.fault && wms_sim_fault_parse(&kind, a.fault) != WMS_SIM_OK) {
+	if (a.v[CA_FAULT] && wms_sim_fault_parse(&kind, a.v[CA_FAULT]) != WMS_SIM_OK) {
 		snprintf(msg, sizeof(msg), "%s", wms_sim_last_error());
 		goto bad;
 	}
-	if (a.op && *a.op && (wms_sim__op_from_name(a.op, strlen(a.op)) == SIM_OP_NONE ||
-			     kind == WMS_SIM_FAULT_REFUSE || !a.fault)) {
+	if (op && ((o = wms_sim__op_from_name(op, strlen(op))) == SIM_OP_NONE ||
+		   (a.v[CA_FAULT] && kind == WMS_SIM_FAULT_REFUSE) ||
+		   (!a.v[CA_FAULT] && !a.v[CA_REPLY]))) {
 		snprintf(msg, sizeof(msg), "op must name an operation (SubmitOrder, GetOrderStatus, "
-			 "CancelOrder, GetStockLevel), go with fault=, and not with refuse");
+			 "CancelOrder, GetStockLevel), go with fault= or reply=, and not with refuse");
 		goto bad;
 	}
-	if (a.schedule && parse_schedule(a.schedule, &w, &wn) != WMS_SIM_OK) {
+	if (a.v[CA_REPLY] && control_reply(&a, &sc, &times, msg, sizeof(msg)) != 0)
+		goto bad;
+	if (a.v[CA_SCHEDULE] && parse_schedule(a.v[CA_SCHEDULE], &w, &wn) != WMS_SIM_OK) {
 		snprintf(msg, sizeof(msg), "%s", wms_sim_last_error());
 		goto bad;
 	}
 
 	pthread_mutex_lock(&s->lock);
-	if (a.clear) {
+	if (a.v[CA_CLEAR]) {
 		memset(&s->all, 0, sizeof(s->all));
 		memset(s->per_op, 0, sizeof(s->per_op));
+		uninstall_scripts(s, old);
 		install_schedule(s, NULL, 0);
 	}
-	if (a.schedule) {
+	if (a.v[CA_SCHEDULE]) {
 		install_schedule(s, w, wn);
 		w = NULL;
 	}
-	if (a.fault)
-		st = set_fault_locked(s, a.op && *a.op ? a.op : NULL, kind, param);
-	if (a.advance)
+	if (a.v[CA_FAULT])
+		st = set_fault_locked(s, op, kind, param);
+	if (st == WMS_SIM_OK && a.v[CA_REPLY]) {
+		if (!sc && !op) {
+			uninstall_scripts(s, old + SIM_OP_COUNT + 1);
+		} else {
+			old[SIM_OP_COUNT + 1] = install_script(s, o, sc, times);
+			sc = NULL;
+		}
+	}
+	if (a.v[CA_ADVANCE])
 		s->clock_offset_ns += (uint64_t)adv * NS_PER_MS;
 	if (st == WMS_SIM_OK && refusing(s, mono_ns()) == s->listening) {
 		/* The reply goes out before the listener closes (on_completed). */
@@ -1225,6 +1801,8 @@ static enum MHD_Result serve_control(wms_sim *s, struct MHD_Connection *c, req_c
 	s->requested++;
 	pthread_cond_broadcast(&s->wake);
 	pthread_mutex_unlock(&s->lock);
+	unref_scripts(s, old);
+	unref_scripts(s, old + SIM_OP_COUNT + 1);
 	if (st != WMS_SIM_OK) {
 		snprintf(msg, sizeof(msg), "%s", wms_sim_last_error());
 		goto bad;
@@ -1240,13 +1818,10 @@ static enum MHD_Result serve_control(wms_sim *s, struct MHD_Connection *c, req_c
 bad:
 	ret = respond_text(c, 400, msg);
 done:
+	script_free(sc);
 	free(w);
-	free(a.fault);
-	free(a.op);
-	free(a.param);
-	free(a.clear);
-	free(a.advance);
-	free(a.schedule);
+	for (i = 0; i < CA_COUNT; i++)
+		free(a.v[i]);
 	return ret;
 }
 
@@ -1262,7 +1837,10 @@ static const char help_text[] =
 	"  GET  /wms?wsdl     the WSDL;  GET /wms?xsd or /warehouse.xsd: the schema\n"
 	"  GET  /stats        counters and faults (JSON)\n"
 	"  POST /control      fault=KIND [op=OP] [param=N] | fault=none | clear=1 |\n"
-	"                     advance_ms=N | schedule=TEXT\n";
+	"                     advance_ms=N | schedule=TEXT |\n"
+	"                     reply=1 [op=OP] [status=N] [content_type=T] [no_content_type=1]\n"
+	"                     [body=BYTES] [perform=1] [content_length=N] [hang_after=N]\n"
+	"                     [trickle_ms=N] [close=1] [times=N] | reply=none [op=OP]\n";
 
 static enum MHD_Result route(wms_sim *s, struct MHD_Connection *c, const char *url,
 			     const char *method, req_ctx *r)
@@ -1339,9 +1917,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	wms_sim *s = cls;
 	req_ctx *r = *con_cls;
 	(void)c;
-	(void)toe;
 	if (!r)
 		return;
+	/* The reply is out: close under the client's idle keep-alive connection.
+	 * libmicrohttpd reads end-of-file next and closes its side. */
+	if (r->close_after && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		shutdown(r->fd, SHUT_RDWR);
 	if (r->hold) {
 		pthread_mutex_lock(&s->lock);
 		s->hold--;
@@ -1351,6 +1932,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	wms_sim__buf_free(&r->body);
 	free(r);
 	*con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	wms_sim *s = cls;
+	(void)c;
+	(void)socket_context;
+	pthread_mutex_lock(&s->lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		s->conns_accepted++;
+		s->conns_open++;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && s->conns_open) {
+		s->conns_open--;
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- schedule -------------------------------------------------------------- */
@@ -1617,14 +2214,86 @@ wms_sim_status wms_sim_set_fault(wms_sim *s, const char *op, wms_sim_fault kind,
 
 void wms_sim_clear_faults(wms_sim *s)
 {
+	script *old[SIM_OP_COUNT + 1];
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
 	memset(&s->all, 0, sizeof(s->all));
 	memset(s->per_op, 0, sizeof(s->per_op));
+	uninstall_scripts(s, old);
 	install_schedule(s, NULL, 0);
 	(void)sync_listener(s);
 	pthread_mutex_unlock(&s->lock);
+	unref_scripts(s, old);
+}
+
+/* ---- scripted replies API ---------------------------------------------------- */
+
+/* op NULL: SIM_OP_NONE (all); -1 and a message for an unknown name. */
+static int reply_op(const char *op, sim_op *out)
+{
+	*out = op ? wms_sim__op_from_name(op, strlen(op)) : SIM_OP_NONE;
+	if (op && *out == SIM_OP_NONE) {
+		wms_sim__fail(WMS_SIM_ERR_INVALID_ARG,
+			      "unknown operation '%.40s' (SubmitOrder, GetOrderStatus, CancelOrder, "
+			      "GetStockLevel)", op);
+		return -1;
+	}
+	return 0;
+}
+
+wms_sim_status wms_sim_set_reply(wms_sim *s, const char *op, const wms_sim_reply *r)
+{
+	script *sc = NULL, *old[SIM_OP_COUNT + 1];
+	wms_sim_status st;
+	sim_op o;
+	int i;
+
+	if (!s)
+		return wms_sim__fail(WMS_SIM_ERR_INVALID_ARG, "sim is NULL");
+	if (reply_op(op, &o) != 0)
+		return WMS_SIM_ERR_INVALID_ARG;
+	if (r && (st = script_new(&sc, r)) != WMS_SIM_OK)
+		return st;
+	for (i = 0; i <= SIM_OP_COUNT; i++)
+		old[i] = NULL;
+	pthread_mutex_lock(&s->lock);
+	if (!r && !op)
+		uninstall_scripts(s, old);
+	else
+		old[0] = install_script(s, o, sc, r ? r->times : 0);
+	pthread_mutex_unlock(&s->lock);
+	unref_scripts(s, old);
+	return WMS_SIM_OK;
+}
+
+uint32_t wms_sim_reply_left(wms_sim *s, const char *op)
+{
+	const reply_slot *slot;
+	uint32_t n;
+	sim_op o;
+	if (!s || reply_op(op, &o) != 0)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	slot = o == SIM_OP_NONE ? &s->reply_all : &s->reply_op[o];
+	n = !slot->sc ? 0 : slot->left ? slot->left : UINT32_MAX;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+uint64_t wms_sim_connections(wms_sim *s, uint64_t *open_now)
+{
+	uint64_t n;
+	if (open_now)
+		*open_now = 0;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	n = s->conns_accepted;
+	if (open_now)
+		*open_now = s->conns_open;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 /* ---- counters and ledger ---------------------------------------------------- */
@@ -1760,6 +2429,10 @@ nomem:
 
 static void sim_free(wms_sim *s)
 {
+	int i;
+	for (i = 0; i < SIM_OP_COUNT; i++)
+		script_free(s->reply_op[i].sc);
+	script_free(s->reply_all.sc);
 	wms_sim__schema_free(s->schema);
 	wms_sim__store_free(s->store);
 	free(s->wsdl);

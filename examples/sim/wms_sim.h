@@ -20,7 +20,7 @@
  * Every function is thread-safe. HTTP endpoints besides POST /wms:
  * GET /wms?wsdl, GET /wms?xsd (or /warehouse.xsd), GET /stats (JSON) and
  * POST /control (form or query: fault=KIND&op=OP&param=N, fault=none,
- * clear=1, advance_ms=N, schedule=TEXT).
+ * clear=1, advance_ms=N, schedule=TEXT, reply=1&body=BYTES&..., reply=none).
  */
 #ifndef WMS_SIM_H
 #define WMS_SIM_H
@@ -148,8 +148,80 @@ const char *wms_sim_base_url(const wms_sim *sim);
 wms_sim_status wms_sim_set_fault(wms_sim *sim, const char *op, wms_sim_fault kind,
 				 uint32_t param);
 
-/** Clear every live fault and the schedule; listening again when this returns. */
+/** Clear every live fault, every scripted reply and the schedule; listening
+ *  again when this returns. */
 void wms_sim_clear_faults(wms_sim *sim);
+
+/* ---- scripted replies ------------------------------------------------------- */
+
+#define WMS_SIM_REPLY_VERSION 1
+
+/**
+ * An exact reply to send instead of the simulator's own: any status, any
+ * Content-Type (or none), any body bytes, and ways to break the framing and
+ * the pace. Zero / NULL means the default for every field but `version`.
+ *
+ * With `body` NULL the operation is carried out and its real answer is sent,
+ * changed only by the fields that are set (e.g. trickled, or with the
+ * connection closed afterwards). With `body` set (even to zero bytes) those
+ * bytes are the body and the operation is not carried out unless `perform`.
+ */
+typedef struct wms_sim_reply {
+	unsigned version;
+	/** HTTP status, 200-599. 0: 200 (with body NULL: the real answer's). */
+	unsigned status;
+	/** Content-Type value (no CR/LF). NULL: the SOAP type of the request's
+	 *  version ("text/xml; charset=utf-8" / "application/soap+xml;
+	 *  charset=utf-8"); with body NULL, the real answer's. */
+	const char *content_type;
+	/** Send no Content-Type header at all (content_type must be NULL). */
+	int no_content_type;
+	/** The body: exactly these bytes (NULs and invalid UTF-8 included). Copied. */
+	const void *body;
+	size_t body_len;
+	/** With body set: carry the operation out first (the store changes), then
+	 *  send the scripted bytes. */
+	int perform;
+	/** Send `Content-Length: content_length` whatever the body's length (a
+	 *  lie). Such a reply is written by wms-sim itself, not by libmicrohttpd:
+	 *  once it is out, the connection serves no other request: it is closed
+	 *  when the client sends anything more on it or goes away (at once with
+	 *  `close`). */
+	int lie_length;
+	uint64_t content_length;
+	/** Send the first `hang_after` body bytes (0: headers only), then nothing
+	 *  more, until the client goes away or the sim stops. Must be below the
+	 *  body's length to matter. */
+	int hang;
+	uint64_t hang_after;
+	/** One body byte every trickle_ms milliseconds (the headers at once);
+	 *  0: all at once. At most 3600000. */
+	uint32_t trickle_ms;
+	/** Close the connection once the reply is out, without a `Connection:
+	 *  close` header: the client's idle keep-alive connection dies under it. */
+	int close;
+	/** Answer this many requests with it, then drop it; 0: until cleared. */
+	uint32_t times;
+} wms_sim_reply;
+
+#define WMS_SIM_REPLY_INIT { WMS_SIM_REPLY_VERSION, 0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * Script the reply of one operation ("SubmitOrder", ...) or, with op NULL, of
+ * every operation; r NULL clears it (with op NULL: every scripted reply).
+ * `r` and its strings and body are copied. Precedence: a fault in force
+ * (schedule window or live) wins; then the operation's own scripted reply;
+ * then the all-operations one. Requests that name no known operation get only
+ * the all-operations one. WMS_SIM_ERR_INVALID_ARG for an unknown version or
+ * operation, a status outside 200-599, a Content-Type with CR or LF, or
+ * content_type together with no_content_type.
+ */
+wms_sim_status wms_sim_set_reply(wms_sim *sim, const char *op, const wms_sim_reply *r);
+
+/** How many more requests the scripted reply of `op` (NULL: the
+ *  all-operations one) will answer: UINT32_MAX for "until cleared", 0 when
+ *  there is none. */
+uint32_t wms_sim_reply_left(wms_sim *sim, const char *op);
 
 /**
  * Replace the schedule with `text`: one window per line,
@@ -169,6 +241,10 @@ wms_sim_status wms_sim_load_schedule(wms_sim *sim, const char *path);
  *  included) for one operation, or for all with op NULL (requests naming no
  *  known operation are only in that total). */
 uint64_t wms_sim_requests(wms_sim *sim, const char *op);
+
+/** TCP connections accepted since the start; *open_now (optional) gets how
+ *  many are open now. */
+uint64_t wms_sim_connections(wms_sim *sim, uint64_t *open_now);
 
 /** Orders in the store. */
 size_t wms_sim_order_count(wms_sim *sim);

@@ -188,6 +188,16 @@ WMS_EXTERN(void) wms_client_free(wms_client *client);
  *  per-operation breakers: SubmitOrder's. */
 WMS_EXTERN(wms_breaker *) wms_client_breaker(wms_client *client);
 
+/**
+ * How the client's default error filter counts a finished call for the
+ * breaker (README: "What counts as a failure"): SUCCESS for WMS_OK; FAILURE
+ * for connect/DNS errors, timeouts, resets, TLS, HTTP 5xx, SOAP faults other
+ * than Client/Sender/envelope-level ones, and unusable replies; IGNORED for
+ * Client/Sender faults, HTTP 4xx and our own errors. A custom error_filter
+ * receives this as `proposed`.
+ */
+WMS_EXTERN(wms_outcome) wms_error_outcome(const wms_error *err);
+
 /** The breaker guarding `operation` ("SubmitOrder", ...); NULL if unknown. */
 WMS_EXTERN(wms_breaker *) wms_client_breaker_for(wms_client *client, const char *operation);
 

@@ -81,7 +81,9 @@ static void exit_codes(void **state)
 	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "Client", 500), 6);
 	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "Sender", 400), 6);
 	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "MustUnderstand", 500), 6);
-	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "ServerX", 500), 6);
+	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "ServerX", 500), 7); /* unknown code: the WMS's trouble */
+	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "", 500), 7);
+	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "DataEncodingUnknown", 500), 6);
 	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "Server", 500), 7);
 	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "Server.Overloaded", 500), 7);
 	assert_int_equal(code_for(WMS_ERR_SOAP_FAULT, "Receiver", 500), 7);
