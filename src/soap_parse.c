@@ -836,6 +836,11 @@ static wms_status check_reply(wms__op op, void *out, xmlDocPtr doc, int html_typ
 	if (!first)
 		return unexpected(err, "expected {%s}%s in the SOAP Body, found an empty Body", WMS__NS,
 				  response_names[op]);
+	/* document/literal: one Body child. A second one (another answer, a
+	 * fault after the answer) makes the reply ambiguous: refuse it. */
+	if ((c = next_el(first->next)) != NULL)
+		return unexpected(err, "expected one element in the SOAP Body, found {%s}%s after {%s}%s",
+				  ns_uri(c), S(c->name), ns_uri(first), S(first->name));
 	if (is_el(first, WMS__SOAP11_NS, "Fault") || is_el(first, WMS__SOAP12_NS, "Fault"))
 		return parse_fault(first, err);
 	if (!is_el(first, WMS__NS, response_names[op]))

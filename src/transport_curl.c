@@ -9,10 +9,19 @@
  * Keep-alive: the connection cache is NOT put in the share. libcurl documents
  * CURL_LOCK_DATA_CONNECT as unsupported across concurrent threads (KNOWN_BUGS
  * "A shared connection cache is not thread-safe", curl issues #4915/#9404,
- * still open for 7.88). Instead every pooled easy handle keeps its own live
+ * still open for 7.88). Instead every pooled easy handle has its own multi
+ * handle, whose connection cache (CURLMOPT_MAXCONNECTS 1) keeps its live
  * connection, and a handle is reused LIFO, so sequential calls ride the same
  * keep-alive connection and N concurrent callers use at most N connections.
  * The idle pool size (8) is therefore also the number of idle connections kept.
+ *
+ * The transfer loop: curl_easy_perform() would do, but it asks poll() whether
+ * the socket is ready before every read and write even when its own poll()
+ * just said so. Here the pooled handle's multi handle is driven through
+ * curl_multi_socket_action() with the readiness our single poll() saw, which
+ * saves two system calls per call (five instead of seven on a reused
+ * connection). libcurl's timers (deadline, connect timeout, the speed check
+ * every second) arrive through CURLMOPT_TIMERFUNCTION and bound every wait.
  *
  * Global init: curl_global_init() runs once, on the first
  * wms_curl_transport_new(), under pthread_once. libcurl older than 7.84 (or
@@ -25,6 +34,17 @@
  * https_proxy, ALL_PROXY and NO_PROXY in the environment apply to WMS calls
  * (set NO_PROXY for the WMS host to bypass one).
  *
+ * Handle reuse: a pooled handle keeps its options between calls (no
+ * curl_easy_reset). The constant ones are set once when the handle is made;
+ * per call only the values that differ from the handle's last call are set
+ * again (URL, timeouts, the header list, which is cached per content type and
+ * SOAPAction), plus the body. A change of CA file, CA path or user agent
+ * resets the handle and configures it from scratch, so an option the request
+ * leaves unset is always back at libcurl's default. So does a call that
+ * failed or opened a new connection: libcurl counts resends on dead reused
+ * connections per handle and only curl_easy_reset clears the count. The
+ * callbacks' state and the error buffer live on the pooled handle too.
+ *
  * Stall guard: CURLOPT_LOW_SPEED_LIMIT 1 byte/s over LOW_SPEED_TIME
  * ceil(stall_timeout_ms / 1000) s, plus a progress callback that aborts once
  * nothing has moved for stall_timeout_ms (see on_progress for why both).
@@ -34,6 +54,8 @@
  *
  * Nothing here logs.
  */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,17 +68,6 @@ _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 
 /* Idle easy handles (and so idle keep-alive connections) kept for reuse. */
 #define POOL_MAX_IDLE 8
-
-struct curl_transport {
-	wms_transport parent;
-	CURLSH *share;
-	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
-	int share_locks_ready;
-	pthread_mutex_t pool_lock;
-	int pool_lock_ready;
-	CURL *idle[POOL_MAX_IDLE];
-	size_t idle_count;
-};
 
 /* What the callbacks of one call share. */
 struct call {
@@ -74,6 +85,62 @@ struct call {
 	curl_off_t header_bytes;
 	int connected;
 	int stalled;
+};
+
+/* Sockets libcurl asks us to watch at once: one per connection being set up
+ * (two while happy eyeballs races IPv6 and IPv4) plus the resolver's. */
+#define WATCH_MAX 8
+
+/* A pooled easy handle, with what it was last configured with. */
+struct conn {
+	CURL *h;
+	CURLM *m; /* h's own multi handle: its connection cache and event loop */
+	/* What libcurl wants watched (CURLMOPT_SOCKETFUNCTION) ... */
+	curl_socket_t watch_fd[WATCH_MAX];
+	int watch_what[WATCH_MAX];
+	size_t watch_count;
+	/* ... and when it wants to be called back (CURLMOPT_TIMERFUNCTION). */
+	int timer_set;
+	int timer_moved; /* on_timer ran since we last acted on the timer */
+	uint64_t timer_due_ns;
+	/* A multi call failed: the multi handle may be dead, do not pool it. */
+	int broken;
+	struct call c;
+	char errbuf[CURL_ERROR_SIZE];
+	/* Set once the constant options are on h; 0 forces a full set-up. */
+	int configured;
+	/* The values h carries now (NULL: not set, libcurl's default). */
+	char *url;
+	char *user_agent;
+	char *ca_file;
+	char *ca_path;
+	/* mutual TLS, pinning, HTTP Basic: set at set-up, compared per call */
+	char *client_cert;
+	char *client_key;
+	char *pinned_public_key;
+	char *http_username;
+	char *http_password;
+	/* the per-call X-Correlation-Id line, linked after the cached headers
+	 * for the transfer only (never freed by curl_slist_free_all) */
+	struct curl_slist corr_node;
+	char corr_line[96];
+	long connect_ms;
+	long total_ms;
+	long stall_s;
+	/* The request headers, for (content type, SOAP version, action). */
+	struct curl_slist *headers;
+	int headers_soap11;
+};
+
+struct curl_transport {
+	wms_transport parent;
+	CURLSH *share;
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	int share_locks_ready;
+	pthread_mutex_t pool_lock;
+	int pool_lock_ready;
+	struct conn *idle[POOL_MAX_IDLE];
+	size_t idle_count;
 };
 
 /* ---- global init ------------------------------------------------------ */
@@ -107,34 +174,91 @@ static void share_unlock(CURL *handle, curl_lock_data data, void *userptr)
 
 /* ---- handle pool ------------------------------------------------------ */
 
-static CURL *pool_take(struct curl_transport *t)
+static void conn_forget(struct conn *k)
 {
-	CURL *h = NULL;
-	pthread_mutex_lock(&t->pool_lock);
-	if (t->idle_count)
-		h = t->idle[--t->idle_count];
-	pthread_mutex_unlock(&t->pool_lock);
-	if (h)
-		return h;
-	/* A fresh handle; CURLOPT_SHARE is set on every call (after reset). */
-	return curl_easy_init();
+	wms__free(k->url);
+	wms__free(k->user_agent);
+	wms__free(k->ca_file);
+	wms__free(k->ca_path);
+	wms__free(k->client_cert);
+	wms__free(k->client_key);
+	wms__free(k->pinned_public_key);
+	wms__free(k->http_username);
+	if (k->http_password) {
+		volatile char *v = k->http_password;
+		while (*v)
+			*v++ = '\0';
+	}
+	wms__free(k->http_password);
+	k->url = k->user_agent = k->ca_file = k->ca_path = NULL;
+	k->client_cert = k->client_key = k->pinned_public_key = NULL;
+	k->http_username = k->http_password = NULL;
+	k->connect_ms = k->total_ms = k->stall_s = 0;
+	/* HTTPHEADER still points at the list: only free it once h is reset
+	 * or gone, or the next set-up replaces it. */
+	k->configured = 0;
 }
 
-/* Back to the pool with every per-request option dropped (no pointer into
- * the finished call survives). curl_easy_reset keeps the live connection,
- * the DNS and TLS session caches and the share. */
-static void pool_give(struct curl_transport *t, CURL *h)
+static void conn_free(struct conn *k)
+{
+	if (!k)
+		return;
+	/* The multi first: its connection cache closes through h's share. */
+	if (k->m)
+		curl_multi_cleanup(k->m);
+	if (k->h)
+		curl_easy_cleanup(k->h);
+	conn_forget(k);
+	curl_slist_free_all(k->headers);
+	wms__free(k);
+}
+
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
+static int on_timer(CURLM *multi, long timeout_ms, void *userp);
+
+static struct conn *conn_new(void)
+{
+	struct conn *k = wms__calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->h = curl_easy_init();
+	k->m = curl_multi_init();
+	if (!k->h || !k->m ||
+	    curl_multi_setopt(k->m, CURLMOPT_SOCKETFUNCTION, on_socket) != CURLM_OK ||
+	    curl_multi_setopt(k->m, CURLMOPT_SOCKETDATA, (void *)k) != CURLM_OK ||
+	    curl_multi_setopt(k->m, CURLMOPT_TIMERFUNCTION, on_timer) != CURLM_OK ||
+	    curl_multi_setopt(k->m, CURLMOPT_TIMERDATA, (void *)k) != CURLM_OK ||
+	    curl_multi_setopt(k->m, CURLMOPT_MAXCONNECTS, 1L) != CURLM_OK) {
+		conn_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static struct conn *pool_take(struct curl_transport *t)
+{
+	struct conn *k = NULL;
+	pthread_mutex_lock(&t->pool_lock);
+	if (t->idle_count)
+		k = t->idle[--t->idle_count];
+	pthread_mutex_unlock(&t->pool_lock);
+	return k ? k : conn_new();
+}
+
+/* Back to the pool, options kept (see "Handle reuse"). Nothing of the
+ * finished call is read again: the next call sets the body and resp first. */
+static void pool_give(struct curl_transport *t, struct conn *k)
 {
 	int kept = 0;
-	curl_easy_reset(h);
+	k->c.resp = NULL;
 	pthread_mutex_lock(&t->pool_lock);
-	if (t->idle_count < POOL_MAX_IDLE) {
-		t->idle[t->idle_count++] = h;
+	if (!k->broken && t->idle_count < POOL_MAX_IDLE) {
+		t->idle[t->idle_count++] = k;
 		kept = 1;
 	}
 	pthread_mutex_unlock(&t->pool_lock);
 	if (!kept)
-		curl_easy_cleanup(h);
+		conn_free(k);
 }
 
 /* ---- callbacks ------------------------------------------------------- */
@@ -225,6 +349,154 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 	return 0;
 }
 
+/* ---- the transfer loop --------------------------------------------------- */
+
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct conn *k = userp;
+	size_t i;
+	(void)easy;
+	(void)socketp;
+	for (i = 0; i < k->watch_count && k->watch_fd[i] != s; i++)
+		;
+	if (what == CURL_POLL_REMOVE) {
+		if (i < k->watch_count) {
+			k->watch_count--;
+			k->watch_fd[i] = k->watch_fd[k->watch_count];
+			k->watch_what[i] = k->watch_what[k->watch_count];
+		}
+		return 0;
+	}
+	if (i == k->watch_count) {
+		if (k->watch_count == WATCH_MAX)
+			return -1; /* the multi call fails: CURLM_ABORTED_BY_CALLBACK */
+		k->watch_fd[k->watch_count++] = s;
+	}
+	k->watch_what[i] = what;
+	return 0;
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct conn *k = userp;
+	(void)multi;
+	k->timer_set = timeout_ms >= 0;
+	k->timer_moved = 1;
+	if (k->timer_set)
+		k->timer_due_ns = wms__now_ns() + (uint64_t)timeout_ms * 1000000u;
+	return 0;
+}
+
+/* Milliseconds until libcurl's timer is due, at most 1000 (as in
+ * curl_easy_perform: the progress callback runs at least once a second). */
+static int wait_ms(const struct conn *k)
+{
+	uint64_t now, left;
+	if (!k->timer_set)
+		return 1000;
+	now = wms__now_ns();
+	if (k->timer_due_ns <= now)
+		return 0;
+	left = (k->timer_due_ns - now + 999999u) / 1000000u;
+	return left < 1000u ? (int)left : 1000;
+}
+
+/* What poll() saw, in libcurl's terms (as its own Curl_socket_check says it). */
+static int events_of(int what, short revents)
+{
+	int ev = 0;
+	if (what & CURL_POLL_IN) {
+		if (revents & (POLLIN | POLLERR | POLLHUP))
+			ev |= CURL_CSELECT_IN;
+		if (revents & (POLLPRI | POLLNVAL))
+			ev |= CURL_CSELECT_ERR;
+	}
+	if (what & CURL_POLL_OUT) {
+		if (revents & POLLOUT)
+			ev |= CURL_CSELECT_OUT;
+		if (revents & (POLLERR | POLLHUP | POLLNVAL))
+			ev |= CURL_CSELECT_ERR;
+	}
+	return ev;
+}
+
+/* curl_easy_perform(k->h), through k's multi handle with the readiness our
+ * poll() reports (see "The transfer loop"). Returns the transfer's result. */
+static CURLcode transfer(struct conn *k)
+{
+	struct pollfd fds[WATCH_MAX];
+	int what[WATCH_MAX];
+	int running = 0, pending, done = 0, ms, r;
+	CURLcode rc = CURLE_OK;
+	CURLMcode mc;
+	CURLMsg *msg;
+	size_t i, n;
+
+	mc = curl_multi_add_handle(k->m, k->h);
+	if (mc != CURLM_OK) {
+		k->broken = 1;
+		return mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
+	}
+	mc = curl_multi_socket_action(k->m, CURL_SOCKET_TIMEOUT, 0, &running);
+	while (mc == CURLM_OK && running) {
+		ms = wait_ms(k);
+		if (ms == 0) {
+			k->timer_moved = 0;
+			mc = curl_multi_socket_action(k->m, CURL_SOCKET_TIMEOUT, 0, &running);
+			/* Not yet due by libcurl's clock, and not re-armed: look
+			 * again in a millisecond rather than spin. */
+			if (!k->timer_moved && k->timer_set)
+				k->timer_due_ns = wms__now_ns() + 1000000u;
+			continue;
+		}
+		n = k->watch_count;
+		for (i = 0; i < n; i++) {
+			what[i] = k->watch_what[i];
+			fds[i].fd = k->watch_fd[i];
+			fds[i].events = (short)(((what[i] & CURL_POLL_IN) ? POLLIN : 0) |
+						((what[i] & CURL_POLL_OUT) ? POLLOUT : 0));
+			fds[i].revents = 0;
+		}
+		r = poll(fds, (nfds_t)n, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+#if LIBCURL_VERSION_NUM >= 0x075400
+			rc = CURLE_UNRECOVERABLE_POLL;
+#else
+			rc = CURLE_RECV_ERROR;
+#endif
+			k->broken = 1;
+			goto remove;
+		}
+		if (r == 0) {
+			mc = curl_multi_socket_action(k->m, CURL_SOCKET_TIMEOUT, 0, &running);
+			continue;
+		}
+		/* The watch list may change under these calls: fds is a copy. */
+		for (i = 0; i < n && mc == CURLM_OK; i++)
+			if (fds[i].revents)
+				mc = curl_multi_socket_action(k->m, fds[i].fd,
+							      events_of(what[i], fds[i].revents),
+							      &running);
+	}
+	while ((msg = curl_multi_info_read(k->m, &pending)) != NULL) {
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == k->h) {
+			rc = msg->data.result;
+			done = 1;
+		}
+	}
+	if (!done) {
+		/* As curl_easy_perform maps a failed multi call. */
+		rc = mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_BAD_FUNCTION_ARGUMENT;
+		k->broken = 1;
+	}
+remove:
+	if (curl_multi_remove_handle(k->m, k->h) != CURLM_OK)
+		k->broken = 1;
+	return rc;
+}
+
 /* ---- helpers ---------------------------------------------------------- */
 
 static int has_crlf(const char *s)
@@ -245,6 +517,14 @@ static char *join3(const char *prefix, const char *value, const char *suffix)
 	return s;
 }
 
+/* Whether line is exactly prefix + value + suffix. */
+static int line_is(const char *line, const char *prefix, const char *value, const char *suffix)
+{
+	size_t a = strlen(prefix), b = strlen(value);
+	return strncmp(line, prefix, a) == 0 && strncmp(line + a, value, b) == 0 &&
+	       strcmp(line + a + b, suffix) == 0;
+}
+
 static wms_status add_header(struct curl_slist **list, const char *prefix, const char *value,
 			     const char *suffix)
 {
@@ -258,6 +538,57 @@ static wms_status add_header(struct curl_slist **list, const char *prefix, const
 		return WMS_ERR_NOMEM;
 	*list = l;
 	return WMS_OK;
+}
+
+/* The request headers, in this order: Content-Type, SOAPAction (1.1 only),
+ * an empty Expect (no 100-continue round trip) and Accept. Content-Length
+ * comes from POSTFIELDSIZE_LARGE: never chunked. */
+static wms_status build_headers(struct curl_slist **out, const wms_http_request *req)
+{
+	struct curl_slist *headers = NULL;
+	wms_status st = add_header(&headers, "Content-Type: ", req->content_type, "");
+	if (st == WMS_OK && req->soap_version == WMS_SOAP_11)
+		st = add_header(&headers, "SOAPAction: \"",
+				req->soap_action ? req->soap_action : "", "\"");
+	if (st == WMS_OK)
+		st = add_header(&headers, "Expect:", "", "");
+	if (st == WMS_OK)
+		st = add_header(&headers, "Accept: ", "text/xml, application/soap+xml", "");
+	if (st != WMS_OK) {
+		curl_slist_free_all(headers);
+		headers = NULL;
+	}
+	*out = headers;
+	return st;
+}
+
+/* Whether k's header list is the one build_headers would make for req. */
+static int headers_match(const struct conn *k, const wms_http_request *req)
+{
+	const struct curl_slist *l = k->headers;
+	int soap11 = req->soap_version == WMS_SOAP_11;
+	if (!l || k->headers_soap11 != soap11 ||
+	    !line_is(l->data, "Content-Type: ", req->content_type, ""))
+		return 0;
+	return !soap11 || (l->next && line_is(l->next->data, "SOAPAction: \"",
+					       req->soap_action ? req->soap_action : "", "\""));
+}
+
+/* Both NULL, or equal strings. */
+static int same_opt(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Remember `value` as what `*slot` says h carries. A failed copy only costs
+ * a full set-up on the next call. */
+static void remember(struct conn *k, char **slot, const char *value)
+{
+	char *copy = value ? wms__strdup(value) : NULL;
+	wms__free(*slot);
+	*slot = copy;
+	if (value && !copy)
+		k->configured = 0;
 }
 
 /* Copy src to dst (size bytes), replacing every occurrence of needle with "***". */
@@ -378,7 +709,15 @@ static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
 			return WMS_ERR_NOMEM;
 		return WMS_ERR_TRANSPORT;
 	case CURLE_URL_MALFORMAT:
+		return WMS_ERR_INVALID_ARG;
 	case CURLE_UNSUPPORTED_PROTOCOL:
+		/* Nothing sent: a scheme libcurl does not speak. Sent: the answer was
+		 * not HTTP ("HTTP/0.9 when not allowed"), e.g. stray bytes of the last
+		 * reply on a reused connection. */
+		if (sent) {
+			*delivery = WMS_DELIVERY_UNKNOWN;
+			return WMS_ERR_TRANSPORT;
+		}
 		return WMS_ERR_INVALID_ARG;
 	case CURLE_OUT_OF_MEMORY:
 		*delivery = maybe;
@@ -440,20 +779,130 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 	do {                                               \
 		rc = curl_easy_setopt(h, opt, val);        \
 		if (rc != CURLE_OK)                        \
-			goto setopt_failed;                \
+			goto done;                         \
 	} while (0)
+
+/* Every option that is the same for all calls, on a handle just reset (or
+ * new), plus the CA and user agent, which are reset-only (see "Handle reuse"). */
+static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_request *req)
+{
+	CURL *h = k->h;
+	CURLcode rc = CURLE_OK;
+
+	curl_easy_reset(h);
+	conn_forget(k);
+	curl_slist_free_all(k->headers);
+	k->headers = NULL;
+
+	SETOPT(CURLOPT_SHARE, t->share);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	SETOPT(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
+	SETOPT(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	SETOPT(CURLOPT_NOSIGNAL, 1L);
+	SETOPT(CURLOPT_MAXCONNECTS, 1L);
+	SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
+	if (req->ca_file)
+		SETOPT(CURLOPT_CAINFO, req->ca_file);
+	if (req->ca_path)
+		SETOPT(CURLOPT_CAPATH, req->ca_path);
+	if (req->user_agent)
+		SETOPT(CURLOPT_USERAGENT, req->user_agent);
+	if (req->client_cert) {
+		SETOPT(CURLOPT_SSLCERT, req->client_cert);
+		SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+	}
+	if (req->client_key) {
+		SETOPT(CURLOPT_SSLKEY, req->client_key);
+		SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
+	}
+	if (req->pinned_public_key)
+		SETOPT(CURLOPT_PINNEDPUBLICKEY, req->pinned_public_key);
+	if (req->http_username && req->http_password) {
+		SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		SETOPT(CURLOPT_USERNAME, req->http_username);
+		SETOPT(CURLOPT_PASSWORD, req->http_password);
+	}
+	SETOPT(CURLOPT_WRITEFUNCTION, on_body);
+	SETOPT(CURLOPT_WRITEDATA, &k->c);
+	SETOPT(CURLOPT_HEADERFUNCTION, on_header);
+	SETOPT(CURLOPT_HEADERDATA, &k->c);
+	SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
+	SETOPT(CURLOPT_XFERINFODATA, &k->c);
+	SETOPT(CURLOPT_NOPROGRESS, 0L);
+	SETOPT(CURLOPT_ERRORBUFFER, k->errbuf);
+	k->configured = 1;
+	remember(k, &k->ca_file, req->ca_file);
+	remember(k, &k->ca_path, req->ca_path);
+	remember(k, &k->user_agent, req->user_agent);
+	remember(k, &k->client_cert, req->client_cert);
+	remember(k, &k->client_key, req->client_key);
+	remember(k, &k->pinned_public_key, req->pinned_public_key);
+	remember(k, &k->http_username, req->http_username);
+	remember(k, &k->http_password, req->http_password);
+done:
+	return rc;
+}
+
+/* Make k's handle carry req: only what differs from its last call is set. */
+static CURLcode configure(struct curl_transport *t, struct conn *k, const wms_http_request *req,
+			  long connect_ms, long total_ms, long stall_s)
+{
+	CURL *h = k->h;
+	CURLcode rc = CURLE_OK;
+
+	if (!k->configured || !same_opt(k->ca_file, req->ca_file) ||
+	    !same_opt(k->ca_path, req->ca_path) || !same_opt(k->user_agent, req->user_agent) ||
+	    !same_opt(k->client_cert, req->client_cert) ||
+	    !same_opt(k->client_key, req->client_key) ||
+	    !same_opt(k->pinned_public_key, req->pinned_public_key) ||
+	    !same_opt(k->http_username, req->http_username) ||
+	    !same_opt(k->http_password, req->http_password)) {
+		rc = setup(t, k, req);
+		if (rc != CURLE_OK)
+			goto done;
+	}
+	if (!k->url || strcmp(k->url, req->url) != 0) {
+		SETOPT(CURLOPT_URL, req->url);
+		remember(k, &k->url, req->url);
+	}
+	if (k->connect_ms != connect_ms) {
+		SETOPT(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+		k->connect_ms = connect_ms;
+	}
+	if (k->total_ms != total_ms) {
+		SETOPT(CURLOPT_TIMEOUT_MS, total_ms);
+		k->total_ms = total_ms;
+	}
+	if (k->stall_s != stall_s) {
+		SETOPT(CURLOPT_LOW_SPEED_TIME, stall_s);
+		k->stall_s = stall_s;
+	}
+	SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	/* Never NULL: a NULL POSTFIELDS makes curl read the body from stdin. */
+	SETOPT(CURLOPT_POSTFIELDS, req->body ? req->body : "");
+done:
+	if (rc != CURLE_OK)
+		k->configured = 0; /* whatever h carries now, the next call starts over */
+	return rc;
+}
+
+#undef SETOPT
 
 static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 			    wms_http_response *resp, wms_error *err)
 {
 	struct curl_transport *t = (struct curl_transport *)self;
-	struct curl_slist *headers = NULL;
-	struct call c;
-	char errbuf[CURL_ERROR_SIZE];
-	CURL *h = NULL;
+	struct conn *k = NULL;
+	struct call *c;
 	CURLcode rc = CURLE_OK;
 	wms_status st = WMS_OK;
-	long connect_ms, total_ms, stall_s, http_status = 0;
+	long connect_ms, total_ms, stall_s, http_status = 0, connects = 0;
 	uint32_t stall_ms;
 
 	if (!t || !req || !resp)
@@ -476,27 +925,10 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					  "URL or header value contains CR or LF");
 
-	memset(&c, 0, sizeof(c));
-	c.resp = resp;
-	errbuf[0] = '\0';
 	wms_http_response_clear(resp);
 
-	/* Headers. Content-Length comes from POSTFIELDSIZE_LARGE: never chunked. */
-	st = add_header(&headers, "Content-Type: ", req->content_type, "");
-	if (st == WMS_OK && req->soap_version == WMS_SOAP_11)
-		st = add_header(&headers, "SOAPAction: \"",
-				req->soap_action ? req->soap_action : "", "\"");
-	if (st == WMS_OK)
-		st = add_header(&headers, "Expect:", "", "");
-	if (st == WMS_OK)
-		st = add_header(&headers, "Accept: ", "text/xml, application/soap+xml", "");
-	if (st != WMS_OK) {
-		wms_transport_fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot build request headers");
-		goto done;
-	}
-
-	h = pool_take(t);
-	if (!h) {
+	k = pool_take(t);
+	if (!k) {
 		st = wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
 					"cannot create a libcurl handle");
 		goto done;
@@ -510,68 +942,79 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	stall_s = (long)((stall_ms + 999u) / 1000u);
 	if (stall_s < 1)
 		stall_s = 1;
-	c.h = h;
-	c.stall_ns = (uint64_t)stall_ms * 1000000u;
 
-	SETOPT(CURLOPT_SHARE, t->share);
-	SETOPT(CURLOPT_URL, req->url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	SETOPT(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
-	SETOPT(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	SETOPT(CURLOPT_NOSIGNAL, 1L);
-	SETOPT(CURLOPT_MAXCONNECTS, 1L);
-	SETOPT(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-	SETOPT(CURLOPT_TIMEOUT_MS, total_ms);
-	SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
-	SETOPT(CURLOPT_LOW_SPEED_TIME, stall_s);
-	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
-	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
-	if (req->ca_file)
-		SETOPT(CURLOPT_CAINFO, req->ca_file);
-	if (req->ca_path)
-		SETOPT(CURLOPT_CAPATH, req->ca_path);
-	if (req->user_agent)
-		SETOPT(CURLOPT_USERAGENT, req->user_agent);
-	SETOPT(CURLOPT_HTTPHEADER, headers);
-	SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-	/* Never NULL: a NULL POSTFIELDS makes curl read the body from stdin. */
-	SETOPT(CURLOPT_POSTFIELDS, req->body ? req->body : "");
-	SETOPT(CURLOPT_WRITEFUNCTION, on_body);
-	SETOPT(CURLOPT_WRITEDATA, &c);
-	SETOPT(CURLOPT_HEADERFUNCTION, on_header);
-	SETOPT(CURLOPT_HEADERDATA, &c);
-	SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
-	SETOPT(CURLOPT_XFERINFODATA, &c);
-	SETOPT(CURLOPT_NOPROGRESS, 0L);
-	SETOPT(CURLOPT_ERRORBUFFER, errbuf);
+	c = &k->c;
+	memset(c, 0, sizeof(*c));
+	c->h = k->h;
+	c->resp = resp;
+	c->stall_ns = (uint64_t)stall_ms * 1000000u;
+	k->errbuf[0] = '\0';
 
-	c.last_move_ns = wms__now_ns();
-	rc = curl_easy_perform(h);
-	if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http_status) != CURLE_OK)
+	rc = configure(t, k, req, connect_ms, total_ms, stall_s);
+	if (rc != CURLE_OK) {
+		st = fail_curl(err, rc, 0, c, NULL, req->url, 0);
+		goto done;
+	}
+	if (!headers_match(k, req)) {
+		struct curl_slist *headers = NULL;
+		st = build_headers(&headers, req);
+		if (st != WMS_OK) {
+			wms_transport_fail(err, st, WMS_DELIVERY_NOT_SENT,
+					   "cannot build request headers");
+			goto done;
+		}
+		rc = curl_easy_setopt(k->h, CURLOPT_HTTPHEADER, headers);
+		if (rc != CURLE_OK) {
+			curl_slist_free_all(headers);
+			k->configured = 0;
+			st = fail_curl(err, rc, 0, c, NULL, req->url, 0);
+			goto done;
+		}
+		curl_slist_free_all(k->headers);
+		k->headers = headers;
+		k->headers_soap11 = req->soap_version == WMS_SOAP_11;
+	}
+
+	/* X-Correlation-Id changes every call: a node of our own, linked after
+	 * the cached list for this transfer only. */
+	{
+		struct curl_slist *tail = k->headers;
+		while (tail && tail->next)
+			tail = tail->next;
+		if (tail && req->correlation_id && *req->correlation_id &&
+		    !has_crlf(req->correlation_id)) {
+			snprintf(k->corr_line, sizeof(k->corr_line), "X-Correlation-Id: %.60s",
+				 req->correlation_id);
+			k->corr_node.data = k->corr_line;
+			k->corr_node.next = NULL;
+			tail->next = &k->corr_node;
+		}
+		c->last_move_ns = wms__now_ns();
+		rc = transfer(k);
+		if (tail)
+			tail->next = NULL;
+	}
+	/* libcurl keeps a little state per easy handle that only curl_easy_reset
+	 * clears, notably the count of resends on dead reused connections (five
+	 * in the handle's life and the next one fails). A call that failed or
+	 * opened a connection may have moved it: start the next one afresh. */
+	if (rc != CURLE_OK ||
+	    curl_easy_getinfo(k->h, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK || connects)
+		k->configured = 0;
+	if (curl_easy_getinfo(k->h, CURLINFO_RESPONSE_CODE, &http_status) != CURLE_OK)
 		http_status = 0;
 	resp->status = http_status;
 	if (rc == CURLE_OK) {
 		st = WMS_OK;
 		goto done;
 	}
-	st = fail_curl(err, rc, request_fully_sent(h, req->body_len), &c, errbuf, req->url,
+	st = fail_curl(err, rc, request_fully_sent(k->h, req->body_len), c, k->errbuf, req->url,
 		       http_status);
-	goto done;
-
-setopt_failed:
-	st = fail_curl(err, rc, 0, &c, NULL, req->url, 0);
 done:
-	if (h)
-		pool_give(t, h);
-	curl_slist_free_all(headers);
+	if (k)
+		pool_give(t, k);
 	return st;
 }
-
-#undef SETOPT
 
 /* ---- lifetime ------------------------------------------------------------ */
 
@@ -583,7 +1026,7 @@ static void curl_transport_free(wms_transport *self)
 		return;
 	/* Every handle must leave the share before the share can go. */
 	for (i = 0; i < t->idle_count; i++)
-		curl_easy_cleanup(t->idle[i]);
+		conn_free(t->idle[i]);
 	t->idle_count = 0;
 	if (t->share)
 		curl_share_cleanup(t->share);

@@ -105,7 +105,11 @@ static void password_digest(void **state)
 	assert_non_null(nonce1);
 	assert_non_null(created);
 	assert_non_null(digest);
-	assert_non_null(xpath_text(x.t->last_body, "/s:Envelope/s:Header/wsse:Security/wsse:UsernameToken/wsse:Username[.='fulfillment']"));
+	{
+		char *user = xpath_text(x.t->last_body, "/s:Envelope/s:Header/wsse:Security/wsse:UsernameToken/wsse:Username[.='fulfillment']");
+		assert_non_null(user);
+		free(user);
+	}
 	digest_of(expect, nonce1, created, SECRET);
 	assert_string_equal(digest, expect);
 	assert_int_equal(strlen(created), 24); /* 2026-11-29T18:00:00.000Z */

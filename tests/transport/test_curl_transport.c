@@ -323,6 +323,37 @@ static void test_wire_soap12(void **state)
 	assert_int_equal(lb_header(&f->last, "SOAPAction", NULL, 0), 0);
 }
 
+/* Correlation id and HTTP Basic reach the wire; the id changes per call
+ * while the cached headers stay right; the password never reaches err. */
+static void test_wire_correlation_and_basic(void **state)
+{
+	fx *f = *state;
+	char v[512];
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	f->req.correlation_id = "wms-0badc0de-000001";
+	f->req.http_username = "fulfillment";
+	f->req.http_password = "pa55-w0rd";
+	assert_int_equal(call(f), WMS_OK);
+	assert_common_wire(f);
+	assert_int_equal(lb_header(&f->last, "X-Correlation-Id", v, sizeof(v)), 1);
+	assert_string_equal(v, "wms-0badc0de-000001");
+	assert_int_equal(lb_header(&f->last, "Authorization", v, sizeof(v)), 1);
+	/* base64("fulfillment:pa55-w0rd") */
+	assert_string_equal(v, "Basic ZnVsZmlsbG1lbnQ6cGE1NS13MHJk");
+	f->req.correlation_id = "wms-0badc0de-000002";
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "X-Correlation-Id", v, sizeof(v)), 1);
+	assert_string_equal(v, "wms-0badc0de-000002");
+	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
+	assert_string_equal(v, "\"" ACTION "\"");
+	/* credentials dropped: no Authorization any more */
+	f->req.http_username = f->req.http_password = NULL;
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "Authorization", NULL, 0), 0);
+}
+
 /* An empty body must go out as Content-Length: 0, never read from stdin. */
 static void test_wire_empty_body(void **state)
 {
@@ -349,6 +380,99 @@ static void test_zero_timeouts(void **state)
 	f->req.stall_timeout_ms = 0;
 	assert_int_equal(call(f), WMS_OK);
 	assert_int_equal(f->resp.status, 200);
+}
+
+/* One pooled handle serves requests that differ in every option: each call
+ * must go out as if the handle were new (headers rebuilt when the content
+ * type or action changes, the user agent and CA back to libcurl's defaults
+ * when a request leaves them unset, the URL and deadlines followed). */
+static void test_handle_follows_each_request(void **state)
+{
+	fx *f = *state;
+	lb_script hold = { 0 }, tls = { 0 };
+	lb_server *other, *silent, *notls;
+	char v[512], url[64];
+
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
+	assert_string_equal(v, "\"" ACTION "\"");
+
+	/* SOAP 1.2: no SOAPAction, the action in the Content-Type */
+	f->req.soap_version = WMS_SOAP_12;
+	f->req.content_type = CT_12;
+	assert_int_equal(call(f), WMS_OK);
+	assert_common_wire(f);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", NULL, 0), 0);
+
+	/* back to 1.1 with another action */
+	f->req.soap_version = WMS_SOAP_11;
+	f->req.content_type = CT_11;
+	f->req.soap_action = "urn:libwms:warehouse:1/CancelOrder";
+	assert_int_equal(call(f), WMS_OK);
+	assert_common_wire(f);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
+	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
+
+	/* another user agent, then none at all (libcurl sends none by default) */
+	f->req.user_agent = "libwms-other/2";
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "User-Agent", v, sizeof(v)), 1);
+	assert_string_equal(v, "libwms-other/2");
+	f->req.user_agent = NULL;
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "User-Agent", NULL, 0), 0);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
+	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
+	f->req.user_agent = UA;
+	f->req.soap_action = ACTION;
+
+	/* another server */
+	other = lb_start(&(lb_script){ .response = f->reply });
+	assert_non_null(other);
+	f->req.url = lb_url(other);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(lb_requests(other), 1);
+	assert_int_equal(lb_requests(f->srv), 5);
+	lb_stop(other);
+
+	/* deadlines follow the request: 300 ms, then 700 ms */
+	hold.after = LB_HOLD;
+	silent = lb_start(&hold);
+	assert_non_null(silent);
+	f->req.url = lb_url(silent);
+	f->req.timeout_ms = 300;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN, CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms >= 250 && f->elapsed_ms <= 300 + slack_ms());
+	f->req.timeout_ms = 700;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN, CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms >= 650 && f->elapsed_ms <= 700 + slack_ms());
+	lb_stop(silent);
+	f->req.timeout_ms = 5000;
+
+	/* a CA file, then none: libcurl's default CA again (the handshake with a
+	 * server that speaks no TLS fails, not the loading of the CA file) */
+	tls.raw = 1;
+	tls.after = LB_CLOSE;
+	notls = lb_start(&tls);
+	assert_non_null(notls);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(notls));
+	f->req.url = url;
+	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
+	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
+	f->req.ca_file = NULL;
+	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
+	lb_stop(notls);
+
+	/* and the first server, as at the start */
+	f->req.url = lb_url(f->srv);
+	assert_int_equal(call(f), WMS_OK);
+	assert_common_wire(f);
+	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
+	assert_string_equal(v, "\"" ACTION "\"");
 }
 
 /* ---- keep-alive -------------------------------------------------------------- */
@@ -402,6 +526,29 @@ static void test_reused_connection_dropped_is_resent(void **state)
 	assert_string_equal(f->resp.body, reply_ok);
 	assert_int_equal(lb_accepted(f->srv), 2);
 	assert_int_equal(lb_requests(f->srv), 3);
+}
+
+/* The same, call after call on one pooled handle: libcurl counts such resends
+ * per easy handle and fails the sixth unless the handle is reset, so the
+ * transport must not let the count build up across calls. */
+static void test_many_resends_on_one_handle(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	int i;
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.drop_reused = 1;
+	start(f, &s);
+	for (i = 0; i < 8; i++) {
+		if (call(f) != WMS_OK)
+			fail_msg("call %d: %s", i + 1, f->err.message);
+		assert_int_equal(f->resp.status, 200);
+		assert_string_equal(f->resp.body, reply_ok);
+	}
+	/* The first call on a new connection, each later one dropped once and resent. */
+	assert_int_equal(lb_accepted(f->srv), 8);
+	assert_int_equal(lb_requests(f->srv), 15);
 }
 
 /* ---- threads -------------------------------------------------------------------- */
@@ -804,13 +951,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_100_continue_then_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wire_soap11, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wire_soap12, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wire_correlation_and_basic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wire_empty_body, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_timeouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handle_follows_each_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keepalive_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_connection_closed_by_server, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reused_connection_dropped_is_resent, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_many_resends_on_one_handle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_share_one_transport, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_beyond_idle_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
