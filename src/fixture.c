@@ -27,6 +27,7 @@
 
 #include "internal.h"
 #include "soap.h" /* wms__xml_init */
+#include "fixture_internal.h"
 #include "wms/fixture.h"
 
 #define FIXTURE_NS "urn:libwms:fixture:1"
@@ -1335,27 +1336,27 @@ done:
 	return st;
 }
 
-static wms_status load_fixture(replay *r, fixture *fx, const char *path, wms_error *err)
+/* Load fixture `fx` from the `len` bytes at `data`; `path` names it in messages. */
+static wms_status load_fixture_bytes(replay *r, fixture *fx, const char *path, const char *data,
+				     size_t len, wms_error *err)
 {
 	const char *allowed[] = { "name", NULL };
 	const char *bad, *base;
-	wms__buf file = { NULL, 0, 0 };
 	xmlDocPtr doc = NULL;
 	xmlNodePtr root, c, req = NULL, answer = NULL;
 	xmlChar *name = NULL;
 	char why[200];
 	int descriptions = 0;
-	wms_status st;
+	wms_status st = WMS_OK;
 
 	fx->path = wms__strdup(path);
 	if (!fx->path)
 		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
-	st = read_file(path, &file, why, sizeof(why));
-	if (st == WMS_ERR_FIXTURE)
-		st = bad_fixture(err, path, 0, "%s", why);
-	if (st != WMS_OK)
+	if (len > FIXTURE_FILE_MAX) {
+		st = bad_fixture(err, path, 0, "larger than %u bytes", FIXTURE_FILE_MAX);
 		goto done;
-	doc = safe_parse(file.data, file.len, path, why, sizeof(why));
+	}
+	doc = safe_parse(data, len, path, why, sizeof(why));
 	if (!doc) {
 		st = bad_fixture(err, path, 0, "%s", why);
 		goto done;
@@ -1445,6 +1446,21 @@ done:
 		xmlFree(name);
 	if (doc)
 		xmlFreeDoc(doc);
+	return st;
+}
+
+static wms_status load_fixture(replay *r, fixture *fx, const char *path, wms_error *err)
+{
+	wms__buf file = { NULL, 0, 0 };
+	char why[200];
+	wms_status st = read_file(path, &file, why, sizeof(why));
+
+	if (st == WMS_OK)
+		st = load_fixture_bytes(r, fx, path, file.data ? file.data : "", file.len, err);
+	else if (st == WMS_ERR_FIXTURE)
+		st = bad_fixture(err, path, 0, "%s", why);
+	else
+		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory loading fixture");
 	wms__buf_free(&file);
 	return st;
 }
@@ -1884,8 +1900,16 @@ static wms_status check_replay_options(const wms_replay_options *o, wms_error *e
 	return WMS_OK;
 }
 
-wms_status wms_replay_transport_new(wms_transport **out, const wms_replay_options *opts,
-				    wms_error *err)
+/* One fixture held in memory, in place of opts' files and directory. */
+typedef struct mem_fixture {
+	const char *name;
+	const char *data;
+	size_t len;
+} mem_fixture;
+
+/* The transport over opts' fixtures (checked already), or over `mem` alone. */
+static wms_status replay_new(wms_transport **out, const wms_replay_options *opts,
+			     const mem_fixture *mem, wms_error *err)
 {
 	replay *r = NULL;
 	char **dir_files = NULL;
@@ -1893,16 +1917,6 @@ wms_status wms_replay_transport_new(wms_transport **out, const wms_replay_option
 	int locked = 0;
 	wms_status st;
 
-	if (!out)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "wms_replay_transport_new: out is NULL");
-	*out = NULL;
-	if (!opts)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "wms_replay_transport_new: options are required (the fixtures to load)");
-	st = check_replay_options(opts, err);
-	if (st != WMS_OK)
-		return st;
 	xml_init();
 
 	r = wms__calloc(1, sizeof(*r));
@@ -1937,12 +1951,12 @@ wms_status wms_replay_transport_new(wms_transport **out, const wms_replay_option
 			r->mask_count++;
 		}
 	}
-	if (opts->directory && *opts->directory) {
+	if (!mem && opts->directory && *opts->directory) {
 		st = list_dir(opts->directory, &dir_files, &ndir, err);
 		if (st != WMS_OK)
 			goto done;
 	}
-	total = opts->file_count + ndir;
+	total = mem ? 1 : opts->file_count + ndir;
 	if (!total) {
 		st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
 			       "fixture directory %s holds no *.xml fixture", opts->directory);
@@ -1956,7 +1970,10 @@ wms_status wms_replay_transport_new(wms_transport **out, const wms_replay_option
 	for (i = 0; i < total; i++) {
 		const char *path = i < opts->file_count ? opts->files[i] : dir_files[i - opts->file_count];
 		r->count++;
-		st = load_fixture(r, &r->fx[i], path, err);
+		if (mem)
+			st = load_fixture_bytes(r, &r->fx[i], mem->name, mem->data, mem->len, err);
+		else
+			st = load_fixture(r, &r->fx[i], path, err);
 		if (st != WMS_OK)
 			goto done;
 	}
@@ -1978,6 +1995,53 @@ done:
 		}
 	}
 	return st;
+}
+
+wms_status wms_replay_transport_new(wms_transport **out, const wms_replay_options *opts,
+				    wms_error *err)
+{
+	wms_status st;
+
+	if (!out)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms_replay_transport_new: out is NULL");
+	*out = NULL;
+	if (!opts)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms_replay_transport_new: options are required (the fixtures to load)");
+	st = check_replay_options(opts, err);
+	if (st != WMS_OK)
+		return st;
+	return replay_new(out, opts, NULL, err);
+}
+
+wms_status wms__replay_transport_from_memory(wms_transport **out, const char *data, size_t len,
+					     const char *name, const wms_replay_options *opts,
+					     wms_error *err)
+{
+	wms_replay_options o = WMS_REPLAY_OPTIONS_INIT;
+	mem_fixture mem;
+	wms_status st;
+
+	if (!out)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms__replay_transport_from_memory: out is NULL");
+	*out = NULL;
+	if (!data && len)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms__replay_transport_from_memory: NULL data of %zu bytes", len);
+	mem.name = name && *name ? name : "<memory>";
+	mem.data = data ? data : "";
+	mem.len = len;
+	if (opts)
+		o = *opts;
+	o.files = &mem.name;
+	o.file_count = 1;
+	o.directory = NULL;
+	st = check_replay_options(&o, err);
+	if (st != WMS_OK)
+		return st;
+	return replay_new(out, &o, &mem, err);
 }
 
 size_t wms_replay_transport_hits(wms_transport *transport)

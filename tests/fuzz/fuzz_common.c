@@ -1,0 +1,464 @@
+/* Checks shared by the fuzz harnesses (see fuzz.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libxml/xmlerror.h>
+#include "fuzz.h"
+#include "wms/sys/alloc.h"
+
+const char *fuzz_input_name = NULL;
+int fuzz_verbose = 0;
+
+void fuzz_note(const char *fmt, ...)
+{
+	va_list ap;
+	if (!fuzz_verbose)
+		return;
+	fprintf(stderr, "  %s: ", fuzz_input_name ? fuzz_input_name : "input");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "fuzz invariant violated at %s:%d", file, line);
+	if (fuzz_input_name)
+		fprintf(stderr, " (input %s)", fuzz_input_name);
+	fprintf(stderr, ": %s: ", cond);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	abort();
+}
+
+/* ---- byte strings ----------------------------------------------------------- */
+
+void fuzz_bytes_reset(fuzz_bytes *b)
+{
+	b->len = 0;
+}
+
+void fuzz_bytes_add(fuzz_bytes *b, const void *data, size_t len)
+{
+	if (b->len + len + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		uint8_t *p;
+		while (cap < b->len + len + 1)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		FUZZ_CHECK(p != NULL, "out of memory growing a seed buffer to %zu bytes", cap);
+		b->data = p;
+		b->cap = cap;
+	}
+	if (len)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = 0;
+}
+
+void fuzz_bytes_free(fuzz_bytes *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- allocation balance ------------------------------------------------------ */
+
+static long live;
+
+static void *count_malloc(size_t n, void *ctx)
+{
+	void *p = malloc(n);
+	(void)ctx;
+	if (p)
+		live++;
+	return p;
+}
+
+static void *count_realloc(void *old, size_t n, void *ctx)
+{
+	void *p = realloc(old, n);
+	(void)ctx;
+	if (p && !old)
+		live++;
+	return p;
+}
+
+static void count_free(void *p, void *ctx)
+{
+	(void)ctx;
+	if (p)
+		live--;
+	free(p);
+}
+
+void fuzz_count_allocations(void)
+{
+	static const wms_allocator a = { count_malloc, count_realloc, count_free, NULL };
+	wms_status st = wms_set_allocator(&a);
+	FUZZ_CHECK(st == WMS_OK, "wms_set_allocator: %s", wms_status_name(st));
+}
+
+long fuzz_live_allocations(void)
+{
+	return live;
+}
+
+void fuzz_run_leak_checked(void (*fn)(const uint8_t *, size_t), const uint8_t *data, size_t size)
+{
+	long before = live;
+	fn(data, size);
+	if (live != before) {
+		before = live;
+		fn(data, size);
+		FUZZ_CHECK(live == before, "%ld libwms allocation(s) not freed per call", live - before);
+	}
+}
+
+/* ---- libxml2's global error handlers ------------------------------------------ */
+
+static int escaped;
+static char escaped_msg[200];
+
+static void note_escape(const char *msg)
+{
+	if (!escaped++) {
+		size_t n;
+		snprintf(escaped_msg, sizeof(escaped_msg), "%s", msg ? msg : "(no message)");
+		n = strlen(escaped_msg);
+		while (n && (escaped_msg[n - 1] == '\n' || escaped_msg[n - 1] == ' '))
+			escaped_msg[--n] = '\0';
+	}
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void on_generic(void *ctx, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+	(void)ctx;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	note_escape(msg);
+}
+
+/* Only the generic handler: what reaches it is what libxml2 would print.
+ * (A global structured handler would also receive the errors that
+ * XML_PARSE_NOERROR silences, and change what libxml2 does.) */
+void fuzz_watch_libxml2_errors(void)
+{
+	const char *off = getenv("FUZZ_ALLOW_LIBXML2_STDERR");
+	if (off && *off == '1') /* while such a finding is open, to look for others */
+		return;
+	xmlSetGenericErrorFunc(NULL, on_generic);
+	escaped = 0;
+}
+
+void fuzz_check_libxml2_quiet(const char *what)
+{
+	int n = escaped;
+	escaped = 0;
+	FUZZ_CHECK(n == 0, "%s: %d libxml2 message(s) escaped to its generic error handler "
+		   "(stderr by default), the first: \"%s\"", what, n, escaped_msg);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+int fuzz_field_ok(const char *field, size_t size)
+{
+	const unsigned char *p = (const unsigned char *)field, *nul = memchr(field, 0, size);
+	if (!nul)
+		return 0;
+	for (; p < nul; p++)
+		if (*p < 0x20)
+			return 0;
+	return 1;
+}
+
+void fuzz_check_error(const wms_error *err, wms_status st, const char *what)
+{
+	FUZZ_CHECK(err->status == st, "%s: returned %s but err.status is %s", what,
+		   wms_status_name(st), wms_status_name(err->status));
+	FUZZ_CHECK(memchr(err->message, 0, sizeof(err->message)) != NULL,
+		   "%s: err.message not NUL-terminated", what);
+	FUZZ_CHECK(err->message[0] != '\0', "%s: %s with an empty message", what,
+		   wms_status_name(st));
+	FUZZ_CHECK(fuzz_field_ok(err->message, sizeof(err->message)),
+		   "%s: err.message is not one line of text: \"%.256s\"", what, err->message);
+	FUZZ_CHECK(fuzz_field_ok(err->fault_code, sizeof(err->fault_code)),
+		   "%s: err.fault_code not one NUL-terminated line", what);
+	FUZZ_CHECK(fuzz_field_ok(err->fault_string, sizeof(err->fault_string)),
+		   "%s: err.fault_string not one NUL-terminated line", what);
+	FUZZ_CHECK(fuzz_field_ok(err->wms_code, sizeof(err->wms_code)),
+		   "%s: err.wms_code not one NUL-terminated line", what);
+	FUZZ_CHECK(fuzz_field_ok(err->operation, sizeof(err->operation)),
+		   "%s: err.operation not one NUL-terminated line", what);
+}
+
+int fuzz_id_ok(const char *id, size_t size)
+{
+	const unsigned char *p = (const unsigned char *)id, *nul = memchr(id, 0, size);
+	if (!nul || nul == p || nul - p > WMS_ID_MAX)
+		return 0;
+	for (; p < nul; p++)
+		if (*p <= 0x20 || *p == 0x7F)
+			return 0;
+	return 1;
+}
+
+/* ---- the reply parser ---------------------------------------------------------- */
+
+typedef union reply_out {
+	wms_submit_reply submit;
+	wms_status_reply status;
+	wms_cancel_reply cancel;
+	wms_stock_reply *stock;
+	unsigned char bytes[sizeof(wms_status_reply) + sizeof(wms_submit_reply)];
+} reply_out;
+
+static size_t out_size(wms__op op)
+{
+	switch (op) {
+	case WMS__OP_SUBMIT_ORDER: return sizeof(wms_submit_reply);
+	case WMS__OP_GET_ORDER_STATUS: return sizeof(wms_status_reply);
+	case WMS__OP_CANCEL_ORDER: return sizeof(wms_cancel_reply);
+	case WMS__OP_GET_STOCK_LEVEL: return sizeof(wms_stock_reply *);
+	case WMS__OP_COUNT: break;
+	}
+	return 0;
+}
+
+static int state_ok(wms_order_state s)
+{
+	return s >= WMS_ORDER_UNKNOWN && s <= WMS_ORDER_CANCELLED;
+}
+
+static int bool_ok(int b)
+{
+	return b == 0 || b == 1;
+}
+
+static void check_reply_ok(wms__op op, const reply_out *o)
+{
+	size_t i;
+	switch (op) {
+	case WMS__OP_SUBMIT_ORDER:
+		FUZZ_CHECK(fuzz_id_ok(o->submit.order_id, sizeof(o->submit.order_id)),
+			   "SubmitOrder: bad clientOrderId");
+		FUZZ_CHECK(fuzz_id_ok(o->submit.wms_reference, sizeof(o->submit.wms_reference)),
+			   "SubmitOrder: bad wmsReference");
+		FUZZ_CHECK(state_ok(o->submit.state), "SubmitOrder: state %d", (int)o->submit.state);
+		FUZZ_CHECK(bool_ok(o->submit.duplicate), "SubmitOrder: duplicate %d",
+			   o->submit.duplicate);
+		FUZZ_CHECK(!o->submit.from_fallback, "SubmitOrder: from_fallback set by the parser");
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		FUZZ_CHECK(fuzz_id_ok(o->status.order_id, sizeof(o->status.order_id)),
+			   "GetOrderStatus: bad clientOrderId");
+		FUZZ_CHECK(fuzz_id_ok(o->status.wms_reference, sizeof(o->status.wms_reference)),
+			   "GetOrderStatus: bad wmsReference");
+		FUZZ_CHECK(state_ok(o->status.state), "GetOrderStatus: state %d", (int)o->status.state);
+		FUZZ_CHECK(fuzz_field_ok(o->status.updated_at, sizeof(o->status.updated_at)) &&
+				   (o->status.updated_at[0] == '-' ||
+				    (o->status.updated_at[0] >= '0' && o->status.updated_at[0] <= '9')),
+			   "GetOrderStatus: updatedAt \"%.40s\" is not an xs:dateTime",
+			   o->status.updated_at);
+		FUZZ_CHECK(!o->status.from_fallback, "GetOrderStatus: from_fallback set by the parser");
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		FUZZ_CHECK(fuzz_id_ok(o->cancel.order_id, sizeof(o->cancel.order_id)),
+			   "CancelOrder: bad clientOrderId");
+		FUZZ_CHECK(state_ok(o->cancel.state), "CancelOrder: state %d", (int)o->cancel.state);
+		FUZZ_CHECK(bool_ok(o->cancel.already_cancelled), "CancelOrder: alreadyCancelled %d",
+			   o->cancel.already_cancelled);
+		FUZZ_CHECK(!o->cancel.from_fallback, "CancelOrder: from_fallback set by the parser");
+		break;
+	case WMS__OP_GET_STOCK_LEVEL:
+		FUZZ_CHECK(o->stock != NULL, "GetStockLevel: WMS_OK without a reply");
+		FUZZ_CHECK(o->stock->count >= 1 && o->stock->levels != NULL,
+			   "GetStockLevel: WMS_OK with %zu levels", o->stock->count);
+		FUZZ_CHECK(!o->stock->from_fallback, "GetStockLevel: from_fallback set by the parser");
+		for (i = 0; i < o->stock->count; i++)
+			FUZZ_CHECK(fuzz_id_ok(o->stock->levels[i].sku, sizeof(o->stock->levels[i].sku)),
+				   "GetStockLevel: bad sku in level %zu", i);
+		break;
+	case WMS__OP_COUNT:
+		break;
+	}
+}
+
+static int stock_equal(const wms_stock_reply *a, const wms_stock_reply *b)
+{
+	size_t i;
+	if (!a || !b)
+		return a == b;
+	if (a->count != b->count)
+		return 0;
+	for (i = 0; i < a->count; i++)
+		if (strcmp(a->levels[i].sku, b->levels[i].sku) != 0 ||
+		    a->levels[i].on_hand != b->levels[i].on_hand ||
+		    a->levels[i].reserved != b->levels[i].reserved ||
+		    a->levels[i].available != b->levels[i].available)
+			return 0;
+	return 1;
+}
+
+static int reply_equal(wms__op op, const reply_out *a, const reply_out *b)
+{
+	switch (op) {
+	case WMS__OP_SUBMIT_ORDER:
+		return !strcmp(a->submit.order_id, b->submit.order_id) &&
+		       !strcmp(a->submit.wms_reference, b->submit.wms_reference) &&
+		       a->submit.state == b->submit.state && a->submit.duplicate == b->submit.duplicate;
+	case WMS__OP_GET_ORDER_STATUS:
+		return !strcmp(a->status.order_id, b->status.order_id) &&
+		       !strcmp(a->status.wms_reference, b->status.wms_reference) &&
+		       a->status.state == b->status.state &&
+		       !strcmp(a->status.updated_at, b->status.updated_at);
+	case WMS__OP_CANCEL_ORDER:
+		return !strcmp(a->cancel.order_id, b->cancel.order_id) &&
+		       a->cancel.state == b->cancel.state &&
+		       a->cancel.already_cancelled == b->cancel.already_cancelled;
+	case WMS__OP_GET_STOCK_LEVEL:
+		return stock_equal(a->stock, b->stock);
+	case WMS__OP_COUNT:
+		break;
+	}
+	return 0;
+}
+
+static void release(wms__op op, reply_out *o)
+{
+	if (op == WMS__OP_GET_STOCK_LEVEL) {
+		wms_stock_reply_free(o->stock);
+		o->stock = NULL;
+	}
+}
+
+typedef wms_status (*parse_fn)(wms__op op, void *out, const char *buf, size_t len,
+				const char *content_type, size_t max_bytes, wms_error *err);
+
+/* The parser without its fast path, where soap_parse.c has one: every reply
+ * must get the same answer from both. Weak, so the harnesses build without. */
+wms_status wms__parse_reply_libxml2(wms__op op, void *out, const char *buf, size_t len,
+				    const char *content_type, size_t max_bytes, wms_error *err)
+#if defined(__GNUC__)
+	__attribute__((weak))
+#endif
+	;
+
+/* One parse into fresh, poisoned storage. */
+static wms_status parse_once(parse_fn fn, wms__op op, reply_out *o, wms_error *err,
+			     const char *buf, size_t len, const char *ct, size_t max_bytes)
+{
+	memset(o, 0xA5, sizeof(*o));
+	memset(err, 0, sizeof(*err));
+	return fn(op, o, buf, len, ct, max_bytes, err);
+}
+
+/* A second parse (`how`) must agree with the first in every detail. */
+static void compare(wms__op op, const char *how, wms_status st, const reply_out *o,
+		    const wms_error *err, wms_status st2, const reply_out *o2, const wms_error *err2)
+{
+	FUZZ_CHECK(st2 == st, "%s: %s, else %s (%.100s / %.100s)", how, wms_status_name(st2),
+		   wms_status_name(st), err2->message, err->message);
+	FUZZ_CHECK(!strcmp(err->message, err2->message) && !strcmp(err->fault_code, err2->fault_code) &&
+			   !strcmp(err->fault_string, err2->fault_string) &&
+			   !strcmp(err->wms_code, err2->wms_code) && err->delivery == err2->delivery,
+		   "%s: \"%.100s\", else \"%.100s\"", how, err2->message, err->message);
+	FUZZ_CHECK(st != WMS_OK || reply_equal(op, o, o2), "%s: a different %s reply", how,
+		   wms__op_name(op));
+}
+
+wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const char *ct,
+			      size_t max_bytes, unsigned flags, wms_error *err_out)
+{
+	static const unsigned char zero[sizeof(reply_out)];
+	reply_out o, o2;
+	wms_error err, err2;
+	wms_status st, st2;
+	size_t cap = max_bytes ? max_bytes : WMS_DEFAULT_MAX_REPLY_BYTES;
+
+	st = parse_once(wms__parse_reply, op, &o, &err, buf, len, ct, max_bytes);
+	fuzz_check_libxml2_quiet("wms__parse_reply");
+	switch (st) {
+	case WMS_OK:
+		FUZZ_CHECK(err.status == WMS_OK && !err.message[0],
+			   "WMS_OK but err is filled in (%s: %.200s)", wms_status_name(err.status),
+			   err.message);
+		check_reply_ok(op, &o);
+		break;
+	case WMS_ERR_SOAP_FAULT:
+	case WMS_ERR_NOT_XML:
+	case WMS_ERR_TRUNCATED:
+	case WMS_ERR_UNEXPECTED_REPLY:
+	case WMS_ERR_TOO_LARGE:
+	case WMS_ERR_UNSAFE_XML:
+		fuzz_check_error(&err, st, "wms__parse_reply");
+		FUZZ_CHECK(err.delivery == WMS_DELIVERY_ANSWERED, "%s with delivery %s",
+			   wms_status_name(st), wms_delivery_name(err.delivery));
+		FUZZ_CHECK(!memcmp(&o, zero, out_size(op)),
+			   "%s left a partly filled %s reply behind", wms_status_name(st),
+			   wms__op_name(op));
+		FUZZ_CHECK(!err.http_status && !err.curl_code && !err.operation[0] && !err.attempts &&
+				   !err.fallback && !err.retry_after_ms,
+			   "the parser touched error fields that are not its own");
+		if (st == WMS_ERR_SOAP_FAULT)
+			FUZZ_CHECK(!strncmp(err.message, "SOAP fault ", 11),
+				   "fault message \"%.200s\"", err.message);
+		else
+			FUZZ_CHECK(!err.fault_code[0] && !err.fault_string[0] && !err.wms_code[0],
+				   "%s with SOAP fault fields set", wms_status_name(st));
+		break;
+	case WMS_ERR_INVALID_ARG:
+	case WMS_ERR_NOMEM:
+	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_CONNECT:
+	case WMS_ERR_TIMEOUT:
+	case WMS_ERR_TRANSPORT:
+	case WMS_ERR_HTTP:
+	case WMS_ERR_TLS:
+	case WMS_ERR_FIXTURE:
+	case WMS_ERR_CONFIG:
+	case WMS_ERR_INTERNAL:
+	default:
+		fuzz_fail(__FILE__, __LINE__, "documented status", "wms__parse_reply(%s) returned %s: %.200s",
+			  wms__op_name(op), wms_status_name(st), err.message);
+	}
+	FUZZ_CHECK((len > cap) == (st == WMS_ERR_TOO_LARGE), "%zu bytes against a cap of %zu gave %s",
+		   len, cap, wms_status_name(st));
+
+	if (wms__parse_reply_libxml2) {
+		st2 = parse_once(wms__parse_reply_libxml2, op, &o2, &err2, buf, len, ct, max_bytes);
+		compare(op, "without the fast path", st, &o, &err, st2, &o2, &err2);
+		if (st2 == WMS_OK)
+			release(op, &o2);
+	}
+	if (flags & FUZZ_PARSE_TWICE) {
+		st2 = parse_once(wms__parse_reply, op, &o2, &err2, buf, len, ct, max_bytes);
+		compare(op, "parsed again", st, &o, &err, st2, &o2, &err2);
+		if (st2 == WMS_OK)
+			release(op, &o2);
+	}
+	if (flags & FUZZ_PARSE_NULL_OUT) {
+		st2 = wms__parse_reply(op, NULL, buf, len, ct, max_bytes, NULL);
+		FUZZ_CHECK(st2 == st, "with out and err NULL: %s, else %s", wms_status_name(st2),
+			   wms_status_name(st));
+	}
+	fuzz_note("%s (%zu bytes, %s): %s %s", wms__op_name(op), len, ct ? ct : "no Content-Type",
+		  wms_status_name(st), st == WMS_OK ? "" : err.message);
+	if (st == WMS_OK)
+		release(op, &o);
+	if (err_out)
+		*err_out = err;
+	return st;
+}
