@@ -75,6 +75,7 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 {
 	xmlParserCtxtPtr ctxt;
 	xmlDocPtr doc = NULL;
+	wms__xml_quiet quiet;
 	int doctype = 0;
 
 	xml_init();
@@ -90,8 +91,11 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 	ctxt->sax->internalSubset = refuse_doctype;
 	ctxt->sax->externalSubset = NULL;
 	ctxt->_private = &doctype;
+	/* Encoding errors bypass the context and would reach stderr. */
+	wms__xml_quiet_begin(&quiet);
 	doc = xmlCtxtReadMemory(ctxt, buf ? buf : "", (int)len, url, NULL,
 				XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	wms__xml_quiet_end(&quiet);
 	if (doctype || (doc && (doc->intSubset || doc->extSubset))) {
 		snprintf(why, why_size, "DOCTYPE refused (no DTDs or entity declarations)");
 		if (doc)
@@ -113,6 +117,11 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 		}
 		if (doc)
 			xmlFreeDoc(doc);
+		doc = NULL;
+	} else if (quiet.errors) {
+		snprintf(why, why_size, "characters that do not decode (libxml2 error %d)",
+			 quiet.first_code);
+		xmlFreeDoc(doc);
 		doc = NULL;
 	}
 done:

@@ -25,7 +25,11 @@ wms_status wms__fail(wms_error *err, wms_status status, wms_delivery delivery,
 #endif
 	;
 wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
-		      const char *fmt, va_list ap);
+		      const char *fmt, va_list ap)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 4, 0)))
+#endif
+	;
 
 /* Copy a string into a fixed field, truncating, always NUL-terminated. */
 void wms__strlcpy(char *dst, const char *src, size_t size);
