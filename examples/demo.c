@@ -267,11 +267,6 @@ static void resolve_unknown(demo *d, order_rec *rec)
 			 : rec->state == PENDING ? " (the WMS never got it: resubmit)" : "");
 }
 
-static const char *fault_for(const char *outage)
-{
-	return outage;
-}
-
 static int start_client(demo *d, const char *endpoint, int with_breaker)
 {
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
@@ -345,7 +340,7 @@ static int run(demo *d, int with_breaker, double *waited_ms)
 		snprintf(sched, sizeof(sched), "%u %u %s\n",
 			 d->outage_from * d->tick_ms - d->tick_ms / 2,
 			 (d->outage_from + d->sc->outage_ticks) * d->tick_ms - d->tick_ms / 2,
-			 fault_for(d->outage));
+			 d->outage);
 		if (wms_sim_set_schedule(d->sim, sched) != WMS_SIM_OK) {
 			fprintf(stderr, "wms-demo: schedule: %s\n", wms_sim_last_error());
 			goto done;

@@ -511,11 +511,8 @@ static wms_status interpret(wms__op op, void *out, const wms_http_response *resp
 			return st;
 		}
 		if (ok_status) {
-			if (err) {
-				err->http_status = code;
-				err->delivery = st == WMS_OK ? WMS_DELIVERY_ANSWERED
-							     : WMS_DELIVERY_UNKNOWN;
-			}
+			err->http_status = code;
+			err->delivery = st == WMS_OK ? WMS_DELIVERY_ANSWERED : WMS_DELIVERY_UNKNOWN;
 			return st;
 		}
 		/* An error status whose body is no SOAP fault: an HTTP error. */
@@ -753,27 +750,10 @@ static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker
 	return outcome;
 }
 
-static wms_status validate(const call *k, wms_error *err)
-{
-	switch (k->op) {
-	case WMS__OP_SUBMIT_ORDER:
-		return wms__validate_order(k->order, err);
-	case WMS__OP_GET_ORDER_STATUS:
-		return wms__validate_order_id(k->order_id, err);
-	case WMS__OP_CANCEL_ORDER: {
-		wms_status st = wms__validate_order_id(k->order_id, err);
-		return st ? st : wms__validate_reason(k->reason, err);
-	}
-	case WMS__OP_GET_STOCK_LEVEL:
-		return wms__validate_skus(k->skus, k->sku_count, err);
-	case WMS__OP_COUNT:
-		break;
-	}
-	return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT, "unknown operation");
-}
-
-/* Build the envelope for one attempt (WS-Security needs a fresh nonce and
- * created per message, so with it every attempt builds anew). */
+/* Validate the arguments and build the envelope for one attempt (the
+ * builders check their input first, without allocating; WS-Security needs
+ * a fresh nonce and created per message, so with it every attempt builds
+ * anew). */
 static wms_status build(wms_client *c, const call *k, wms__buf *body, wms_error *err)
 {
 	wms__request r;
@@ -902,9 +882,7 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	st = ask_breaker(b, &permit, err);
 	if (st == WMS_ERR_CIRCUIT_OPEN)
 		return c->has_fallbacks ? run_fallback(c, k, err) : st;
-	st = validate(k, err);
-	if (st == WMS_OK)
-		st = build(c, k, &body, err);
+	st = build(c, k, &body, err);
 	if (st != WMS_OK) {
 		wms_breaker_release(b, &permit);
 		goto done;
