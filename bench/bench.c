@@ -261,23 +261,50 @@ static const char submit_reply[] =
 	"<wh:state>RECEIVED</wh:state><wh:duplicate>false</wh:duplicate>"
 	"</wh:SubmitOrderResponse></soap:Body></soap:Envelope>\n";
 
-/* An order of n lines; skus points at n buffers of 16 bytes. */
-static void make_order(wms_order *order, wms_order_line *lines, char (*skus)[16], unsigned n)
+/* Orders as a service sends them: NORDERS of them, each differing from
+ * the one before in every field but the order id (the bench server's canned
+ * reply names BENCH-1, and the client checks the reply answers its order),
+ * all of one length, so that the bytes on the wire keep one size. */
+#define NORDERS 64
+#define MAX_LINES 50
+
+typedef struct bench_order {
+	wms_order order;
+	wms_order_line lines[MAX_LINES];
+	char skus[MAX_LINES][16];
+	char name[24], line1[24], city[16], postal[8];
+} bench_order;
+
+static bench_order bench_orders[NORDERS];
+
+static void make_orders(unsigned n)
 {
-	*order = (wms_order)WMS_ORDER_INIT;
-	for (unsigned i = 0; i < n; i++) {
-		snprintf(skus[i], sizeof(skus[i]), "SKU-%04u", (i + 1) % 10000);
-		lines[i].sku = skus[i];
-		lines[i].quantity = (uint32_t)(i % 7 + 1);
+	for (unsigned k = 0; k < NORDERS; k++) {
+		bench_order *b = &bench_orders[k];
+		snprintf(b->name, sizeof(b->name), "Bench Customer %02u", k);
+		snprintf(b->line1, sizeof(b->line1), "%02u Loop Road", k);
+		snprintf(b->city, sizeof(b->city), "Localhost%02u", k);
+		snprintf(b->postal, sizeof(b->postal), "123%02u", k);
+		for (unsigned i = 0; i < n; i++) {
+			snprintf(b->skus[i], sizeof(b->skus[i]), "SKU-%02u-%04u", k, (i + 1) % 10000);
+			b->lines[i].sku = b->skus[i];
+			b->lines[i].quantity = (uint32_t)((i + k) % 7 + 1);
+		}
+		b->order = (wms_order)WMS_ORDER_INIT;
+		b->order.order_id = "BENCH-1";
+		b->order.ship_to = bench_address;
+		b->order.ship_to.name = b->name;
+		b->order.ship_to.line1 = b->line1;
+		b->order.ship_to.city = b->city;
+		b->order.ship_to.postal_code = b->postal;
+		b->order.lines = b->lines;
+		b->order.line_count = n;
 	}
-	order->order_id = "BENCH-1";
-	order->ship_to = bench_address;
-	order->lines = lines;
-	order->line_count = n;
 }
 
-/* µs per build (what = 1), parse (2) or both (3). */
-static double envelope_run(const wms_order *order, int what, uint64_t iters)
+/* µs per build (what = 1), parse (2) or both (3), through a workspace as the
+ * client does (ws), or each from scratch (ws NULL). */
+static double envelope_run(wms__xml_ws *ws, int what, uint64_t iters)
 {
 	wms_submit_reply reply;
 	wms_error err;
@@ -285,45 +312,53 @@ static double envelope_run(const wms_order *order, int what, uint64_t iters)
 
 	for (uint64_t i = 0; i < iters; i++) {
 		if (what & 1) {
+			const wms_order *order = &bench_orders[i % NORDERS].order;
+			wms__request r = { WMS__OP_SUBMIT_ORDER, order, NULL, NULL, NULL, 0 };
 			wms__buf body = { 0 };
-			if (wms__build_submit_order(&body, WMS_SOAP_11, order, &err) != WMS_OK)
-				die("wms__build_submit_order", err.message);
+			if (wms__build_request_ws(ws, &body, WMS_SOAP_11, &r, NULL, &err) != WMS_OK)
+				die("wms__build_request_ws", err.message);
 			wms__buf_free(&body);
 		}
 		if ((what & 2) &&
-		    wms__parse_reply(WMS__OP_SUBMIT_ORDER, &reply, submit_reply,
-				     sizeof(submit_reply) - 1, "text/xml; charset=utf-8",
-				     WMS_DEFAULT_MAX_REPLY_BYTES, &err) != WMS_OK)
-			die("wms__parse_reply", err.message);
+		    wms__parse_reply_ws(ws, WMS__OP_SUBMIT_ORDER, &reply, submit_reply,
+					sizeof(submit_reply) - 1, "text/xml; charset=utf-8",
+					WMS_DEFAULT_MAX_REPLY_BYTES, &err) != WMS_OK)
+			die("wms__parse_reply_ws", err.message);
 	}
 	return (double)(now_ns() - t0) / (double)iters / 1000.0;
 }
 
 static void bench_envelopes(void)
 {
-	static wms_order_line lines[50];
-	static char skus[50][16];
 	static const struct {
 		unsigned lines;
 		int what;
 		const char *name;
 	} runs[] = {
-		{ 1, 1, "envelope_build_1_line_us" },
-		{ 50, 1, "envelope_build_50_lines_us" },
-		{ 1, 2, "reply_parse_us" },
-		{ 1, 3, "envelope_build_parse_1_line_us" },
-		{ 50, 3, "envelope_build_parse_50_lines_us" },
+		{ 1, 1, "envelope_build_1_line" },
+		{ 50, 1, "envelope_build_50_lines" },
+		{ 1, 2, "reply_parse" },
+		{ 1, 3, "envelope_build_parse_1_line" },
+		{ 50, 3, "envelope_build_parse_50_lines" },
 	};
-	wms_order order;
+	char name[64];
 
 	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
 		uint64_t iters = (quick ? 2000 : 20000) / (runs[k].lines > 1 ? 10 : 1);
-		double v[REPS];
-		make_order(&order, lines, skus, runs[k].lines);
-		envelope_run(&order, runs[k].what, iters / 10 + 1);
-		for (int r = 0; r < REPS; r++)
-			v[r] = envelope_run(&order, runs[k].what, iters);
-		figure(runs[k].name, median(v, REPS), 2);
+		make_orders(runs[k].lines);
+		/* fresh: each from scratch; then reused: one workspace, as a client */
+		for (int reuse = 0; reuse < 2; reuse++) {
+			wms__xml_ws ws = { NULL, NULL };
+			double v[REPS];
+			envelope_run(reuse ? &ws : NULL, runs[k].what, iters / 10 + 1);
+			for (int r = 0; r < REPS; r++)
+				v[r] = envelope_run(reuse ? &ws : NULL, runs[k].what, iters);
+			snprintf(name, sizeof(name), "%s_%s_us", runs[k].name,
+				 reuse ? "reused" : "fresh");
+			figure(name, median(v, REPS), 2);
+			wms__parse_ws_free(ws.parse);
+			wms__build_ws_free(ws.build);
+		}
 	}
 }
 
@@ -341,7 +376,8 @@ typedef struct raw_curl {
 	wms__buf reply;
 } raw_curl;
 
-/* One easy handle, the request libwms would send, byte for byte. */
+/* One easy handle, the request libwms would send, byte for byte (its
+ * correlation id is one of the same length: libwms numbers its calls). */
 static void raw_curl_init(raw_curl *rc, const char *url, const wms__buf *body)
 {
 	static const char *const headers[] = {
@@ -349,6 +385,7 @@ static void raw_curl_init(raw_curl *rc, const char *url, const wms__buf *body)
 		"SOAPAction: \"urn:libwms:warehouse:1/SubmitOrder\"",
 		"Expect:",
 		"Accept: text/xml, application/soap+xml",
+		"X-Correlation-Id: wms-00000000-000001",
 	};
 
 	memset(rc, 0, sizeof(*rc));
@@ -404,8 +441,7 @@ static uint64_t thread_cpu_ns(void)
 /* Calls per second over `ms` milliseconds: libwms (who = 0) or raw curl.
  * *cpu_us gets this thread's CPU time per call: what the caller pays,
  * and less disturbed by other processes than the wall clock. */
-static double e2e_run(int who, wms_client *c, const wms_order *order, raw_curl *rc, uint64_t ms,
-		      double *cpu_us)
+static double e2e_run(int who, wms_client *c, raw_curl *rc, uint64_t ms, double *cpu_us)
 {
 	uint64_t t0 = now_ns(), cpu0 = thread_cpu_ns(), end = t0 + ms * 1000000u, n = 0, t;
 	wms_submit_reply reply;
@@ -414,6 +450,7 @@ static double e2e_run(int who, wms_client *c, const wms_order *order, raw_curl *
 	do {
 		for (int i = 0; i < 16; i++) {
 			if (who == 0) {
+				const wms_order *order = &bench_orders[(n + (uint64_t)i) % NORDERS].order;
 				if (wms_submit_order(&reply, c, order, &err) != WMS_OK)
 					die("wms_submit_order", err.message);
 			} else {
@@ -430,8 +467,6 @@ static double e2e_run(int who, wms_client *c, const wms_order *order, raw_curl *
 static void bench_e2e(void)
 {
 	wms_client_options opts = WMS_CLIENT_OPTIONS_INIT;
-	wms_order_line line = { "SKU-1", 1 };
-	wms_order order = WMS_ORDER_INIT;
 	/* Many short rounds: a pair run 50 ms apart sees the same machine. */
 	int rounds = quick ? 10 : 40;
 	uint64_t round_ms = 50;
@@ -450,24 +485,21 @@ static void bench_e2e(void)
 	opts.endpoint = url;
 	if (wms_client_new(&c, &opts, &err) != WMS_OK)
 		die("wms_client_new", err.message);
-	order.order_id = "BENCH-1";
-	order.ship_to = bench_address;
-	order.lines = &line;
-	order.line_count = 1;
-	if (wms__build_submit_order(&body, WMS_SOAP_11, &order, &err) != WMS_OK)
+	make_orders(1);
+	if (wms__build_submit_order(&body, WMS_SOAP_11, &bench_orders[0].order, &err) != WMS_OK)
 		die("wms__build_submit_order", err.message);
 	raw_curl_init(&rc, url, &body);
 
-	e2e_run(0, c, &order, &rc, 100, &cpu); /* warm up: connections, caches */
-	e2e_run(1, c, &order, &rc, 100, &cpu);
+	e2e_run(0, c, &rc, 100, &cpu); /* warm up: connections, caches */
+	e2e_run(1, c, &rc, 100, &cpu);
 	/* Interleaved, alternating which goes first: this machine is noisy. */
 	for (int r = 0; r < rounds; r++) {
 		if (r % 2 == 0) {
-			wms_rate[r] = e2e_run(0, c, &order, &rc, round_ms, &wms_cpu[r]);
-			raw_rate[r] = e2e_run(1, c, &order, &rc, round_ms, &raw_cpu[r]);
+			wms_rate[r] = e2e_run(0, c, &rc, round_ms, &wms_cpu[r]);
+			raw_rate[r] = e2e_run(1, c, &rc, round_ms, &raw_cpu[r]);
 		} else {
-			raw_rate[r] = e2e_run(1, c, &order, &rc, round_ms, &raw_cpu[r]);
-			wms_rate[r] = e2e_run(0, c, &order, &rc, round_ms, &wms_cpu[r]);
+			raw_rate[r] = e2e_run(1, c, &rc, round_ms, &raw_cpu[r]);
+			wms_rate[r] = e2e_run(0, c, &rc, round_ms, &wms_cpu[r]);
 		}
 		ratio[r] = wms_rate[r] / raw_rate[r];
 	}

@@ -63,6 +63,8 @@ struct wms_client {
 	size_t wire_max;
 	char id_prefix[16];
 	_Atomic uint64_t call_seq;
+	/* libxml2 workspaces, one per call in flight (soap.h) */
+	wms__xml_pool *xml_pool;
 };
 
 wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
@@ -98,6 +100,7 @@ void wms_client_free(wms_client *c)
 		return;
 	if (c->transport && c->transport->free)
 		c->transport->free(c->transport);
+	wms__xml_pool_free(c->xml_pool);
 	if (c->own_breakers)
 		for (i = 0; i < WMS__OP_COUNT; i++)
 			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
@@ -354,6 +357,11 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			goto fail;
 	}
 	wms__xml_init();
+	st = wms__xml_pool_new(&c->xml_pool);
+	if (st != WMS_OK) {
+		wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the XML workspace pool");
+		goto fail;
+	}
 	if (!transport) {
 		st = wms_curl_transport_new(&transport);
 		if (st != WMS_OK) {
@@ -492,8 +500,8 @@ static const char *reason_phrase(long status)
 }
 
 /* Interpret an HTTP reply: a SOAP answer, a SOAP fault, or an HTTP error. */
-static wms_status interpret(wms__op op, void *out, const wms_http_response *resp, size_t max,
-			    wms_error *err)
+static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
+			    const wms_http_response *resp, size_t max, wms_error *err)
 {
 	wms_status st;
 	long code = resp->status;
@@ -503,8 +511,8 @@ static wms_status interpret(wms__op op, void *out, const wms_http_response *resp
 		return wms__fail(err, WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN,
 				 "reply exceeds max_reply_bytes (%zu)", max);
 	if (ok_status || (code >= 400 && resp->body_len)) {
-		st = wms__parse_reply(op, out, resp->body ? resp->body : "", resp->body_len,
-				      resp->content_type, max, err);
+		st = wms__parse_reply_ws(ws, op, out, resp->body ? resp->body : "", resp->body_len,
+					 resp->content_type, max, err);
 		if (st == WMS_ERR_SOAP_FAULT) {
 			err->delivery = WMS_DELIVERY_ANSWERED;
 			err->http_status = code;
@@ -604,8 +612,8 @@ static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_
 	wms__buf_free(&clean);
 }
 
-static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void *out,
-			   uint32_t timeout_ms, wms_error *err)
+static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms__buf *body,
+			   void *out, uint32_t timeout_ms, wms_error *err)
 {
 	wms_http_request req;
 	wms_http_response resp;
@@ -650,7 +658,7 @@ static wms_status exchange(wms_client *c, wms__op op, const wms__buf *body, void
 	start = c->on_wire ? wms__now_ns() : 0;
 	st = c->transport->send(c->transport, &req, &resp, err);
 	if (st == WMS_OK)
-		st = interpret(op, out, &resp, c->max_reply_bytes, err);
+		st = interpret(ws, op, out, &resp, c->max_reply_bytes, err);
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
 	if (c->on_wire)
@@ -754,7 +762,8 @@ static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker
  * builders check their input first, without allocating; WS-Security needs
  * a fresh nonce and created per message, so with it every attempt builds
  * anew). */
-static wms_status build(wms_client *c, const call *k, wms__buf *body, wms_error *err)
+static wms_status build(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,
+			wms_error *err)
 {
 	wms__request r;
 	r.op = k->op;
@@ -764,8 +773,8 @@ static wms_status build(wms_client *c, const call *k, wms__buf *body, wms_error 
 	r.skus = k->skus;
 	r.sku_count = k->sku_count;
 	wms__buf_free(body);
-	return wms__build_request(body, c->soap_version, &r,
-				  c->wsse.mode != WMS_WSSE_NONE ? &c->wsse : NULL, err);
+	return wms__build_request_ws(ws, body, c->soap_version, &r,
+				     c->wsse.mode != WMS_WSSE_NONE ? &c->wsse : NULL, err);
 }
 
 static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
@@ -870,6 +879,7 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	wms_breaker *b = c->breakers[k->op];
 	wms_breaker_permit permit;
 	wms__buf body = { 0 };
+	wms__xml_ws *ws = NULL;
 	wms_delivery delivery = WMS_DELIVERY_NOT_SENT;
 	uint64_t start = 0, deadline = 0, rng = 0;
 	uint32_t attempt, timeout = c->timeout_ms;
@@ -882,7 +892,8 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	st = ask_breaker(b, &permit, err);
 	if (st == WMS_ERR_CIRCUIT_OPEN)
 		return c->has_fallbacks ? run_fallback(c, k, err) : st;
-	st = build(c, k, &body, err);
+	ws = wms__xml_pool_take(c->xml_pool);
+	st = build(c, ws, k, &body, err);
 	if (st != WMS_OK) {
 		wms_breaker_release(b, &permit);
 		goto done;
@@ -898,11 +909,11 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	for (attempt = 1;; attempt++) {
 		err->attempts = attempt;
 		if (attempt > 1 && c->wsse.mode != WMS_WSSE_NONE &&
-		    (st = build(c, k, &body, err)) != WMS_OK) {
+		    (st = build(c, ws, k, &body, err)) != WMS_OK) {
 			wms_breaker_release(b, &permit);
 			break;
 		}
-		st = exchange(c, k->op, &body, k->out, timeout, err);
+		st = exchange(c, ws, k->op, &body, k->out, timeout, err);
 		if (st == WMS_OK)
 			st = correlate(k, err);
 		delivery = merge_delivery(attempt == 1 ? WMS_DELIVERY_NOT_SENT : delivery,
@@ -945,6 +956,7 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 		}
 	}
 done:
+	wms__xml_pool_give(c->xml_pool, ws);
 	wms__buf_free(&body);
 	return st;
 }

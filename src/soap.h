@@ -20,6 +20,27 @@ typedef enum wms__op {
 	WMS__OP_COUNT
 } wms__op;
 
+/* libxml2 state kept between calls, used by one thread at a time: the
+ * parser's (a parser context and the parse's arrays) and the builder's
+ * (envelope trees). Each part is made on first use; a part that cannot be
+ * made costs only speed. A client keeps a pool of workspaces. */
+typedef struct wms__parse_ws wms__parse_ws; /* soap_parse.c */
+typedef struct wms__build_ws wms__build_ws; /* soap_build.c */
+typedef struct wms__xml_ws {
+	wms__parse_ws *parse;
+	wms__build_ws *build;
+} wms__xml_ws;
+void wms__parse_ws_free(wms__parse_ws *ws); /* NULL-safe */
+void wms__build_ws_free(wms__build_ws *ws); /* NULL-safe */
+
+/* A thread-safe stack of idle workspaces (soap_xml.c). take gives NULL when
+ * it has none idle and cannot make one: callers go on without. */
+typedef struct wms__xml_pool wms__xml_pool;
+wms_status wms__xml_pool_new(wms__xml_pool **out);
+void wms__xml_pool_free(wms__xml_pool *pool); /* NULL-safe; every workspace given back */
+wms__xml_ws *wms__xml_pool_take(wms__xml_pool *pool);
+void wms__xml_pool_give(wms__xml_pool *pool, wms__xml_ws *ws); /* ws NULL-safe */
+
 /* "SubmitOrder", ... */
 const char *wms__op_name(wms__op op);
 /* "urn:libwms:warehouse:1/SubmitOrder", ... (unquoted) */
@@ -63,6 +84,9 @@ typedef struct wms__wsse {
  * fresh nonce and created each time: build once per message sent). */
 wms_status wms__build_request(wms__buf *out, wms_soap_version v, const wms__request *r,
 			      const wms__wsse *wsse, wms_error *err);
+/* The same with a workspace (NULL: none). */
+wms_status wms__build_request_ws(wms__xml_ws *ws, wms__buf *out, wms_soap_version v,
+				 const wms__request *r, const wms__wsse *wsse, wms_error *err);
 
 /* Parse a reply body for `op`. `content_type` may be NULL. Sets on err:
  *  - WMS_ERR_SOAP_FAULT: fault_code (prefix stripped), fault_string, wms_code;
@@ -76,6 +100,11 @@ wms_status wms__build_request(wms__buf *out, wms_soap_version v, const wms__requ
  * for GetStockLevel. */
 wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
 			    const char *content_type, size_t max_bytes, wms_error *err);
+
+/* wms__parse_reply with a workspace (NULL: a temporary one). */
+wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
+			       size_t len, const char *content_type, size_t max_bytes,
+			       wms_error *err);
 
 /* Once per process (thread-safe): libxml2's global set-up. */
 void wms__xml_init(void);

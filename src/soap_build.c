@@ -33,6 +33,11 @@ static const char *const op_content_types_12[WMS__OP_COUNT] = {
 	SOAP12_CT("GetStockLevel"),
 };
 
+static const char *const op_request_names[WMS__OP_COUNT] = {
+	"SubmitOrderRequest", "GetOrderStatusRequest", "CancelOrderRequest",
+	"GetStockLevelRequest",
+};
+
 static int op_valid(wms__op op)
 {
 	return (int)op >= 0 && op < WMS__OP_COUNT;
@@ -57,11 +62,41 @@ const char *wms__op_content_type(wms__op op, wms_soap_version v)
 
 /* ---- building -------------------------------------------------------------- */
 
+/*
+ * A request's tree is built by walking it with a cursor (put/enter/leave):
+ * put() reuses the element standing where the next one goes when it has the
+ * same name, and makes one otherwise; leave() frees whatever of the old
+ * children was not reused. On an empty request element that builds the tree
+ * from scratch; on the tree of this workspace's last request for the same
+ * operation it changes only what differs - the text of the values, the
+ * number of lines - and the envelope around it is kept. Either way the tree
+ * and so the serialised bytes are the same; tests check both byte for byte.
+ */
+
 typedef struct envelope {
 	xmlDocPtr doc;
-	xmlNsPtr wh;
+	xmlNsPtr soap, wh;
+	xmlNodePtr body;
 	xmlNodePtr request; /* the Body's child, e.g. wh:SubmitOrderRequest */
+	wms_soap_version v;
+	int failed; /* libxml2 could not allocate: the tree is not to be trusted */
 } envelope;
+
+/* The builder's part of a workspace: each operation's last envelope. */
+struct wms__build_ws {
+	envelope env[WMS__OP_COUNT];
+};
+
+/* Kept trees whose envelope came out larger are dropped after the call
+ * (a 1000-line order must not pin its tree in a client's pool). */
+#define KEEP_BODY_BYTES 16384
+
+static void envelope_drop(envelope *e)
+{
+	if (e->doc)
+		xmlFreeDoc(e->doc);
+	memset(e, 0, sizeof(*e));
+}
 
 #define X(s) ((const xmlChar *)(s))
 
@@ -78,25 +113,19 @@ static wms_status b64(char *out, size_t size, const unsigned char *in, size_t n)
 	return WMS_OK;
 }
 
-/* UsernameToken: fresh 16-byte nonce and created per message; the digest
+/* Fill the Header with a UsernameToken: fresh 16-byte nonce and created per message; the digest
  * is Base64(SHA-1(nonce + created + password)) (UsernameToken profile 1.0). */
-static wms_status add_wsse(envelope *e, xmlNodePtr root, xmlNsPtr soap, const wms__wsse *w)
+static wms_status add_wsse(xmlNodePtr header, xmlNsPtr soap, const wms__wsse *w)
 {
 	unsigned char nonce[16], digest[SHA_DIGEST_LENGTH];
 	char nonce64[32], digest64[32], created[40];
-	xmlNodePtr header, sec, tok, pw, el;
+	xmlNodePtr sec, tok, pw, el;
 	xmlNsPtr wsse, wsu;
 	struct timespec ts;
 	struct tm tm;
 	size_t got = 0;
 	wms_status rc;
 
-	if (!(header = xmlNewNode(soap, X("Header"))))
-		return WMS_ERR_NOMEM;
-	if (!xmlAddChild(root, header)) {
-		xmlFreeNode(header);
-		return WMS_ERR_NOMEM;
-	}
 	if (!(sec = xmlNewChild(header, NULL, X("Security"), NULL)) ||
 	    !(wsse = xmlNewNs(sec, X(WSSE_NS), X("wsse"))) ||
 	    !(wsu = xmlNewNs(sec, X(WSU_NS), X("wsu"))))
@@ -146,18 +175,16 @@ static wms_status add_wsse(envelope *e, xmlNodePtr root, xmlNsPtr soap, const wm
 	    !xmlSetProp(el, X("EncodingType"), X(WSSE_B64)) ||
 	    !xmlNewTextChild(tok, wsu, X("Created"), X(created)))
 		return WMS_ERR_NOMEM;
-	(void)e;
 	return WMS_OK;
 }
 
-/* A new document: Envelope, [Header,] Body and the empty request element `name`. */
-static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name,
-			       const wms__wsse *wsse)
+/* A new document: Envelope, Body and the empty request element `name`. */
+static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name)
 {
-	xmlNodePtr root, body;
-	xmlNsPtr soap;
+	xmlNodePtr root;
 
 	memset(e, 0, sizeof(*e));
+	e->v = v;
 	if (!(e->doc = xmlNewDoc(X("1.0"))))
 		return WMS_ERR_NOMEM;
 	/* declared in the prolog; UTF-8 is libxml2's own encoding, so the
@@ -168,44 +195,139 @@ static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name
 		return WMS_ERR_NOMEM;
 	xmlDocSetRootElement(e->doc, root);
 	if (v == WMS_SOAP_12)
-		soap = xmlNewNs(root, X(WMS__SOAP12_NS), X("soap12"));
+		e->soap = xmlNewNs(root, X(WMS__SOAP12_NS), X("soap12"));
 	else
-		soap = xmlNewNs(root, X(WMS__SOAP11_NS), X("soap"));
-	if (!soap)
+		e->soap = xmlNewNs(root, X(WMS__SOAP11_NS), X("soap"));
+	if (!e->soap)
 		return WMS_ERR_NOMEM;
-	xmlSetNs(root, soap);
+	xmlSetNs(root, e->soap);
 	if (!(e->wh = xmlNewNs(root, X(WMS__NS), X(WMS__NS_PREFIX))))
 		return WMS_ERR_NOMEM;
-	if (wsse && wsse->mode != WMS_WSSE_NONE) {
-		wms_status rc = add_wsse(e, root, soap, wsse);
-		if (rc != WMS_OK)
-			return rc;
-	}
-	if (!(body = xmlNewChild(root, soap, X("Body"), NULL)))
+	if (!(e->body = xmlNewChild(root, e->soap, X("Body"), NULL)))
 		return WMS_ERR_NOMEM;
-	if (!(e->request = xmlNewChild(body, e->wh, X(name), NULL)))
+	if (!(e->request = xmlNewChild(e->body, e->wh, X(name), NULL)))
 		return WMS_ERR_NOMEM;
 	return WMS_OK;
 }
 
-/* <wh:name>value</wh:name> under parent; the value is escaped on output. */
-static wms_status add_text(envelope *e, xmlNodePtr parent, const char *name, const char *value,
-			   xmlNodePtr *out)
+/* The envelope for operation `name` in version v: the workspace's kept one
+ * (its request element's content to be walked over), or a new one. With
+ * WS-Security a fresh Header goes before the Body every time. */
+static wms_status envelope_get(envelope **out, envelope *scratch, wms__build_ws *bws,
+			       wms__op op, wms_soap_version v, const wms__wsse *wsse)
 {
-	xmlNodePtr el, text;
-	if (!(el = xmlNewChild(parent, e->wh, X(name), NULL)))
-		return WMS_ERR_NOMEM;
-	if (out)
-		*out = el;
-	if (!value)
-		return WMS_OK;
-	if (!(text = xmlNewDocText(e->doc, X(value))))
-		return WMS_ERR_NOMEM;
-	if (!xmlAddChild(el, text)) {
-		xmlFreeNode(text);
-		return WMS_ERR_NOMEM;
+	envelope *e = bws ? &bws->env[op] : scratch;
+	xmlNodePtr header;
+	wms_status rc;
+
+	*out = e;
+	if (e->doc && e->v != v)
+		envelope_drop(e);
+	if (!e->doc && (rc = envelope_new(e, v, op_request_names[op])) != WMS_OK)
+		return rc;
+	/* Drop the last call's Header (a new nonce each message), add a new one. */
+	while ((header = e->body->prev) != NULL) {
+		xmlUnlinkNode(header);
+		xmlFreeNode(header);
+	}
+	if (wsse && wsse->mode != WMS_WSSE_NONE) {
+		if (!(header = xmlNewDocNode(e->doc, e->soap, X("Header"), NULL)))
+			return WMS_ERR_NOMEM;
+		if (!xmlAddPrevSibling(e->body, header)) {
+			xmlFreeNode(header);
+			return WMS_ERR_NOMEM;
+		}
+		if ((rc = add_wsse(header, e->soap, wsse)) != WMS_OK)
+			return rc;
 	}
 	return WMS_OK;
+}
+
+/* Where the next element goes: under `parent`, at `at` (NULL: at the end). */
+typedef struct spot {
+	envelope *e;
+	xmlNodePtr parent, at;
+} spot;
+
+static spot enter(envelope *e, xmlNodePtr el)
+{
+	spot s;
+	s.e = e;
+	s.parent = el;
+	s.at = el ? el->children : NULL;
+	return s;
+}
+
+/* Free the old children that were not walked over. */
+static void leave(spot *s)
+{
+	while (s->at) {
+		xmlNodePtr gone = s->at;
+		s->at = gone->next;
+		xmlUnlinkNode(gone);
+		xmlFreeNode(gone);
+	}
+}
+
+/* The element's content becomes exactly `value` (NULL: no text, for a
+ * container). Text is stored raw and escaped on output. */
+static int set_text(envelope *e, xmlNodePtr el, const char *value)
+{
+	xmlNodePtr t = el->children;
+	if (!value)
+		return 1;
+	if (t && t->type == XML_TEXT_NODE && !t->next) {
+		if (t->content && !strcmp((const char *)t->content, value))
+			return 1;
+		xmlNodeSetContent(t, X(value));
+		return t->content != NULL;
+	}
+	while ((t = el->children) != NULL) {
+		xmlUnlinkNode(t);
+		xmlFreeNode(t);
+	}
+	if (!(t = xmlNewDocText(e->doc, X(value))))
+		return 0;
+	if (!xmlAddChild(el, t)) {
+		xmlFreeNode(t);
+		return 0;
+	}
+	return 1;
+}
+
+/* <wh:name>value</wh:name> at s, reusing the element there if it has that
+ * name. NULL (and e->failed) when libxml2 runs out of memory. */
+static xmlNodePtr put(spot *s, const char *name, const char *value)
+{
+	envelope *e = s->e;
+	xmlNodePtr el = s->at;
+
+	if (e->failed)
+		return NULL;
+	if (el && el->type == XML_ELEMENT_NODE && el->ns == e->wh &&
+	    !strcmp((const char *)el->name, name)) {
+		s->at = el->next;
+	} else {
+		if (!(el = xmlNewDocNode(e->doc, e->wh, X(name), NULL)))
+			goto nomem;
+		if (!(s->at ? xmlAddPrevSibling(s->at, el) : xmlAddChild(s->parent, el))) {
+			xmlFreeNode(el);
+			goto nomem;
+		}
+	}
+	if (!value) {
+		/* a container: no text of its own */
+		if (el->children && el->children->type == XML_TEXT_NODE) {
+			spot inner = enter(e, el);
+			leave(&inner);
+		}
+	} else if (!set_text(e, el, value)) {
+		goto nomem;
+	}
+	return el;
+nomem:
+	e->failed = 1;
+	return NULL;
 }
 
 static int write_cb(void *ctx, const char *buf, int len)
@@ -221,7 +343,7 @@ static int close_cb(void *ctx)
 	return 0;
 }
 
-/* Serialise with its XML declaration, indented, into `out`. */
+/* Serialise with its XML declaration into `out`. */
 static wms_status serialise(wms__buf *out, xmlDocPtr doc)
 {
 	xmlSaveCtxtPtr save;
@@ -238,22 +360,25 @@ static wms_status serialise(wms__buf *out, xmlDocPtr doc)
 	return WMS_OK;
 }
 
-/* Serialise e->doc into *out, free the document, end the quiet guard the
- * builder started; on failure report `rc`. */
-static wms_status finish(wms__buf *out, envelope *e, wms_status rc, wms__op op,
+/* Serialise e->doc into *out, end the quiet guard the builder started, and
+ * keep the tree for the next call only if it is a workspace's and sound;
+ * on failure report `rc`. */
+static wms_status finish(wms__buf *out, envelope *e, int kept, wms_status rc, wms__op op,
 			 wms__xml_quiet *quiet, wms_error *err)
 {
 	wms__buf body = { NULL, 0, 0 };
 
+	if (rc == WMS_OK && e->failed)
+		rc = WMS_ERR_NOMEM;
 	if (rc == WMS_OK)
 		rc = serialise(&body, e->doc);
-	xmlFreeDoc(e->doc);
-	e->doc = NULL;
-	wms__xml_quiet_end(quiet);
 	/* libxml2 sometimes reports a failure (e.g. out of memory while
 	 * encoding) and carries on: never hand out such an envelope. */
 	if (rc == WMS_OK && quiet->errors)
 		rc = quiet->nomem ? WMS_ERR_NOMEM : WMS_ERR_INTERNAL;
+	if (!kept || rc != WMS_OK || quiet->errors || body.len > KEEP_BODY_BYTES)
+		envelope_drop(e);
+	wms__xml_quiet_end(quiet);
 	if (rc != WMS_OK) {
 		wms__buf_free(&body);
 		return wms__fail(err, rc, WMS_DELIVERY_NOT_SENT, "building the %s request: %s",
@@ -284,108 +409,106 @@ static const char *priority_name(wms_priority p)
 	return "STANDARD"; /* unreachable: validated */
 }
 
-/* Inputs are validated again here (cheap, no allocation) so that no caller
- * can make a builder emit an envelope the WMS would reject as malformed. */
+/* The request element's content for each operation (inputs validated). */
 
-static wms_status build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
-				    const wms__wsse *wsse, wms_error *err)
+static void submit_order_body(spot *s, const wms_order *order)
 {
-	const wms_address *a;
-	envelope e = { NULL, NULL, NULL };
-	wms__xml_quiet quiet;
-	xmlNodePtr ship_to, lines, line;
+	const wms_address *a = &order->ship_to;
+	spot to, ls, l;
 	char qty[16];
-	wms_status rc;
 	size_t i;
 
-	wms__xml_init();
-	if ((rc = check_args(out, v, err)) != WMS_OK || (rc = wms__validate_order(order, err)) != WMS_OK)
-		return rc;
-	a = &order->ship_to;
-	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "SubmitOrderRequest", wsse)) != WMS_OK ||
-	    (rc = add_text(&e, e.request, "clientOrderId", order->order_id, NULL)) != WMS_OK ||
-	    (rc = add_text(&e, e.request, "shipTo", NULL, &ship_to)) != WMS_OK ||
-	    (rc = add_text(&e, ship_to, "name", a->name, NULL)) != WMS_OK ||
-	    (rc = add_text(&e, ship_to, "line1", a->line1, NULL)) != WMS_OK ||
-	    (a->line2 && *a->line2 &&
-	     (rc = add_text(&e, ship_to, "line2", a->line2, NULL)) != WMS_OK) ||
-	    (rc = add_text(&e, ship_to, "city", a->city, NULL)) != WMS_OK ||
-	    (a->region && *a->region &&
-	     (rc = add_text(&e, ship_to, "region", a->region, NULL)) != WMS_OK) ||
-	    (rc = add_text(&e, ship_to, "postalCode", a->postal_code, NULL)) != WMS_OK ||
-	    (rc = add_text(&e, ship_to, "country", a->country, NULL)) != WMS_OK ||
-	    (rc = add_text(&e, e.request, "priority", priority_name(order->priority), NULL)) != WMS_OK ||
-	    (rc = add_text(&e, e.request, "lines", NULL, &lines)) != WMS_OK)
-		goto done;
-	for (i = 0; i < order->line_count; i++) {
+	put(s, "clientOrderId", order->order_id);
+	to = enter(s->e, put(s, "shipTo", NULL));
+	put(&to, "name", a->name);
+	put(&to, "line1", a->line1);
+	if (a->line2 && *a->line2)
+		put(&to, "line2", a->line2);
+	put(&to, "city", a->city);
+	if (a->region && *a->region)
+		put(&to, "region", a->region);
+	put(&to, "postalCode", a->postal_code);
+	put(&to, "country", a->country);
+	leave(&to);
+	put(s, "priority", priority_name(order->priority));
+	ls = enter(s->e, put(s, "lines", NULL));
+	for (i = 0; i < order->line_count && !s->e->failed; i++) {
 		snprintf(qty, sizeof(qty), "%lu", (unsigned long)order->lines[i].quantity);
-		if ((rc = add_text(&e, lines, "line", NULL, &line)) != WMS_OK ||
-		    (rc = add_text(&e, line, "sku", order->lines[i].sku, NULL)) != WMS_OK ||
-		    (rc = add_text(&e, line, "quantity", qty, NULL)) != WMS_OK)
-			goto done;
+		l = enter(s->e, put(&ls, "line", NULL));
+		put(&l, "sku", order->lines[i].sku);
+		put(&l, "quantity", qty);
+		leave(&l);
 	}
-done:
-	return finish(out, &e, rc, WMS__OP_SUBMIT_ORDER, &quiet, err);
+	leave(&ls);
 }
 
-static wms_status build_get_order_status(wms__buf *out, wms_soap_version v,
-					 const char *order_id, const wms__wsse *wsse, wms_error *err)
+static void stock_level_body(spot *s, const char *const *skus, size_t n)
 {
-	envelope e = { NULL, NULL, NULL };
-	wms__xml_quiet quiet;
-	wms_status rc;
-
-	wms__xml_init();
-	if ((rc = check_args(out, v, err)) != WMS_OK ||
-	    (rc = wms__validate_order_id(order_id, err)) != WMS_OK)
-		return rc;
-	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "GetOrderStatusRequest", wsse)) == WMS_OK)
-		rc = add_text(&e, e.request, "clientOrderId", order_id, NULL);
-	return finish(out, &e, rc, WMS__OP_GET_ORDER_STATUS, &quiet, err);
-}
-
-static wms_status build_cancel_order(wms__buf *out, wms_soap_version v, const char *order_id,
-				     const char *reason, const wms__wsse *wsse, wms_error *err)
-{
-	envelope e = { NULL, NULL, NULL };
-	wms__xml_quiet quiet;
-	wms_status rc;
-
-	wms__xml_init();
-	if ((rc = check_args(out, v, err)) != WMS_OK ||
-	    (rc = wms__validate_order_id(order_id, err)) != WMS_OK ||
-	    (rc = wms__validate_reason(reason, err)) != WMS_OK)
-		return rc;
-	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "CancelOrderRequest", wsse)) == WMS_OK &&
-	    (rc = add_text(&e, e.request, "clientOrderId", order_id, NULL)) == WMS_OK &&
-	    reason && *reason)
-		rc = add_text(&e, e.request, "reason", reason, NULL);
-	return finish(out, &e, rc, WMS__OP_CANCEL_ORDER, &quiet, err);
-}
-
-static wms_status build_get_stock_level(wms__buf *out, wms_soap_version v,
-					const char *const *skus, size_t n, const wms__wsse *wsse,
-					wms_error *err)
-{
-	envelope e = { NULL, NULL, NULL };
-	wms__xml_quiet quiet;
-	wms_status rc;
 	size_t i;
+	for (i = 0; i < n && !s->e->failed; i++)
+		put(s, "sku", skus[i]);
+}
+
+/* Validate (cheap, no allocation: no caller can make a builder emit an
+ * envelope the WMS would reject as malformed), then build the request. */
+static wms_status build(wms__build_ws *bws, wms__buf *out, wms_soap_version v,
+			const wms__request *r, const wms__wsse *wsse, wms_error *err)
+{
+	envelope scratch, *e;
+	wms__xml_quiet quiet;
+	wms_status rc;
+	spot s;
 
 	wms__xml_init();
-	if ((rc = check_args(out, v, err)) != WMS_OK || (rc = wms__validate_skus(skus, n, err)) != WMS_OK)
+	if ((rc = check_args(out, v, err)) != WMS_OK)
 		return rc;
+	switch (r->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		rc = wms__validate_order(r->order, err);
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		rc = wms__validate_order_id(r->order_id, err);
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		if ((rc = wms__validate_order_id(r->order_id, err)) == WMS_OK)
+			rc = wms__validate_reason(r->reason, err);
+		break;
+	case WMS__OP_GET_STOCK_LEVEL:
+		rc = wms__validate_skus(r->skus, r->sku_count, err);
+		break;
+	case WMS__OP_COUNT:
+	default:
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "unknown operation");
+	}
+	if (rc != WMS_OK)
+		return rc;
+	memset(&scratch, 0, sizeof(scratch));
 	wms__xml_quiet_begin(&quiet);
-	if ((rc = envelope_new(&e, v, "GetStockLevelRequest", wsse)) != WMS_OK)
-		goto done;
-	for (i = 0; i < n; i++)
-		if ((rc = add_text(&e, e.request, "sku", skus[i], NULL)) != WMS_OK)
-			goto done;
-done:
-	return finish(out, &e, rc, WMS__OP_GET_STOCK_LEVEL, &quiet, err);
+	rc = envelope_get(&e, &scratch, bws, r->op, v, wsse);
+	if (rc == WMS_OK) {
+		s = enter(e, e->request);
+		switch (r->op) {
+		case WMS__OP_SUBMIT_ORDER:
+			submit_order_body(&s, r->order);
+			break;
+		case WMS__OP_GET_ORDER_STATUS:
+			put(&s, "clientOrderId", r->order_id);
+			break;
+		case WMS__OP_CANCEL_ORDER:
+			put(&s, "clientOrderId", r->order_id);
+			if (r->reason && *r->reason)
+				put(&s, "reason", r->reason);
+			break;
+		case WMS__OP_GET_STOCK_LEVEL:
+			stock_level_body(&s, r->skus, r->sku_count);
+			break;
+		case WMS__OP_COUNT:
+			break;
+		}
+		leave(&s);
+	}
+	return finish(out, e, e != &scratch, rc, r->op, &quiet, err);
 }
 
 /* ---- the internal API (src/soap.h) ---------------------------------------- */
@@ -404,46 +527,56 @@ static wms_status check_wsse(const wms__wsse *w, wms_error *err)
 wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
 				   wms_error *err)
 {
-	return build_submit_order(out, v, order, NULL, err);
+	wms__request r = { WMS__OP_SUBMIT_ORDER, order, NULL, NULL, NULL, 0 };
+	return build(NULL, out, v, &r, NULL, err);
 }
 
 wms_status wms__build_get_order_status(wms__buf *out, wms_soap_version v,
 				       const char *order_id, wms_error *err)
 {
-	return build_get_order_status(out, v, order_id, NULL, err);
+	wms__request r = { WMS__OP_GET_ORDER_STATUS, NULL, order_id, NULL, NULL, 0 };
+	return build(NULL, out, v, &r, NULL, err);
 }
 
 wms_status wms__build_cancel_order(wms__buf *out, wms_soap_version v, const char *order_id,
 				   const char *reason, wms_error *err)
 {
-	return build_cancel_order(out, v, order_id, reason, NULL, err);
+	wms__request r = { WMS__OP_CANCEL_ORDER, NULL, order_id, reason, NULL, 0 };
+	return build(NULL, out, v, &r, NULL, err);
 }
 
 wms_status wms__build_get_stock_level(wms__buf *out, wms_soap_version v,
 				      const char *const *skus, size_t n, wms_error *err)
 {
-	return build_get_stock_level(out, v, skus, n, NULL, err);
+	wms__request r = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, skus, n };
+	return build(NULL, out, v, &r, NULL, err);
 }
 
 wms_status wms__build_request(wms__buf *out, wms_soap_version v, const wms__request *r,
 			      const wms__wsse *wsse, wms_error *err)
+{
+	return wms__build_request_ws(NULL, out, v, r, wsse, err);
+}
+
+wms_status wms__build_request_ws(wms__xml_ws *ws, wms__buf *out, wms_soap_version v,
+				 const wms__request *r, const wms__wsse *wsse, wms_error *err)
 {
 	wms_status rc = check_wsse(wsse, err);
 	if (rc != WMS_OK)
 		return rc;
 	if (!r)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "request is NULL");
-	switch (r->op) {
-	case WMS__OP_SUBMIT_ORDER:
-		return build_submit_order(out, v, r->order, wsse, err);
-	case WMS__OP_GET_ORDER_STATUS:
-		return build_get_order_status(out, v, r->order_id, wsse, err);
-	case WMS__OP_CANCEL_ORDER:
-		return build_cancel_order(out, v, r->order_id, r->reason, wsse, err);
-	case WMS__OP_GET_STOCK_LEVEL:
-		return build_get_stock_level(out, v, r->skus, r->sku_count, wsse, err);
-	case WMS__OP_COUNT:
-		break;
-	}
-	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "unknown operation");
+	if (ws && !ws->build)
+		ws->build = wms__calloc(1, sizeof(*ws->build)); /* NULL: build from scratch */
+	return build(ws ? ws->build : NULL, out, v, r, wsse, err);
+}
+
+void wms__build_ws_free(wms__build_ws *ws)
+{
+	size_t i;
+	if (!ws)
+		return;
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		envelope_drop(&ws->env[i]);
+	wms__free(ws);
 }

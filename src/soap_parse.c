@@ -8,12 +8,19 @@
  * the parser from its SAX callback, before any declaration in it is read,
  * so no entity is ever defined, let alone expanded or fetched.
  *
+ * No libxml2 tree is built: SAX2 callbacks record each element (its local
+ * name and namespace URI, both owned by the parser's dictionary) and its
+ * character data in three arrays, and the checks below walk those. A
+ * workspace (wms__xml_ws) keeps the parser context and the arrays between
+ * parses, so a client's steady state allocates next to nothing here.
+ *
  * Every element is matched by namespace URI and local name, never by prefix.
  */
 #include <stdio.h>
 #include <string.h>
 #include <libxml/encoding.h>
 #include <libxml/parser.h>
+#include <libxml/SAX2.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 #include "soap.h"
@@ -223,18 +230,248 @@ static int media_charset(const char *ct, char *dst, size_t size)
 	return 0;
 }
 
-/* ---- the parse itself ------------------------------------------------------ */
+/* ---- the reply's elements --------------------------------------------------- */
 
+typedef struct rseg rseg;
+typedef struct rel rel;
+
+/* A run of an element's character data (text, CDATA, entity references). */
+struct rseg {
+	const char *p;     /* set once parsing is over */
+	const rseg *next;  /* the element's next run */
+	size_t off, len;   /* in the text array */
+	uint32_t next_i;
+};
+
+/* One element. While parsing, links are indexes (the arrays move as they
+ * grow); once it is over they become pointers. Index 0 is the document. */
+struct rel {
+	const char *name; /* local name */
+	const char *uri;  /* namespace URI, NULL for none */
+	const rel *children, *next;
+	const rseg *text;
+	uint32_t parent_i, first_i, last_i, next_i, text_i, text_last_i;
+	int lang_en;      /* an xml:lang attribute starting with "en" */
+};
+
+/* What one parse leaves for the checks, and the SAX callbacks' state. */
 typedef struct parse_state {
 	int phase;      /* 1 while feeding the body, 2 once its end is announced */
 	int doctype;    /* a DOCTYPE was met: parsing stopped right there */
 	int code;       /* the first fatal error's libxml2 code, 0 if none */
 	int code_phase; /* the phase it happened in */
 	int line;
-	int nomem;      /* libxml2 ran out of memory, whatever it did next */
+	int nomem;      /* libxml2 or a callback ran out of memory */
 	char msg[120];
 	char ns_msg[120]; /* the first namespace error (undeclared prefix...) */
+	rel *els;
+	size_t n_els, cap_els;
+	rseg *segs;
+	size_t n_segs, cap_segs;
+	char *text;
+	size_t n_text, cap_text;
+	uint32_t cur; /* the open element */
+	unsigned depth;
 } parse_state;
+
+/* The parser's part of a workspace (soap.h). */
+struct wms__parse_ws {
+	xmlParserCtxtPtr push; /* NULL until the first parse, or after a failed one */
+	parse_state st;
+};
+
+/* libxml2's own limit (xmlParserMaxDepth without XML_PARSE_HUGE), which
+ * only its tree builder enforces in push mode: ours, since we build none. */
+#define MAX_DEPTH 256
+
+/* Past these, a workspace gives its arrays back after the parse, so that
+ * one large reply does not pin memory in a client's pool. */
+#define KEEP_ELS 256
+#define KEEP_TEXT 16384
+/* A reused parser's dictionary holds every name it has met; past this many
+ * (a WMS that invents element names) the context is dropped. */
+#define KEEP_DICT_NAMES 512
+
+static int grow(void **arr, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *p;
+	if (need <= *cap)
+		return 1;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / size)
+			return 0;
+		n *= 2;
+	}
+	if (!(p = wms__realloc(*arr, n * size)))
+		return 0;
+	*arr = p;
+	*cap = n;
+	return 1;
+}
+
+static void out_of_memory(xmlParserCtxtPtr pctx, parse_state *st)
+{
+	st->nomem = 1;
+	xmlStopParser(pctx);
+}
+
+static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
+		     const xmlChar *uri, int nb_namespaces, const xmlChar **namespaces,
+		     int nb_attributes, int nb_defaulted, const xmlChar **attributes)
+{
+	xmlParserCtxtPtr pctx = ctx;
+	parse_state *st = pctx->_private;
+	rel *e, *parent;
+	uint32_t i;
+	int a;
+
+	(void)prefix;
+	(void)nb_namespaces;
+	(void)namespaces;
+	(void)nb_defaulted;
+	if (++st->depth > MAX_DEPTH) {
+		if (!st->code) {
+			st->code = XML_ERR_INTERNAL_ERROR;
+			st->code_phase = st->phase;
+			st->line = xmlSAX2GetLineNumber(ctx);
+			snprintf(st->msg, sizeof(st->msg), "Excessive depth in document: %d",
+				 MAX_DEPTH);
+		}
+		xmlStopParser(pctx);
+		return;
+	}
+	if (st->n_els >= UINT32_MAX ||
+	    !grow((void **)&st->els, &st->cap_els, st->n_els + 1, sizeof(*st->els))) {
+		out_of_memory(pctx, st);
+		return;
+	}
+	i = (uint32_t)st->n_els++;
+	e = &st->els[i];
+	memset(e, 0, sizeof(*e));
+	e->name = S(localname);
+	e->uri = uri && *uri ? S(uri) : NULL;
+	e->parent_i = st->cur;
+	parent = &st->els[st->cur];
+	if (parent->last_i)
+		st->els[parent->last_i].next_i = i;
+	else
+		parent->first_i = i;
+	parent->last_i = i;
+	/* attributes: (localname, prefix, URI, value, end) each */
+	for (a = 0; a < nb_attributes; a++) {
+		const xmlChar **at = attributes + 5 * a;
+		if (at[2] && !strcmp(S(at[2]), S(XML_XML_NAMESPACE)) && !strcmp(S(at[0]), "lang"))
+			e->lang_en = starts_ci(S(at[3]), S(at[4]), "en");
+	}
+	st->cur = i;
+}
+
+static void on_end(void *ctx, const xmlChar *localname, const xmlChar *prefix, const xmlChar *uri)
+{
+	xmlParserCtxtPtr pctx = ctx;
+	parse_state *st = pctx->_private;
+	(void)localname;
+	(void)prefix;
+	(void)uri;
+	st->depth--;
+	st->cur = st->els[st->cur].parent_i;
+}
+
+static void on_chars(void *ctx, const xmlChar *ch, int len)
+{
+	xmlParserCtxtPtr pctx = ctx;
+	parse_state *st = pctx->_private;
+	rel *e = &st->els[st->cur];
+	size_t n = len > 0 ? (size_t)len : 0;
+	rseg *last;
+
+	if (!st->cur || !n)
+		return;
+	if (!grow((void **)&st->text, &st->cap_text, st->n_text + n, 1)) {
+		out_of_memory(pctx, st);
+		return;
+	}
+	memcpy(st->text + st->n_text, ch, n);
+	/* Runs that follow each other in the element and in the array merge. */
+	last = e->text_last_i ? &st->segs[e->text_last_i] : NULL;
+	if (last && last->off + last->len == st->n_text) {
+		last->len += n;
+		st->n_text += n;
+		return;
+	}
+	if (st->n_segs >= UINT32_MAX ||
+	    !grow((void **)&st->segs, &st->cap_segs, st->n_segs + 1, sizeof(*st->segs))) {
+		out_of_memory(pctx, st);
+		return;
+	}
+	last = &st->segs[st->n_segs];
+	memset(last, 0, sizeof(*last));
+	last->off = st->n_text;
+	last->len = n;
+	if (e->text_last_i)
+		st->segs[e->text_last_i].next_i = (uint32_t)st->n_segs;
+	else
+		e->text_i = (uint32_t)st->n_segs;
+	e->text_last_i = (uint32_t)st->n_segs++;
+	st->n_text += n;
+}
+
+/* Indexes to pointers, once the arrays have stopped moving. */
+static void link_elements(parse_state *st)
+{
+	size_t i;
+	for (i = 1; i < st->n_segs; i++) {
+		st->segs[i].p = st->text + st->segs[i].off;
+		st->segs[i].next = st->segs[i].next_i ? &st->segs[st->segs[i].next_i] : NULL;
+	}
+	for (i = 0; i < st->n_els; i++) {
+		rel *e = &st->els[i];
+		e->children = e->first_i ? &st->els[e->first_i] : NULL;
+		e->next = e->next_i ? &st->els[e->next_i] : NULL;
+		e->text = e->text_i ? &st->segs[e->text_i] : NULL;
+	}
+}
+
+/* Empty the arrays for a new parse: element 0 (the document) and segment 0
+ * (unused, so that 0 means "none") are always there. */
+static int reset_elements(parse_state *st)
+{
+	st->n_els = st->n_segs = st->n_text = 0;
+	st->cur = 0;
+	st->depth = 0;
+	if (!grow((void **)&st->els, &st->cap_els, 1, sizeof(*st->els)) ||
+	    !grow((void **)&st->segs, &st->cap_segs, 1, sizeof(*st->segs)))
+		return 0;
+	memset(&st->els[0], 0, sizeof(st->els[0]));
+	memset(&st->segs[0], 0, sizeof(st->segs[0]));
+	st->n_els = st->n_segs = 1;
+	return 1;
+}
+
+static void free_elements(parse_state *st)
+{
+	wms__free(st->els);
+	wms__free(st->segs);
+	wms__free(st->text);
+	st->els = NULL;
+	st->segs = NULL;
+	st->text = NULL;
+	st->cap_els = st->cap_segs = st->cap_text = 0;
+	st->n_els = st->n_segs = st->n_text = 0;
+}
+
+void wms__parse_ws_free(wms__parse_ws *ws)
+{
+	if (!ws)
+		return;
+	if (ws->push)
+		xmlFreeParserCtxt(ws->push);
+	free_elements(&ws->st);
+	wms__free(ws);
+}
+
+/* ---- the parse itself ------------------------------------------------------ */
 
 static void copy_message(char *dst, size_t size, const char *msg)
 {
@@ -275,116 +512,134 @@ static void on_doctype(void *ctx, const xmlChar *name, const xmlChar *external_i
 	xmlStopParser(pctx);
 }
 
-/* Parse the body into *doc_out, or classify why not. */
-static wms_status parse_xml(xmlDocPtr *doc_out, const char *buf, size_t len, const char *encoding,
-			    int html_type, wms_error *err)
+/* A push parser whose SAX callbacks are ours, ready for a new document. */
+static xmlParserCtxtPtr parser_for(wms__parse_ws *ws, const char *encoding)
 {
 	xmlSAXHandler sax;
-	xmlParserCtxtPtr ctxt = NULL;
-	xmlDocPtr doc = NULL;
+
+	if (ws->push) {
+		if (xmlCtxtResetPush(ws->push, NULL, 0, NULL, encoding) == 0) {
+			/* As a new push context without a first chunk has it: the
+			 * encoding is detected from the first bytes (a BOM, UTF-16),
+			 * which xmlCtxtReset's UTF-8 would skip. */
+			if (!encoding)
+				ws->push->charset = XML_CHAR_ENCODING_NONE;
+			return ws->push;
+		}
+		xmlFreeParserCtxt(ws->push);
+		ws->push = NULL;
+	}
+	memset(&sax, 0, sizeof(sax));
+	sax.initialized = XML_SAX2_MAGIC;
+	sax.startElementNs = on_start;
+	sax.endElementNs = on_end;
+	sax.characters = on_chars;
+	sax.ignorableWhitespace = on_chars;
+	sax.internalSubset = on_doctype;
+	sax.serror = on_error;
+	ws->push = xmlCreatePushParserCtxt(&sax, NULL, NULL, 0, NULL);
+	if (ws->push && encoding && xmlCtxtResetPush(ws->push, NULL, 0, NULL, encoding) != 0) {
+		xmlFreeParserCtxt(ws->push);
+		ws->push = NULL;
+	}
+	return ws->push;
+}
+
+/* Parse the body into ws's arrays, or classify why not. */
+static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, const char *encoding,
+			    int html_type, wms_error *err)
+{
+	parse_state *st = &ws->st;
+	xmlParserCtxtPtr ctxt;
 	wms__xml_quiet quiet;
-	parse_state st;
 	wms_status rc;
 	size_t off = 0;
 	int parsed = 0;
 
-	*doc_out = NULL;
-	memset(&st, 0, sizeof(st));
-	memset(&sax, 0, sizeof(sax));
-	xmlSAXVersion(&sax, 2);
-	sax.internalSubset = on_doctype;
-	sax.externalSubset = NULL;
-	sax.serror = on_error;
+	st->phase = st->doctype = st->code = st->code_phase = st->line = st->nomem = 0;
+	st->msg[0] = st->ns_msg[0] = '\0';
 
 	wms__xml_quiet_begin(&quiet);
-	ctxt = xmlCreatePushParserCtxt(&sax, NULL, NULL, 0, NULL);
+	ctxt = reset_elements(st) ? parser_for(ws, encoding) : NULL;
 	if (!ctxt)
 		goto done;
-	ctxt->_private = &st;
-	if (encoding && xmlCtxtResetPush(ctxt, NULL, 0, NULL, encoding) != 0)
-		goto done;
+	ctxt->_private = st;
 	xmlCtxtUseOptions(ctxt, PARSE_OPTIONS);
 	/* These follow process-wide defaults an application may have changed. */
 	ctxt->replaceEntities = 0;
 	ctxt->loadsubset = 0;
 	ctxt->validate = 0;
 
-	st.phase = 1;
-	while (off < len && !st.doctype && !st.code) {
+	st->phase = 1;
+	while (off < len && !st->doctype && !st->code && !st->nomem) {
 		size_t n = len - off < (size_t)CHUNK_MAX ? len - off : (size_t)CHUNK_MAX;
 		xmlParseChunk(ctxt, buf + off, (int)n, 0);
 		off += n;
 	}
-	st.phase = 2;
-	if (!st.doctype && !st.code)
+	st->phase = 2;
+	if (!st->doctype && !st->code && !st->nomem)
 		xmlParseChunk(ctxt, NULL, 0, 1);
-	doc = ctxt->myDoc;
-	ctxt->myDoc = NULL;
 	parsed = 1;
 done:
 	/* libxml2 2.9 sometimes reports running out of memory as a mere error
-	 * and goes on with a damaged tree: never trust a tree after that. */
-	if (!parsed || st.nomem || quiet.nomem || ctxt->errNo == XML_ERR_NO_MEMORY)
+	 * and goes on: never trust what it produced after that. */
+	if (!parsed || st->nomem || quiet.nomem || ctxt->errNo == XML_ERR_NO_MEMORY)
 		rc = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
 			       "parsing the reply: out of memory");
-	else if (st.doctype || (doc && (doc->intSubset || doc->extSubset)))
+	else if (st->doctype)
 		rc = wms__fail(err, WMS_ERR_UNSAFE_XML, WMS_DELIVERY_ANSWERED,
 			       "reply carries a DOCTYPE: refused, nothing in it was read");
-	else if (!(st.code || quiet.errors || !ctxt->wellFormed || !doc || !ctxt->nsWellFormed ||
-		   st.ns_msg[0]))
+	else if (!(st->code || quiet.errors || !ctxt->wellFormed || st->n_els < 2 ||
+		   !ctxt->nsWellFormed || st->ns_msg[0]))
 		rc = WMS_OK;
 	else if (html_type)
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 			       "reply is an HTML page (text/html), not XML");
-	else if (st.code && st.code_phase == 2)
+	else if (st->code && st->code_phase == 2)
 		rc = wms__fail(err, WMS_ERR_TRUNCATED, WMS_DELIVERY_ANSWERED,
-			       "reply ends early: %s (line %d)", st.msg, st.line);
-	else if (st.code)
+			       "reply ends early: %s (line %d)", st->msg, st->line);
+	else if (st->code)
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-			       "reply is not well-formed XML: %s (line %d)", st.msg, st.line);
+			       "reply is not well-formed XML: %s (line %d)", st->msg, st->line);
 	else if (quiet.errors)
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 			       "reply is not XML: its characters do not decode (libxml2 error %d)",
 			       quiet.first_code);
-	else if (st.ns_msg[0])
+	else if (st->ns_msg[0])
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-			       "reply is not namespace-well-formed XML: %s", st.ns_msg);
+			       "reply is not namespace-well-formed XML: %s", st->ns_msg);
 	else
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 			       "reply is not well-formed XML");
 	if (ctxt)
-		xmlFreeParserCtxt(ctxt);
+		ctxt->_private = NULL;
+	/* Only a context that finished a clean parse is kept for the next. */
+	if (ws->push && (rc != WMS_OK || !ws->push->dict ||
+			 xmlDictSize(ws->push->dict) > KEEP_DICT_NAMES)) {
+		xmlFreeParserCtxt(ws->push);
+		ws->push = NULL;
+	}
 	wms__xml_quiet_end(&quiet);
-	if (rc != WMS_OK)
-		xmlFreeDoc(doc);
-	else
-		*doc_out = doc;
+	if (rc == WMS_OK)
+		link_elements(st);
 	return rc;
 }
 
 /* ---- tree helpers ----------------------------------------------------------- */
 
 /* `uri` NULL means "no namespace". */
-static int is_el(const xmlNode *n, const char *uri, const char *name)
+static int is_el(const rel *n, const char *uri, const char *name)
 {
-	if (!n || n->type != XML_ELEMENT_NODE || strcmp(S(n->name), name) != 0)
+	if (!n || strcmp(n->name, name) != 0)
 		return 0;
 	if (!uri)
-		return !n->ns || !n->ns->href || !*n->ns->href;
-	return n->ns && n->ns->href && !strcmp(S(n->ns->href), uri);
+		return !n->uri;
+	return n->uri && !strcmp(n->uri, uri);
 }
 
-static const xmlNode *next_el(const xmlNode *n)
+static const rel *child(const rel *parent, const char *uri, const char *name)
 {
-	for (; n; n = n->next)
-		if (n->type == XML_ELEMENT_NODE)
-			return n;
-	return NULL;
-}
-
-static const xmlNode *child(const xmlNode *parent, const char *uri, const char *name)
-{
-	const xmlNode *c;
+	const rel *c;
 	if (!parent)
 		return NULL;
 	for (c = parent->children; c; c = c->next)
@@ -393,41 +648,39 @@ static const xmlNode *child(const xmlNode *parent, const char *uri, const char *
 	return NULL;
 }
 
-static const char *ns_uri(const xmlNode *n)
+static const char *ns_uri(const rel *n)
 {
-	return n->ns && n->ns->href ? S(n->ns->href) : "";
+	return n->uri ? n->uri : "";
 }
 
 enum { TEXT_OK, TEXT_TOO_LONG, TEXT_HAS_ELEMENTS };
 
-/* Concatenate the element's text and CDATA children into dst (comments and
- * PIs skipped). Cut at a character boundary when it does not fit. Child
- * elements are skipped when `lenient`, an error otherwise. */
-static int element_text(const xmlNode *el, char *dst, size_t size, int lenient)
+/* Concatenate the element's character data (text and CDATA; comments and
+ * PIs are not recorded) into dst. Cut at a character boundary when it does
+ * not fit. Child elements are ignored when `lenient`, an error otherwise. */
+static int element_text(const rel *el, char *dst, size_t size, int lenient)
 {
-	const xmlNode *c;
+	const rseg *t;
 	size_t len = 0, n;
-	int rc = TEXT_OK;
 
 	dst[0] = '\0';
-	for (c = el->children; c; c = c->next) {
-		if (c->type == XML_ELEMENT_NODE && !lenient)
-			return TEXT_HAS_ELEMENTS;
-		if ((c->type != XML_TEXT_NODE && c->type != XML_CDATA_SECTION_NODE) ||
-		    !c->content || rc != TEXT_OK)
-			continue;
-		n = strlen(S(c->content));
+	if (el->children && !lenient)
+		return TEXT_HAS_ELEMENTS;
+	for (t = el->text; t; t = t->next) {
+		n = t->len;
 		if (len + n >= size) {
 			n = size - 1 - len;
-			while (n > 0 && (c->content[n] & 0xC0) == 0x80)
+			while (n > 0 && (t->p[n] & 0xC0) == 0x80)
 				n--;
-			rc = TEXT_TOO_LONG;
+			memcpy(dst + len, t->p, n);
+			dst[len + n] = '\0';
+			return TEXT_TOO_LONG;
 		}
-		memcpy(dst + len, c->content, n);
+		memcpy(dst + len, t->p, n);
 		len += n;
 		dst[len] = '\0';
 	}
-	return rc;
+	return TEXT_OK;
 }
 
 /* Strip leading and trailing XML whitespace in place. */
@@ -481,11 +734,11 @@ static wms_status unexpected(wms_error *err, const char *fmt, ...)
 
 /* The trimmed text of the required child {wh}name of parent, at most
  * size - 1 bytes, not empty. `where` names the parent in messages. */
-static wms_status value(const xmlNode *parent, const char *where, const char *name, char *dst,
+static wms_status value(const rel *parent, const char *where, const char *name, char *dst,
 			size_t size, wms_error *err)
 {
 	char tmp[VALUE_MAX + 1];
-	const xmlNode *el = child(parent, WMS__NS, name);
+	const rel *el = child(parent, WMS__NS, name);
 	int rc;
 
 	if (!el)
@@ -504,7 +757,7 @@ static wms_status value(const xmlNode *parent, const char *where, const char *na
 
 /* Ids in replies: 1-64 bytes, no whitespace or control characters. The
  * charset is not enforced: a WMS that widens it must not break every call. */
-static wms_status id_value(const xmlNode *parent, const char *where, const char *name,
+static wms_status id_value(const rel *parent, const char *where, const char *name,
 			   char dst[WMS_ID_MAX + 1], wms_error *err)
 {
 	wms_status rc = value(parent, where, name, dst, WMS_ID_MAX + 1, err);
@@ -517,7 +770,7 @@ static wms_status id_value(const xmlNode *parent, const char *where, const char 
 	return WMS_OK;
 }
 
-static wms_status state_value(const xmlNode *parent, const char *where, wms_order_state *out,
+static wms_status state_value(const rel *parent, const char *where, wms_order_state *out,
 			      wms_error *err)
 {
 	static const wms_order_state states[] = {
@@ -544,7 +797,7 @@ static wms_status state_value(const xmlNode *parent, const char *where, wms_orde
 	return WMS_OK;
 }
 
-static wms_status bool_value(const xmlNode *parent, const char *where, const char *name, int *out,
+static wms_status bool_value(const rel *parent, const char *where, const char *name, int *out,
 			     wms_error *err)
 {
 	char v[8];
@@ -562,7 +815,7 @@ static wms_status bool_value(const xmlNode *parent, const char *where, const cha
 	return WMS_OK;
 }
 
-static wms_status long_value(const xmlNode *parent, const char *where, const char *name,
+static wms_status long_value(const rel *parent, const char *where, const char *name,
 			     int64_t *out, wms_error *err)
 {
 	char v[32];
@@ -635,7 +888,7 @@ static int is_datetime(const char *s)
 
 /* ---- the four replies ------------------------------------------------------ */
 
-static wms_status parse_submit(const xmlNode *r, wms_submit_reply *out, wms_error *err)
+static wms_status parse_submit(const rel *r, wms_submit_reply *out, wms_error *err)
 {
 	const char *w = "SubmitOrderResponse";
 	wms_status rc;
@@ -647,7 +900,7 @@ static wms_status parse_submit(const xmlNode *r, wms_submit_reply *out, wms_erro
 	return WMS_OK;
 }
 
-static wms_status parse_status(const xmlNode *r, wms_status_reply *out, wms_error *err)
+static wms_status parse_status(const rel *r, wms_status_reply *out, wms_error *err)
 {
 	const char *w = "GetOrderStatusResponse";
 	wms_status rc;
@@ -661,7 +914,7 @@ static wms_status parse_status(const xmlNode *r, wms_status_reply *out, wms_erro
 	return WMS_OK;
 }
 
-static wms_status parse_cancel(const xmlNode *r, wms_cancel_reply *out, wms_error *err)
+static wms_status parse_cancel(const rel *r, wms_cancel_reply *out, wms_error *err)
 {
 	const char *w = "CancelOrderResponse";
 	wms_status rc;
@@ -672,10 +925,10 @@ static wms_status parse_cancel(const xmlNode *r, wms_cancel_reply *out, wms_erro
 	return WMS_OK;
 }
 
-static wms_status parse_stock(const xmlNode *r, wms_stock_reply **out, wms_error *err)
+static wms_status parse_stock(const rel *r, wms_stock_reply **out, wms_error *err)
 {
 	wms_stock_reply *reply = NULL;
-	const xmlNode *c;
+	const rel *c;
 	char where[64];
 	size_t count = 0, i = 0;
 	wms_status rc = WMS_OK;
@@ -724,28 +977,23 @@ static const char *local_part(const char *qname)
 }
 
 /* SOAP 1.2 Reason: the English Text if there is one, else the first. */
-static const xmlNode *reason_text(const xmlNode *reason)
+static const rel *reason_text(const rel *reason)
 {
-	const xmlNode *c, *first = NULL;
-	const xmlAttr *a;
+	const rel *c, *first = NULL;
 	if (!reason)
 		return NULL;
 	for (c = reason->children; c; c = c->next) {
 		if (!is_el(c, WMS__SOAP12_NS, "Text"))
 			continue;
+		if (c->lang_en)
+			return c;
 		if (!first)
 			first = c;
-		for (a = c->properties; a; a = a->next)
-			if (a->ns && a->ns->href && !strcmp(S(a->ns->href), S(XML_XML_NAMESPACE)) &&
-			    !strcmp(S(a->name), "lang") && a->children && a->children->content &&
-			    starts_ci(S(a->children->content),
-				      S(a->children->content) + strlen(S(a->children->content)), "en"))
-				return c;
 	}
 	return first;
 }
 
-static void text_into(const xmlNode *el, char *dst, size_t size)
+static void text_into(const rel *el, char *dst, size_t size)
 {
 	dst[0] = '\0';
 	if (el)
@@ -753,15 +1001,15 @@ static void text_into(const xmlNode *el, char *dst, size_t size)
 	flatten(dst);
 }
 
-static wms_status parse_fault(const xmlNode *fault, wms_error *err)
+static wms_status parse_fault(const rel *fault, wms_error *err)
 {
 	char code[WMS_ERROR_FIELD_MAX], sub[WMS_ERROR_FIELD_MAX] = "";
 	char text[WMS_ERROR_MESSAGE_MAX], wms_code[WMS_ERROR_FIELD_MAX];
-	const xmlNode *detail, *wf;
+	const rel *detail, *wf;
 	const char *c, *s;
 
 	if (is_el(fault, WMS__SOAP12_NS, "Fault")) {
-		const xmlNode *code_el = child(fault, WMS__SOAP12_NS, "Code");
+		const rel *code_el = child(fault, WMS__SOAP12_NS, "Code");
 		text_into(child(code_el, WMS__SOAP12_NS, "Value"), code, sizeof(code));
 		text_into(child(child(code_el, WMS__SOAP12_NS, "Subcode"), WMS__SOAP12_NS, "Value"),
 			  sub, sizeof(sub));
@@ -769,8 +1017,8 @@ static wms_status parse_fault(const xmlNode *fault, wms_error *err)
 		detail = child(fault, WMS__SOAP12_NS, "Detail");
 	} else {
 		/* SOAP 1.1 fault children are unqualified; some stacks qualify them. */
-		const xmlNode *fc = child(fault, NULL, "faultcode");
-		const xmlNode *fs = child(fault, NULL, "faultstring");
+		const rel *fc = child(fault, NULL, "faultcode");
+		const rel *fs = child(fault, NULL, "faultstring");
 		text_into(fc ? fc : child(fault, WMS__SOAP11_NS, "faultcode"), code, sizeof(code));
 		text_into(fs ? fs : child(fault, WMS__SOAP11_NS, "faultstring"), text, sizeof(text));
 		detail = child(fault, NULL, "detail");
@@ -797,9 +1045,9 @@ static wms_status parse_fault(const xmlNode *fault, wms_error *err)
 
 /* ---- entry point ------------------------------------------------------------ */
 
-static wms_status check_reply(wms__op op, void *out, xmlDocPtr doc, int html_type, wms_error *err)
+static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_type, wms_error *err)
 {
-	const xmlNode *root = xmlDocGetRootElement(doc), *body = NULL, *first, *c;
+	const rel *root = doc->children, *body = NULL, *first, *c;
 	const char *soap_ns;
 	union {
 		wms_submit_reply submit;
@@ -814,14 +1062,14 @@ static wms_status check_reply(wms__op op, void *out, xmlDocPtr doc, int html_typ
 		soap_ns = WMS__SOAP11_NS;
 	else if (is_el(root, WMS__SOAP12_NS, "Envelope"))
 		soap_ns = WMS__SOAP12_NS;
-	else if (html_type || !xmlStrcasecmp(root->name, X("html")))
+	else if (html_type || !xmlStrcasecmp(X(root->name), X("html")))
 		/* A SOAP envelope mislabelled text/html is still read (above). */
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 				 "reply is an HTML page, not a SOAP envelope");
 	else
 		return unexpected(err, "expected a SOAP 1.1 or 1.2 Envelope, found {%s}%s",
-				  ns_uri(root), S(root->name));
-	for (c = next_el(root->children); c; c = next_el(c->next)) {
+				  ns_uri(root), root->name);
+	for (c = root->children; c; c = c->next) {
 		if (is_el(c, soap_ns, "Header"))
 			continue;
 		if (is_el(c, soap_ns, "Body"))
@@ -832,13 +1080,13 @@ static wms_status check_reply(wms__op op, void *out, xmlDocPtr doc, int html_typ
 		return unexpected(err, "expected {%s}Body in the SOAP Envelope, found %s%s%s%s",
 				  soap_ns, c ? "{" : "nothing", c ? ns_uri(c) : "", c ? "}" : "",
 				  c ? S(c->name) : "");
-	first = next_el(body->children);
+	first = body->children;
 	if (!first)
 		return unexpected(err, "expected {%s}%s in the SOAP Body, found an empty Body", WMS__NS,
 				  response_names[op]);
 	/* document/literal: one Body child. A second one (another answer, a
 	 * fault after the answer) makes the reply ambiguous: refuse it. */
-	if ((c = next_el(first->next)) != NULL)
+	if ((c = first->next) != NULL)
 		return unexpected(err, "expected one element in the SOAP Body, found {%s}%s after {%s}%s",
 				  ns_uri(c), S(c->name), ns_uri(first), S(first->name));
 	if (is_el(first, WMS__SOAP11_NS, "Fault") || is_el(first, WMS__SOAP12_NS, "Fault"))
@@ -888,12 +1136,11 @@ static size_t out_size(wms__op op)
 	return 0;
 }
 
-wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
-			    const char *content_type, size_t max_bytes, wms_error *err)
+static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const char *buf, size_t len,
+			      const char *content_type, size_t max_bytes, wms_error *err)
 {
 	char charset[64], start[40];
 	const char *encoding = NULL;
-	xmlDocPtr doc = NULL;
 	sniff_result sn;
 	int html_type;
 	wms_status rc;
@@ -942,9 +1189,39 @@ wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
 			encoding = charset;
 		}
 	}
-	if ((rc = parse_xml(&doc, buf, len, encoding, html_type, err)) != WMS_OK)
+	if ((rc = parse_xml(ws, buf, len, encoding, html_type, err)) != WMS_OK)
 		return rc;
-	rc = check_reply(op, out, doc, html_type, err);
-	xmlFreeDoc(doc);
+	return check_reply(op, out, &ws->st.els[0], html_type, err);
+}
+
+wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
+			       size_t len, const char *content_type, size_t max_bytes,
+			       wms_error *err)
+{
+	wms__parse_ws tmp, *p = NULL;
+	wms_status rc;
+
+	if (ws && !ws->parse)
+		ws->parse = wms__calloc(1, sizeof(*ws->parse));
+	if (ws)
+		p = ws->parse;
+	if (!p) { /* no workspace, or no memory for one: a temporary */
+		memset(&tmp, 0, sizeof(tmp));
+		p = &tmp;
+	}
+	rc = parse_reply(p, op, out, buf, len, content_type, max_bytes, err);
+	if (p == &tmp) {
+		if (tmp.push)
+			xmlFreeParserCtxt(tmp.push);
+		free_elements(&tmp.st);
+	} else if (p->st.cap_els > KEEP_ELS || p->st.cap_text > KEEP_TEXT) {
+		free_elements(&p->st);
+	}
 	return rc;
+}
+
+wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
+			    const char *content_type, size_t max_bytes, wms_error *err)
+{
+	return wms__parse_reply_ws(NULL, op, out, buf, len, content_type, max_bytes, err);
 }

@@ -508,6 +508,187 @@ static void every_failed_allocation(void **state)
 	assert_true(nomem > 20);
 }
 
+/* ---- workspaces: a kept tree, walked over, gives the bytes a new one does */
+
+static uint32_t rng_next(uint32_t *x)
+{
+	*x = *x * 1103515245u + 12345u;
+	return (*x >> 8) & 0xFFFFFFu;
+}
+
+typedef struct random_request {
+	wms__request r;
+	wms_order order;
+	wms_order_line lines[80];
+	char skus[80][24];
+	const char *sku_ptrs[80];
+	char id[32], name[40], reason[40];
+} random_request;
+
+/* A request of a random operation and shape: line and SKU counts, the
+ * optional fields, values with markup and non-ASCII text, now and then a
+ * 600-line order (larger than a workspace keeps). */
+static void random_request_make(random_request *q, uint32_t *x)
+{
+	static const char *const names[] = { "Ada", "Bob & <Co>", "Z\xc3\xbcrich \"AG\"", "" };
+	size_t i, n;
+
+	memset(q, 0, sizeof(*q));
+	q->r.op = (wms__op)(rng_next(x) % WMS__OP_COUNT);
+	snprintf(q->id, sizeof(q->id), "ORD-%06u", (unsigned)(rng_next(x) % 1000000u));
+	snprintf(q->name, sizeof(q->name), "%s %u", names[rng_next(x) % 3], (unsigned)rng_next(x) % 100);
+	n = 1 + rng_next(x) % (sizeof(q->lines) / sizeof(q->lines[0]));
+	if (rng_next(x) % 3 == 0)
+		n = 1 + rng_next(x) % 3;
+	for (i = 0; i < n; i++) {
+		snprintf(q->skus[i], sizeof(q->skus[i]), "SKU-%u", (unsigned)(rng_next(x) % 50));
+		q->sku_ptrs[i] = q->skus[i];
+		q->lines[i].sku = q->skus[i];
+		q->lines[i].quantity = 1 + rng_next(x) % 999;
+	}
+	q->order = golden_order();
+	q->order.order_id = q->id;
+	q->order.ship_to.name = q->name;
+	q->order.ship_to.line2 = rng_next(x) % 2 ? "Flat 3 <rear>" : NULL;
+	q->order.ship_to.region = rng_next(x) % 2 ? "Greater London" : "";
+	q->order.priority = (wms_priority)(rng_next(x) % 3);
+	q->order.lines = q->lines;
+	q->order.line_count = n;
+	snprintf(q->reason, sizeof(q->reason), "%s", rng_next(x) % 2 ? "customer & \xe2\x82\xac" : "");
+	q->r.order = &q->order;
+	q->r.order_id = q->id;
+	q->r.reason = q->reason;
+	q->r.skus = q->sku_ptrs;
+	q->r.sku_count = n;
+	if (q->r.op == WMS__OP_GET_STOCK_LEVEL && rng_next(x) % 5 == 0)
+		q->r.sku_count = 200 < n ? 200 : n;
+}
+
+static void workspace_builds_the_same_bytes(void **state)
+{
+	static random_request q;
+	static wms_order_line big_lines[600];
+	static char big_skus[600][16];
+	wms__xml_ws ws = { NULL, NULL };
+	wms__buf fresh = { NULL, 0, 0 }, reused = { NULL, 0, 0 };
+	uint32_t x = 20261201u;
+	size_t i;
+	int k, big = 0;
+	(void)state;
+
+	for (i = 0; i < 600; i++) {
+		snprintf(big_skus[i], sizeof(big_skus[i]), "BIG-%zu", i);
+		big_lines[i].sku = big_skus[i];
+		big_lines[i].quantity = 1;
+	}
+	for (k = 0; k < 1500; k++) {
+		/* mostly one SOAP version, as a client has; now and then the other */
+		wms_soap_version v = rng_next(&x) % 10 == 0 ? WMS_SOAP_12 : WMS_SOAP_11;
+		wms_error e1, e2;
+		random_request_make(&q, &x);
+		if (q.r.op == WMS__OP_SUBMIT_ORDER && rng_next(&x) % 40 == 0) {
+			q.order.lines = big_lines;
+			q.order.line_count = 600;
+			big++;
+		}
+		assert_int_equal(wms__build_request(&fresh, v, &q.r, NULL, &e1), WMS_OK);
+		assert_int_equal(wms__build_request_ws(&ws, &reused, v, &q.r, NULL, &e2), WMS_OK);
+		if (fresh.len != reused.len || memcmp(fresh.data, reused.data, fresh.len) != 0)
+			fail_msg("request %d (op %d, v %d): a reused tree gave other bytes:\n%s\n-- vs --\n%s",
+				 k, (int)q.r.op, (int)v, fresh.data, reused.data);
+		wms__buf_free(&fresh);
+		wms__buf_free(&reused);
+	}
+	assert_true(big > 3);
+	assert_non_null(ws.build);
+	wms__build_ws_free(ws.build);
+}
+
+/* WS-Security: a fresh Header per message on a kept tree, and none left
+ * behind when the next call goes without. */
+static void workspace_headers(void **state)
+{
+	wms__wsse wsse = { WMS_WSSE_PASSWORD_DIGEST, "svc-user", "s3cret" };
+	wms_order order = golden_order();
+	wms__request r = { WMS__OP_SUBMIT_ORDER, &order, NULL, NULL, NULL, 0 };
+	wms__xml_ws ws = { NULL, NULL };
+	wms__buf plain = { NULL, 0, 0 }, a = { NULL, 0, 0 }, b = { NULL, 0, 0 };
+	const char *na, *nb;
+	(void)state;
+
+	assert_int_equal(wms__build_request(&plain, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	assert_int_equal(wms__build_request_ws(&ws, &a, WMS_SOAP_11, &r, &wsse, NULL), WMS_OK);
+	assert_int_equal(wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, &wsse, NULL), WMS_OK);
+	/* one Header each, before the Body, with its own nonce */
+	assert_non_null(na = strstr(a.data, "<wsse:Nonce"));
+	assert_non_null(nb = strstr(b.data, "<wsse:Nonce"));
+	assert_null(strstr(na + 1, "<wsse:Nonce"));
+	na = strchr(na, '>') + 1;
+	nb = strchr(nb, '>') + 1;
+	assert_null(strstr(strstr(a.data, "</soap:Header>") + 1, "<soap:Header"));
+	assert_true(strstr(a.data, "</soap:Header><soap:Body>") != NULL);
+	assert_memory_not_equal(na, nb, 24); /* 16 random bytes, Base64 */
+	wms__buf_free(&a);
+	assert_int_equal(wms__build_request_ws(&ws, &a, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	assert_int_equal(a.len, plain.len);
+	assert_memory_equal(a.data, plain.data, a.len);
+	wms__buf_free(&a);
+	wms__buf_free(&b);
+	wms__buf_free(&plain);
+	wms__build_ws_free(ws.build);
+}
+
+/* A failed allocation while walking a kept tree: NOMEM, and the workspace
+ * still builds the exact bytes afterwards (the damaged tree was dropped). */
+static void workspace_failed_allocation(void **state)
+{
+	const wms_order_line lines[] = { { "A", 1 }, { "B", 2 }, { "C", 3 }, { "D", 4 } };
+	wms_order small = golden_order(), order = golden_order();
+	wms__request rs = { WMS__OP_SUBMIT_ORDER, &small, NULL, NULL, NULL, 0 };
+	wms__request r = { WMS__OP_SUBMIT_ORDER, &order, NULL, NULL, NULL, 0 };
+	wms__xml_ws ws = { NULL, NULL };
+	wms__buf ref = { NULL, 0, 0 }, b = { NULL, 0, 0 };
+	long n, nomem = 0;
+	(void)state;
+
+	order.lines = lines;
+	order.line_count = 4;
+	order.ship_to.line2 = "x";
+	order.order_id = "ORD-OTHER";
+	assert_int_equal(wms__build_request(&ref, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	for (n = 1;; n++) {
+		wms_error err;
+		wms_status rc;
+		/* warm: the kept tree is the one-line order's */
+		assert_int_equal(wms__build_request_ws(&ws, &b, WMS_SOAP_11, &rs, NULL, NULL), WMS_OK);
+		wms__buf_free(&b);
+		wms_error_clear(&err);
+		util_xml_mem_fail_at(n);
+		rc = wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, &err);
+		util_xml_mem_reset();
+		if (rc == WMS_OK) {
+			assert_int_equal(b.len, ref.len);
+			assert_memory_equal(b.data, ref.data, b.len);
+			wms__buf_free(&b);
+			if (!util_xml_mem_failed())
+				break;
+			continue;
+		}
+		nomem++;
+		assert_int_equal(rc, WMS_ERR_NOMEM);
+		assert_null(b.data);
+		assert_true(n < 10000);
+		/* the next build, without a failure, is exact */
+		assert_int_equal(wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+		assert_int_equal(b.len, ref.len);
+		assert_memory_equal(b.data, ref.data, b.len);
+		wms__buf_free(&b);
+	}
+	assert_true(nomem > 5);
+	wms__buf_free(&ref);
+	wms__build_ws_free(ws.build);
+}
+
 static int setup(void **state)
 {
 	xmlSchemaParserCtxtPtr pc;
@@ -539,6 +720,9 @@ int main(void)
 		cmocka_unit_test(builders_reject_bad_input),
 		cmocka_unit_test(operation_names),
 		cmocka_unit_test(every_failed_allocation),
+		cmocka_unit_test(workspace_builds_the_same_bytes),
+		cmocka_unit_test(workspace_headers),
+		cmocka_unit_test(workspace_failed_allocation),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
 	regenerate = r && *r && strcmp(r, "0") != 0;

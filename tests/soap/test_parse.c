@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <cmocka.h>
 #include <libxml/parser.h>
 #include <libxml/xmlerror.h>
@@ -678,6 +679,83 @@ static void every_failed_allocation(void **state)
 	}
 }
 
+/* ---- workspaces: a reused parser context gives what a new one does ---- */
+
+typedef struct reply_input {
+	char *buf;
+	size_t len;
+} reply_input;
+
+static size_t load_dir(reply_input *in, size_t n, size_t max, const char *dir)
+{
+	char path[512], rel[300];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(path, sizeof(path), "%s", util_source_path(dir));
+	assert_non_null(dp = opendir(path));
+	while ((d = readdir(dp)) != NULL && n < max) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), "%s/%s", dir, d->d_name);
+		in[n].buf = util_read_source_file(rel, &in[n].len);
+		n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+/* Every reply file, as every operation, under three content types, whole
+ * and cut short, in a shuffled order twice over, through one workspace:
+ * each result equals a fresh parse's (a context dropped after an error or
+ * kept after a success must not change the next parse). */
+static void workspace_parses_the_same(void **state)
+{
+	static const char *const types[] = { NULL, "text/xml; charset=iso-8859-1", "text/html" };
+	static reply_input in[256];
+	static result a, b;
+	wms__xml_ws ws = { NULL, NULL };
+	size_t n = 0, i, runs = 0;
+	uint32_t x = 7u;
+	(void)state;
+
+	n = load_dir(in, n, 256, "tests/soap/replies/good");
+	n = load_dir(in, n, 256, "tests/soap/replies/fault");
+	n = load_dir(in, n, 256, "tests/soap/replies/bad");
+	assert_true(n > 40);
+	for (i = 0; i < 2 * n * 12; i++) {
+		const reply_input *r;
+		wms__op op;
+		const char *ct;
+		size_t len;
+		char what[64];
+		x = x * 1103515245u + 12345u;
+		r = &in[(x >> 8) % n];
+		op = (wms__op)((x >> 4) % WMS__OP_COUNT);
+		ct = types[(x >> 12) % 3];
+		len = (x >> 16) % 4 == 0 ? (size_t)((x >> 3) % (r->len + 1)) : r->len;
+		snprintf(what, sizeof(what), "input %zu, op %d, %zu of %zu bytes",
+			 (size_t)(r - in), (int)op, len, r->len);
+		parse_bytes(&a, op, r->buf, len, ct, MAX);
+		memset(&b, 0xA5, sizeof(b));
+		wms_error_clear(&b.err);
+		b.rc = wms__parse_reply_ws(&ws, op, &b.out, r->buf, len, ct, MAX, &b.err);
+		if (a.rc != b.rc || strcmp(a.err.message, b.err.message) != 0)
+			fail_msg("%s: fresh %d \"%s\", reused %d \"%s\"", what, (int)a.rc,
+				 a.err.message, (int)b.rc, b.err.message);
+		same_result(&b, &a, op);
+		release(&a, op);
+		release(&b, op);
+		runs++;
+	}
+	assert_non_null(ws.parse);
+	wms__parse_ws_free(ws.parse);
+	for (i = 0; i < n; i++)
+		free(in[i].buf);
+	assert_true(runs > 500);
+}
+
+
 /* Parsers and builders on several threads at once give the same answers. */
 #define THREADS 6
 #define ROUNDS 40
@@ -771,6 +849,7 @@ int main(void)
 		cmocka_unit_test(null_out_and_bad_op),
 		cmocka_unit_test(state_names),
 		cmocka_unit_test(every_failed_allocation),
+		cmocka_unit_test(workspace_parses_the_same),
 		cmocka_unit_test(threads),
 	};
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]), NFIXED = sizeof(fixed) / sizeof(fixed[0]) };

@@ -1,0 +1,70 @@
+/* The pool of libxml2 workspaces a client keeps (src/soap.h): a LIFO stack,
+ * so that a caller gets the workspace used last, whose memory is warm. */
+#include <pthread.h>
+#include "soap.h"
+
+/* Idle workspaces kept; more concurrent callers make and free their own. */
+#define POOL_MAX_IDLE 8
+
+struct wms__xml_pool {
+	pthread_mutex_t lock;
+	wms__xml_ws *idle[POOL_MAX_IDLE];
+	size_t count;
+};
+
+static void ws_free(wms__xml_ws *ws)
+{
+	if (!ws)
+		return;
+	wms__parse_ws_free(ws->parse);
+	wms__build_ws_free(ws->build);
+	wms__free(ws);
+}
+
+wms_status wms__xml_pool_new(wms__xml_pool **out)
+{
+	wms__xml_pool *p = wms__calloc(1, sizeof(*p));
+	*out = NULL;
+	if (!p)
+		return WMS_ERR_NOMEM;
+	if (pthread_mutex_init(&p->lock, NULL) != 0) {
+		wms__free(p);
+		return WMS_ERR_INTERNAL;
+	}
+	*out = p;
+	return WMS_OK;
+}
+
+void wms__xml_pool_free(wms__xml_pool *pool)
+{
+	size_t i;
+	if (!pool)
+		return;
+	for (i = 0; i < pool->count; i++)
+		ws_free(pool->idle[i]);
+	pthread_mutex_destroy(&pool->lock);
+	wms__free(pool);
+}
+
+wms__xml_ws *wms__xml_pool_take(wms__xml_pool *pool)
+{
+	wms__xml_ws *ws = NULL;
+	pthread_mutex_lock(&pool->lock);
+	if (pool->count)
+		ws = pool->idle[--pool->count];
+	pthread_mutex_unlock(&pool->lock);
+	return ws ? ws : wms__calloc(1, sizeof(*ws));
+}
+
+void wms__xml_pool_give(wms__xml_pool *pool, wms__xml_ws *ws)
+{
+	if (!ws)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	if (pool->count < POOL_MAX_IDLE) {
+		pool->idle[pool->count++] = ws;
+		ws = NULL;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	ws_free(ws);
+}
