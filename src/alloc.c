@@ -1,3 +1,4 @@
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,19 +11,191 @@ static void std_free(void *p, void *ctx) { (void)ctx; free(p); }
 
 static wms_allocator alloc = { std_malloc, std_realloc, std_free, NULL };
 
+/* WMS_GLOBAL_ROUTE_* that wms_global_init asked for (read by the libraries'
+ * one-time set-up in soap_xml.c and transport_curl.c), and those it got:
+ * once libxml2 or libcurl holds blocks from `alloc`, it must stay. */
+static atomic_uint route_requested;
+static atomic_uint route_active;
+static atomic_int global_init_done;
+
+static int same_allocator(const wms_allocator *a, const wms_allocator *b)
+{
+	return a->malloc_fn == b->malloc_fn && a->realloc_fn == b->realloc_fn &&
+	       a->free_fn == b->free_fn && a->ctx == b->ctx;
+}
+
 wms_status wms_set_allocator(const wms_allocator *a)
 {
-	if (!a) {
-		alloc.malloc_fn = std_malloc;
-		alloc.realloc_fn = std_realloc;
-		alloc.free_fn = std_free;
-		alloc.ctx = NULL;
-		return WMS_OK;
-	}
+	static const wms_allocator std = { std_malloc, std_realloc, std_free, NULL };
+	if (!a)
+		a = &std;
 	if (!a->malloc_fn || !a->realloc_fn || !a->free_fn)
+		return WMS_ERR_INVALID_ARG;
+	if (atomic_load(&route_active) && !same_allocator(a, &alloc))
 		return WMS_ERR_INVALID_ARG;
 	alloc = *a;
 	return WMS_OK;
+}
+
+/* ---- libxml2 and libcurl through the seam -------------------------------- */
+
+/* Set while wms_global_init checks that libcurl really took the trampolines;
+ * written by that one thread only, so a relaxed load costs the others nothing. */
+static atomic_int probing;
+static atomic_int probe_hit;
+
+static void note_probe(void)
+{
+	if (atomic_load_explicit(&probing, memory_order_relaxed))
+		atomic_store_explicit(&probe_hit, 1, memory_order_relaxed);
+}
+
+/* Failed library allocations on this thread: a caller can tell whether a
+ * library call that cannot report one (curl_easy_reset) had one. */
+static _Thread_local unsigned long lib_failures;
+
+static void *counted(void *p)
+{
+	if (!p)
+		lib_failures++;
+	return p;
+}
+
+unsigned long wms__alloc_lib_failures(void)
+{
+	return lib_failures;
+}
+
+void *wms__lib_malloc(size_t n)
+{
+	note_probe();
+	return counted(alloc.malloc_fn(n ? n : 1, alloc.ctx));
+}
+
+void *wms__lib_realloc(void *p, size_t n)
+{
+	note_probe();
+	return counted(alloc.realloc_fn(p, n ? n : 1, alloc.ctx));
+}
+
+void wms__lib_free(void *p)
+{
+	if (p)
+		alloc.free_fn(p, alloc.ctx);
+}
+
+void *wms__lib_calloc(size_t count, size_t n)
+{
+	note_probe();
+	return counted(wms__calloc(count, n));
+}
+
+char *wms__lib_strdup(const char *s)
+{
+	note_probe();
+	return s ? counted(wms__strdup(s)) : NULL;
+}
+
+int wms__alloc_route_libxml2(void)
+{
+	return (atomic_load(&route_requested) & WMS_GLOBAL_ROUTE_LIBXML2) != 0;
+}
+
+int wms__alloc_route_libcurl(void)
+{
+	return (atomic_load(&route_requested) & WMS_GLOBAL_ROUTE_LIBCURL) != 0;
+}
+
+void wms__alloc_probe_begin(void)
+{
+	atomic_store(&probe_hit, 0);
+	atomic_store(&probing, 1);
+}
+
+int wms__alloc_probe_end(void)
+{
+	atomic_store(&probing, 0);
+	return atomic_load(&probe_hit);
+}
+
+wms_status wms_global_options_init(wms_global_options *opts, unsigned version)
+{
+	if (!opts || version != WMS_GLOBAL_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	memset(opts, 0, sizeof(*opts));
+	opts->version = version;
+	return WMS_OK;
+}
+
+/* Too late is a misuse of the call, like a bad option: INVALID_ARG, and the
+ * message says which library and why. */
+wms_status wms_global_init(const wms_global_options *opts, wms_error *err)
+{
+	static const wms_global_options defaults = WMS_GLOBAL_OPTIONS_INIT;
+	const unsigned known = WMS_GLOBAL_ROUTE_LIBXML2 | WMS_GLOBAL_ROUTE_LIBCURL;
+	const wms_allocator saved = alloc;
+	const wms_allocator *a;
+	const char *why;
+	wms_status st = WMS_OK;
+	int routed = 0;
+
+	wms_error_clear(err);
+	if (!opts)
+		opts = &defaults;
+	if (opts->version != WMS_GLOBAL_OPTIONS_VERSION)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms_global_options: unknown version %u", opts->version);
+	if (opts->route & ~known)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms_global_options: unknown route flags 0x%x",
+				 opts->route & ~known);
+	a = opts->allocator;
+	if (a && (!a->malloc_fn || !a->realloc_fn || !a->free_fn))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wms_global_options: the allocator needs malloc_fn, realloc_fn "
+				 "and free_fn");
+	if (atomic_exchange(&global_init_done, 1))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "too late: wms_global_init was called before (it is one-shot)");
+	/* Checked before anything changes: libcurl's init cannot be undone. */
+	if ((opts->route & WMS_GLOBAL_ROUTE_LIBXML2) && (why = wms__xml_route_obstacle()) != NULL)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "too late to route libxml2's allocations: %s", why);
+
+	if (a)
+		alloc = *a;
+	atomic_store(&route_requested, opts->route);
+	if (opts->route & WMS_GLOBAL_ROUTE_LIBCURL) {
+		st = wms__curl_global_init(&routed);
+		if (st != WMS_OK) {
+			wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "libcurl's global init failed");
+			goto done;
+		}
+		if (!routed) {
+			st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				       "too late to route libcurl's allocations: libcurl was "
+				       "initialised before (by libwms or the application)");
+			goto done;
+		}
+		atomic_fetch_or(&route_active, WMS_GLOBAL_ROUTE_LIBCURL);
+	}
+	if (opts->route & WMS_GLOBAL_ROUTE_LIBXML2) {
+		if (!wms__xml_init_routed()) {
+			st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				       "too late to route libxml2's allocations: another thread "
+				       "initialised it meanwhile");
+			goto done;
+		}
+		atomic_fetch_or(&route_active, WMS_GLOBAL_ROUTE_LIBXML2);
+	}
+done:
+	if (st != WMS_OK) {
+		/* Keep the allocator if a library already holds blocks from it. */
+		if (!atomic_load(&route_active))
+			alloc = saved;
+		atomic_store(&route_requested, atomic_load(&route_active));
+	}
+	return st;
 }
 
 void *wms__malloc(size_t n) { return alloc.malloc_fn(n ? n : 1, alloc.ctx); }

@@ -523,6 +523,12 @@ static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
 			err->delivery = st == WMS_OK ? WMS_DELIVERY_ANSWERED : WMS_DELIVERY_UNKNOWN;
 			return st;
 		}
+		/* Out of memory while reading the error body: that, not the status. */
+		if (st == WMS_ERR_NOMEM) {
+			err->http_status = code;
+			err->delivery = code >= 500 ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_ANSWERED;
+			return st;
+		}
 		/* An error status whose body is no SOAP fault: an HTTP error. */
 		if (st == WMS_OK && op == WMS__OP_GET_STOCK_LEVEL && out) {
 			wms_stock_reply_free(*(wms_stock_reply **)out);

@@ -52,4 +52,36 @@ int wms__fault_is_request_error(const char *code);
 /* Monotonic clock, nanoseconds. */
 uint64_t wms__now_ns(void);
 
+/* ---- libxml2 and libcurl through the seam (wms_global_init, alloc.c) ---- */
+
+/* The functions handed to xmlMemSetup and curl_global_init_mem: the
+ * installed allocator, like wms__malloc & co. (signatures fit both). */
+void *wms__lib_malloc(size_t n);
+void *wms__lib_calloc(size_t count, size_t n);
+void *wms__lib_realloc(void *p, size_t n);
+void wms__lib_free(void *p);
+char *wms__lib_strdup(const char *s);
+
+/* Whether wms_global_init asked to route libxml2 / libcurl; read by their
+ * one-time set-up. */
+int wms__alloc_route_libxml2(void);
+int wms__alloc_route_libcurl(void);
+
+/* Allocations of libxml2's and libcurl's that failed on this thread so far:
+ * compare before and after a library call that cannot report one. */
+unsigned long wms__alloc_lib_failures(void);
+
+/* 1 if a wms__lib_* allocation happened between begin and end (one thread). */
+void wms__alloc_probe_begin(void);
+int wms__alloc_probe_end(void);
+
+/* soap_xml.c: NULL while libxml2's allocator can still be switched, else why not. */
+const char *wms__xml_route_obstacle(void);
+/* soap_xml.c: run libxml2's one-time set-up now; 1 if it routed libxml2. */
+int wms__xml_init_routed(void);
+
+/* transport_curl.c: run libcurl's one-time global init now; *routed: whether
+ * libcurl took the wms__lib_* functions. */
+wms_status wms__curl_global_init(int *routed);
+
 #endif

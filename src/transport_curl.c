@@ -24,7 +24,8 @@
  * every second) arrive through CURLMOPT_TIMERFUNCTION and bound every wait.
  *
  * Global init: curl_global_init() runs once, on the first
- * wms_curl_transport_new(), under pthread_once. libcurl older than 7.84 (or
+ * wms_curl_transport_new(), under pthread_once (or in wms_global_init(), as
+ * curl_global_init_mem() with the allocation seam's functions). libcurl older than 7.84 (or
  * built without CURL_VERSION_THREADSAFE) does not make curl_global_init()
  * thread-safe against itself: an application that calls curl_global_init()
  * or curl_global_cleanup() itself must not do so while another thread creates
@@ -147,10 +148,35 @@ struct curl_transport {
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
+static int global_routed;
 
 static void global_init(void)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* wms_global_init (alloc.c) may route libcurl through the seam. */
+	if (!wms__alloc_route_libcurl()) {
+		global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+		return;
+	}
+	global_rc = curl_global_init_mem(CURL_GLOBAL_DEFAULT, wms__lib_malloc, wms__lib_free,
+					 wms__lib_realloc, wms__lib_strdup, wms__lib_calloc);
+	/* Already initialised by the application, libcurl ignores the functions
+	 * and says CURLE_OK: see whether one of its allocations reaches them. */
+	if (global_rc == CURLE_OK) {
+		wms__alloc_probe_begin();
+		curl_free(curl_easy_escape(NULL, "x", 1));
+		global_routed = wms__alloc_probe_end();
+	}
+}
+
+wms_status wms__curl_global_init(int *routed)
+{
+	*routed = 0;
+	if (pthread_once(&global_once, global_init) != 0)
+		return WMS_ERR_INTERNAL;
+	if (global_rc != CURLE_OK)
+		return global_rc == CURLE_OUT_OF_MEMORY ? WMS_ERR_NOMEM : WMS_ERR_INTERNAL;
+	*routed = global_routed;
+	return WMS_OK;
 }
 
 /* ---- share locks ------------------------------------------------------ */
@@ -789,10 +815,20 @@ static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_r
 	CURL *h = k->h;
 	CURLcode rc = CURLE_OK;
 
+	unsigned long failed = wms__alloc_lib_failures();
+
+	/* curl_easy_reset cannot report that it ran out of memory, and 7.88 then
+	 * leaves later defaults (the receive buffer size) at zero: a transfer on
+	 * that handle reads nothing of a reply. With libcurl routed through the
+	 * seam such a failure is seen, and the set-up fails as NOMEM. */
 	curl_easy_reset(h);
 	conn_forget(k);
 	curl_slist_free_all(k->headers);
 	k->headers = NULL;
+	if (wms__alloc_lib_failures() != failed) {
+		rc = CURLE_OUT_OF_MEMORY;
+		goto done;
+	}
 
 	SETOPT(CURLOPT_SHARE, t->share);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -1042,6 +1078,7 @@ wms_status wms_curl_transport_new(wms_transport **out)
 {
 	struct curl_transport *t = NULL;
 	wms_status st = WMS_OK;
+	CURLSHcode shc;
 	size_t i;
 
 	if (!out)
@@ -1077,13 +1114,14 @@ wms_status wms_curl_transport_new(wms_transport **out)
 		st = WMS_ERR_NOMEM;
 		goto done;
 	}
-	if (curl_share_setopt(t->share, CURLSHOPT_USERDATA, (void *)t) != CURLSHE_OK ||
-	    curl_share_setopt(t->share, CURLSHOPT_LOCKFUNC, share_lock) != CURLSHE_OK ||
-	    curl_share_setopt(t->share, CURLSHOPT_UNLOCKFUNC, share_unlock) != CURLSHE_OK ||
-	    curl_share_setopt(t->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
-	    curl_share_setopt(t->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) !=
+	/* Sharing the TLS session cache allocates it. */
+	if ((shc = curl_share_setopt(t->share, CURLSHOPT_USERDATA, (void *)t)) != CURLSHE_OK ||
+	    (shc = curl_share_setopt(t->share, CURLSHOPT_LOCKFUNC, share_lock)) != CURLSHE_OK ||
+	    (shc = curl_share_setopt(t->share, CURLSHOPT_UNLOCKFUNC, share_unlock)) != CURLSHE_OK ||
+	    (shc = curl_share_setopt(t->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS)) != CURLSHE_OK ||
+	    (shc = curl_share_setopt(t->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION)) !=
 		    CURLSHE_OK) {
-		st = WMS_ERR_INTERNAL;
+		st = shc == CURLSHE_NOMEM ? WMS_ERR_NOMEM : WMS_ERR_INTERNAL;
 		goto done;
 	}
 	*out = &t->parent;

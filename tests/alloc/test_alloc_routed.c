@@ -1,0 +1,497 @@
+/*
+ * Fail the N-th allocation of a whole call, for every N, with libxml2 and
+ * libcurl routed through the seam (wms_global_init): wms_client_new +
+ * the operation + wms_client_free against a loopback server, over a real
+ * socket. Each run must end in the normal result or a clean status, with an
+ * error message, and give back every block it took.
+ *
+ * The allocator below puts a header on every block, so a block the seam did
+ * not hand out (e.g. one libxml2 got from malloc before the switch) aborts
+ * the test when it comes back through the seam.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <curl/curl.h>
+#include <libxml/parser.h>
+#include <libxml/xmlerror.h>
+
+#include "internal.h"
+#include "wms/sys/alloc.h"
+#include "wms/wms.h"
+#include "loopback.h"
+
+/* ---- the counting, failing allocator ----------------------------------- */
+
+#define MAGIC_LIVE 0x574d53414c4c4f43ull /* "WMSALLOC" */
+#define MAGIC_DEAD 0x64656164626c6f6bull
+
+typedef union hdr {
+	struct {
+		uint64_t magic;
+		size_t size;
+	} h;
+	max_align_t align;
+} hdr;
+
+typedef struct counter {
+	atomic_long calls;   /* malloc and realloc calls since the last arm() */
+	atomic_long live;    /* blocks handed out and not yet freed */
+	atomic_long fail_at; /* 1-based; 0: never */
+	atomic_int sticky;   /* fail every call from fail_at on */
+	atomic_int injected; /* a failure was injected since the last arm() */
+} counter;
+
+static counter cnt;
+
+static int should_fail(counter *c)
+{
+	long n = atomic_fetch_add(&c->calls, 1) + 1;
+	long at = atomic_load(&c->fail_at);
+	if (at && (n == at || (atomic_load(&c->sticky) && n > at))) {
+		atomic_store(&c->injected, 1);
+		return 1;
+	}
+	return 0;
+}
+
+static hdr *header_of(void *p)
+{
+	hdr *h = (hdr *)p - 1;
+	if (h->h.magic != MAGIC_LIVE) {
+		fprintf(stderr, "block %p did not come from the seam (or is freed twice)\n", p);
+		abort();
+	}
+	return h;
+}
+
+static void *c_malloc(size_t n, void *ctx)
+{
+	hdr *h;
+	if (should_fail(ctx) || n > SIZE_MAX - sizeof(hdr))
+		return NULL;
+	h = malloc(sizeof(hdr) + n);
+	if (!h)
+		return NULL;
+	h->h.magic = MAGIC_LIVE;
+	h->h.size = n;
+	atomic_fetch_add(&((counter *)ctx)->live, 1);
+	return h + 1;
+}
+
+static void *c_realloc(void *p, size_t n, void *ctx)
+{
+	hdr *h, *g;
+	if (!p)
+		return c_malloc(n, ctx);
+	h = header_of(p);
+	if (should_fail(ctx) || n > SIZE_MAX - sizeof(hdr))
+		return NULL;
+	h->h.magic = MAGIC_DEAD;
+	g = realloc(h, sizeof(hdr) + n);
+	if (!g) {
+		h->h.magic = MAGIC_LIVE;
+		return NULL;
+	}
+	g->h.magic = MAGIC_LIVE;
+	g->h.size = n;
+	return g + 1;
+}
+
+static void c_free(void *p, void *ctx)
+{
+	hdr *h;
+	if (!p)
+		return;
+	h = header_of(p);
+	h->h.magic = MAGIC_DEAD;
+	free(h);
+	atomic_fetch_sub(&((counter *)ctx)->live, 1);
+}
+
+static void arm(long fail_at, int sticky)
+{
+	atomic_store(&cnt.fail_at, 0);
+	atomic_store(&cnt.calls, 0);
+	atomic_store(&cnt.injected, 0);
+	atomic_store(&cnt.sticky, sticky);
+	atomic_store(&cnt.fail_at, fail_at);
+}
+
+/* ---- the calls --------------------------------------------------------- */
+
+/* Bodies as another SOAP stack sent them (tests/soap/replies/). */
+static const char submit_ok[] =
+	"<?xml version='1.0' encoding='UTF-8'?>\n"
+	"<S:Envelope xmlns:S=\"http://schemas.xmlsoap.org/soap/envelope/\">\n"
+	"   <S:Header>\n"
+	"      <Trace xmlns=\"urn:example:trace\">abc-123</Trace>\n"
+	"   </S:Header>\n"
+	"   <S:Body>\n"
+	"      <SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">\n"
+	"         <clientOrderId>ORD-2024-0001</clientOrderId>\n"
+	"         <wmsReference>WMS:778899</wmsReference>\n"
+	"         <state>RECEIVED</state>\n"
+	"         <duplicate>false</duplicate>\n"
+	"      </SubmitOrderResponse>\n"
+	"   </S:Body>\n"
+	"</S:Envelope>\n";
+
+static const char stock_ok[] =
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">\n"
+	" <soapenv:Body>\n"
+	"  <ns1:GetStockLevelResponse xmlns:ns1=\"urn:libwms:warehouse:1\">\n"
+	"   <ns1:level><ns1:sku>SKU-1</ns1:sku><ns1:onHand>120</ns1:onHand>"
+	"<ns1:reserved>20</ns1:reserved><ns1:available>100</ns1:available></ns1:level>\n"
+	"   <ns1:level><ns1:sku>SKU-2</ns1:sku><ns1:onHand>7</ns1:onHand>"
+	"<ns1:reserved>0</ns1:reserved><ns1:available>7</ns1:available></ns1:level>\n"
+	"  </ns1:GetStockLevelResponse>\n"
+	" </soapenv:Body>\n"
+	"</soapenv:Envelope>\n";
+
+static const char fault_unknown_sku[] =
+	"<SOAP-ENV:Envelope xmlns:SOAP-ENV=\"http://schemas.xmlsoap.org/soap/envelope/\">\n"
+	"<SOAP-ENV:Body>\n"
+	"<SOAP-ENV:Fault>\n"
+	"<faultcode>SOAP-ENV:Client</faultcode>\n"
+	"<faultstring>Unknown SKU: SKU-404</faultstring>\n"
+	"<faultactor>http://wms.example/orders</faultactor>\n"
+	"<detail><WmsFault xmlns=\"urn:libwms:warehouse:1\"><code> UNKNOWN_SKU </code>"
+	"<retryable>false</retryable></WmsFault></detail>\n"
+	"</SOAP-ENV:Fault>\n"
+	"</SOAP-ENV:Body>\n"
+	"</SOAP-ENV:Envelope>\n";
+
+typedef enum call_kind { SUBMIT, STOCK, SUBMIT_FAULT } call_kind;
+
+typedef struct scenario {
+	const char *name;
+	call_kind kind;
+	int http_status;
+	const char *body;
+	wms_status want; /* the result without injected failures */
+} scenario;
+
+static wms_status submit(wms_client *client, wms_error *err)
+{
+	static const wms_order_line lines[] = { { "SKU-123", 2 }, { "SKU-456", 1 } };
+	wms_order order = WMS_ORDER_INIT;
+	wms_submit_reply reply;
+	wms_status st;
+
+	order.order_id = "ORD-2024-0001";
+	order.ship_to = (wms_address){ "Ada Lovelace", "12 Analytical Way", NULL, "London", NULL,
+				       "N1 9GU", "GB" };
+	order.lines = lines;
+	order.line_count = 2;
+	st = wms_submit_order(&reply, client, &order, err);
+	if (st == WMS_OK) {
+		assert_string_equal(reply.wms_reference, "WMS:778899");
+		assert_string_equal(reply.order_id, "ORD-2024-0001");
+		assert_int_equal(reply.state, WMS_ORDER_RECEIVED);
+		assert_int_equal(reply.duplicate, 0);
+		assert_int_equal(err->delivery, WMS_DELIVERY_ANSWERED);
+	} else if (st == WMS_ERR_SOAP_FAULT) {
+		assert_string_equal(err->fault_code, "Client");
+		assert_string_equal(err->fault_string, "Unknown SKU: SKU-404");
+		assert_string_equal(err->wms_code, "UNKNOWN_SKU");
+		assert_int_equal(err->delivery, WMS_DELIVERY_ANSWERED);
+	}
+	return st;
+}
+
+/* One run: a new client, the scenario's call(s), free. SubmitOrder is sent
+ * twice, the second time (the same order id, as after an UNKNOWN delivery)
+ * over the kept-alive connection and the pooled curl handle. The first
+ * status that is not the normal result is the run's. */
+static wms_status run_once(const scenario *sc, const char *url, wms_error *err)
+{
+	static const char *const skus[] = { "SKU-1", "SKU-2" };
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_stock_reply *stock = NULL;
+	wms_client *client = NULL;
+	wms_status st;
+
+	o.endpoint = url;
+	o.timeout_ms = 10000;
+	o.connect_timeout_ms = 5000;
+	st = wms_client_new(&client, &o, err);
+	if (st != WMS_OK) {
+		assert_null(client);
+		return st;
+	}
+	if (sc->kind == STOCK) {
+		st = wms_get_stock_level(&stock, client, skus, 2, err);
+		if (st == WMS_OK) {
+			assert_non_null(stock);
+			assert_int_equal(stock->count, 2);
+			assert_string_equal(stock->levels[0].sku, "SKU-1");
+			assert_int_equal(stock->levels[0].available, 100);
+			assert_string_equal(stock->levels[1].sku, "SKU-2");
+			assert_int_equal(stock->levels[1].on_hand, 7);
+		} else {
+			assert_null(stock);
+		}
+		wms_stock_reply_free(stock);
+	} else {
+		st = submit(client, err);
+		if (st == sc->want && sc->kind == SUBMIT)
+			st = submit(client, err);
+	}
+	wms_client_free(client);
+	return st;
+}
+
+/*
+ * A status a run may end in when an allocation was failed, besides NOMEM and
+ * the scenario's normal result: a failed allocation inside libcurl 7.88 that
+ * libcurl itself reports as something else. Matched by status, curl code and
+ * delivery; safe for the caller (the call failed, the delivery is right, and
+ * resending with the same order id is what it does anyway), although the
+ * breaker counts it as the failure it looks like.
+ */
+static int libcurl_misreport(wms_status st, const wms_error *err)
+{
+	/* curl 6 (COULDNT_RESOLVE_HOST) for 127.0.0.1: the address record
+	 * (Curl_ip2addr) or the resolver thread could not be allocated.
+	 * Nothing was sent. */
+	return st == WMS_ERR_CONNECT && err->curl_code == CURLE_COULDNT_RESOLVE_HOST &&
+	       err->delivery == WMS_DELIVERY_NOT_SENT;
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+#define STATUS_SLOTS (WMS_ERR_INTERNAL + 1)
+#define RESTART_EVERY 100 /* the loopback server joins its threads on stop */
+#define MAX_RUNS 200000
+#define MISSES_TO_STOP 5 /* runs in a row that did not reach the N-th allocation */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static lb_server *start_server(const scenario *sc, char **resp)
+{
+	lb_script script;
+	lb_server *s;
+	memset(&script, 0, sizeof(script));
+	if (!*resp) {
+		*resp = lb_http_response(sc->http_status, sc->http_status == 200 ? "OK" : "Error",
+					 "text/xml; charset=utf-8", sc->body);
+		assert_non_null(*resp);
+	}
+	script.response = *resp;
+	script.after = LB_KEEP;
+	s = lb_start(&script);
+	assert_non_null(s);
+	return s;
+}
+
+/* libxml2 keeps the last error of each thread (strings from xmlMalloc)
+ * until the next error or the thread's end: bounded, not a leak, but it
+ * must not count against the run that raised it. */
+static long live_now(void)
+{
+	xmlResetLastError();
+	return atomic_load(&cnt.live);
+}
+
+/* Fail the N-th allocation (sticky: and every one after it) for N = 1, 2,
+ * ... until runs get through without reaching the N-th allocation. Returns
+ * the number of runs. */
+static long every_n(const scenario *sc, int sticky)
+{
+	long counts[STATUS_SLOTS] = { 0 };
+	long n, base, calls0, runs = 0, misses = 0, misreports = 0;
+	char *resp = NULL;
+	lb_server *srv = start_server(sc, &resp);
+	wms_error err;
+	wms_status st;
+	double t0 = now_s();
+	size_t i;
+
+	/* A clean run: the normal result, and how many allocations it makes. */
+	arm(0, 0);
+	base = live_now();
+	st = run_once(sc, lb_url(srv), &err);
+	assert_int_equal(st, sc->want);
+	calls0 = atomic_load(&cnt.calls);
+	assert_int_equal(live_now(), base);
+
+	for (n = 1; n < MAX_RUNS; n++) {
+		int injected;
+		if (runs && runs % RESTART_EVERY == 0) {
+			lb_stop(srv);
+			srv = start_server(sc, &resp);
+		}
+		memset(&err, 0, sizeof(err));
+		arm(n, sticky);
+		st = run_once(sc, lb_url(srv), &err);
+		injected = atomic_load(&cnt.injected);
+		arm(0, 0);
+		runs++;
+		if (live_now() != base)
+			fail_msg("%s: N=%ld: %ld block(s) leaked (status %s: %s)", sc->name, n,
+				 atomic_load(&cnt.live) - base, wms_status_name(st), err.message);
+		if (!injected) {
+			/* Nothing failed: the whole call went through. The count
+			 * moves by a few between runs, so make sure. */
+			assert_int_equal(st, sc->want);
+			if (++misses == MISSES_TO_STOP)
+				break;
+			continue;
+		}
+		misses = 0;
+		if ((unsigned)st < STATUS_SLOTS)
+			counts[st]++;
+		else
+			fail_msg("%s: N=%ld: status %d", sc->name, n, (int)st);
+		if (st != WMS_OK) {
+			if (!err.message[0])
+				fail_msg("%s: N=%ld: status %s with an empty message", sc->name, n,
+					 wms_status_name(st));
+			assert_int_equal(err.status, st);
+		}
+		if (st == sc->want || st == WMS_ERR_NOMEM)
+			continue;
+		if (libcurl_misreport(st, &err)) {
+			misreports++;
+			continue;
+		}
+		fail_msg("%s: N=%ld: status %s (%s, curl %d, delivery %s), expected %s, NOMEM or a "
+			 "listed one", sc->name, n, wms_status_name(st), err.message, err.curl_code,
+			 wms_delivery_name(err.delivery), wms_status_name(sc->want));
+	}
+	lb_stop(srv);
+	free(resp);
+	assert_true(n < MAX_RUNS);
+	printf("# %s%s: %ld runs (a clean run makes %ld allocations), %.2f s; with the failure "
+	       "hit:", sc->name, sticky ? ", failing every allocation from N on" : "", runs,
+	       calls0, now_s() - t0);
+	for (i = 0; i < STATUS_SLOTS; i++)
+		if (counts[i])
+			printf(" %s %ld", wms_status_name((wms_status)i), counts[i]);
+	printf(" (libcurl misreports %ld)\n", misreports);
+	/* Not vacuous: every N up to the run's allocation count was tried. */
+	assert_true(calls0 > 50);
+	assert_true(runs >= calls0);
+	return runs;
+}
+
+static long total_runs;
+
+static const scenario submit_sc = { "SubmitOrder", SUBMIT, 200, submit_ok, WMS_OK };
+static const scenario stock_sc = { "GetStockLevel", STOCK, 200, stock_ok, WMS_OK };
+static const scenario fault_sc = { "SubmitOrder, SOAP fault", SUBMIT_FAULT, 500,
+				   fault_unknown_sku, WMS_ERR_SOAP_FAULT };
+
+static void test_submit_order(void **state)
+{
+	long runs;
+	(void)state;
+	runs = every_n(&submit_sc, 0);
+	/* A whole SubmitOrder, twice over keep-alive: a few hundred N. */
+	assert_true(runs > 200);
+	total_runs += runs;
+}
+
+static void test_submit_order_sticky(void **state)
+{
+	(void)state;
+	total_runs += every_n(&submit_sc, 1);
+}
+
+static void test_get_stock_level(void **state)
+{
+	(void)state;
+	total_runs += every_n(&stock_sc, 0);
+}
+
+static void test_soap_fault(void **state)
+{
+	(void)state;
+	total_runs += every_n(&fault_sc, 0);
+}
+
+/* The set-up took: libxml2 and libcurl allocate through the seam, and the
+ * allocator can no longer be swapped. */
+static void test_routed(void **state)
+{
+	static const wms_allocator other = { c_malloc, c_realloc, c_free, NULL };
+	wms_allocator same = { c_malloc, c_realloc, c_free, &cnt };
+	wms_global_options go = WMS_GLOBAL_OPTIONS_INIT;
+	wms_error err;
+	xmlDocPtr doc;
+	CURL *h;
+	long before;
+	(void)state;
+
+	arm(0, 0);
+	before = atomic_load(&cnt.live);
+	doc = xmlReadMemory("<a>b</a>", 8, "x.xml", NULL, XML_PARSE_NONET);
+	assert_non_null(doc);
+	assert_true(atomic_load(&cnt.live) > before);
+	xmlFreeDoc(doc);
+	assert_int_equal(atomic_load(&cnt.live), before);
+
+	arm(0, 0);
+	h = curl_easy_init();
+	assert_non_null(h);
+	assert_true(atomic_load(&cnt.live) > before);
+	curl_easy_cleanup(h);
+	assert_int_equal(atomic_load(&cnt.live), before);
+
+	/* libxml2's and libcurl's global state came from this allocator. */
+	assert_int_equal(wms_set_allocator(&other), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_set_allocator(NULL), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_set_allocator(&same), WMS_OK);
+	/* One-shot. */
+	go.route = WMS_GLOBAL_ROUTE_LIBXML2;
+	assert_int_equal(wms_global_init(&go, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "too late"));
+}
+
+/* Last: the loops together went through many hundreds of N. */
+static void test_not_vacuous(void **state)
+{
+	(void)state;
+	printf("# %ld runs in all, each failing allocation N of a whole call\n", total_runs);
+	assert_true(total_runs > 600);
+}
+
+int main(void)
+{
+	wms_allocator a = { c_malloc, c_realloc, c_free, &cnt };
+	wms_global_options go = WMS_GLOBAL_OPTIONS_INIT;
+	wms_error err;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_routed),
+		cmocka_unit_test(test_submit_order),
+		cmocka_unit_test(test_submit_order_sticky),
+		cmocka_unit_test(test_get_stock_level),
+		cmocka_unit_test(test_soap_fault),
+		cmocka_unit_test(test_not_vacuous),
+	};
+
+	/* Process-global, one-time allocations (libxml2's and libcurl's global
+	 * init) happen here, before any failure is injected. */
+	go.allocator = &a;
+	go.route = WMS_GLOBAL_ROUTE_LIBXML2 | WMS_GLOBAL_ROUTE_LIBCURL;
+	if (wms_global_init(&go, &err) != WMS_OK) {
+		fprintf(stderr, "wms_global_init: %s\n", err.message);
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
