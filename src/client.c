@@ -4,9 +4,12 @@
  * The breaker is asked first, so an open breaker answers before any XML is
  * built or any socket touched.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <stdatomic.h>
 #include <sys/random.h>
@@ -192,6 +195,30 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 	return WMS_OK;
 }
 
+/* A readable file (dir 0) or searchable directory (dir 1), or NULL. */
+static wms_status check_path(wms_error *err, const char *what, const char *path, int dir)
+{
+	struct stat sb;
+	char why[128];
+
+	if (!path)
+		return WMS_OK;
+	if (!*path)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: empty path (leave it NULL for none)", what);
+	if (stat(path, &sb) == 0 && (dir ? !S_ISDIR(sb.st_mode) : S_ISDIR(sb.st_mode)))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: \"%s\" is %s", what, path, dir ? "not a directory" : "a directory");
+	if (access(path, dir ? R_OK | X_OK : R_OK) != 0) {
+		int e = errno;
+		if (strerror_r(e, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "error %d", e);
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: cannot %s \"%s\": %s", what, dir ? "search" : "read", path, why);
+	}
+	return WMS_OK;
+}
+
 static wms_status check_retry(wms_retry_options *r, wms_error *err)
 {
 	if (r->max_attempts == 0)
@@ -320,6 +347,17 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			       "client_cert and client_key go together");
 		goto fail;
 	}
+	/* The libcurl transport reads these files on every new connection: a
+	 * path that is wrong today is said now, not as a TLS failure on the
+	 * first call (a custom transport may read them otherwise, or not). */
+	if (!transport &&
+	    ((st = check_path(err, "ca_file", opts->ca_file, 0)) != WMS_OK ||
+	     (st = check_path(err, "ca_path", opts->ca_path, 1)) != WMS_OK ||
+	     (st = check_path(err, "client_cert", opts->client_cert, 0)) != WMS_OK ||
+	     (st = check_path(err, "client_key", opts->client_key, 0)) != WMS_OK ||
+	     (opts->pinned_public_key && strncmp(opts->pinned_public_key, "sha256//", 8) != 0 &&
+	      (st = check_path(err, "pinned_public_key", opts->pinned_public_key, 0)) != WMS_OK)))
+		goto fail;
 	if (dup_opt(&c->client_cert, opts->client_cert) ||
 	    dup_opt(&c->client_key, opts->client_key) ||
 	    dup_opt(&c->pinned_public_key, opts->pinned_public_key) ||

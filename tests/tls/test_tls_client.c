@@ -371,7 +371,6 @@ static void test_client_tls_fault_outcomes(void **state)
 		int curl_code;
 		const char *says;
 	};
-	char missing[TLS_PKI_PATH_MAX + 32];
 	const struct row rows[] = {
 		{ &pki.expired, NULL, NULL, NULL, NULL, WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT,
 		  CURLE_PEER_FAILED_VERIFICATION, "expired" },
@@ -386,14 +385,10 @@ static void test_client_tls_fault_outcomes(void **state)
 		{ &pki.server, pki.client_ca.cert_file, pki.rogue_client.cert_file,
 		  pki.rogue_client.key_file, NULL, WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN,
 		  CURLE_RECV_ERROR, "unknown ca" },
-		/* our own file, yet counted against the WMS like any TLS failure */
-		{ &pki.server, pki.client_ca.cert_file, missing, pki.client.key_file, NULL,
-		  WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CERTPROBLEM, missing },
 	};
 	size_t i;
 	(void)state;
 
-	snprintf(missing, sizeof(missing), "%s/no-such-client-cert.pem", pki.dir);
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
 		wms_client_options o;
@@ -424,6 +419,62 @@ static void test_client_tls_fault_outcomes(void **state)
 		assert_int_equal(st.app_bytes, 0);
 		wms_client_free(c);
 		ts_stop(srv);
+	}
+}
+
+/* Trust and identity files the curl transport could not read: refused by
+ * wms_client_new, naming the option and the path, before any connection. */
+static void test_client_rejects_unusable_paths(void **state)
+{
+	struct row {
+		const char *ca_file, *ca_path, *client_cert, *client_key, *pin;
+		const char *says;
+	};
+	char missing[TLS_PKI_PATH_MAX + 32];
+	const struct row rows[] = {
+		{ missing, NULL, NULL, NULL, NULL, "ca_file: cannot read" },
+		{ pki.dir, NULL, NULL, NULL, NULL, "ca_file: " },
+		{ "", NULL, NULL, NULL, NULL, "ca_file: empty path" },
+		{ NULL, missing, NULL, NULL, NULL, "ca_path: cannot search" },
+		{ NULL, pki.ca.cert_file, NULL, NULL, NULL, "not a directory" },
+		{ NULL, NULL, missing, pki.client.key_file, NULL, "client_cert: cannot read" },
+		{ NULL, NULL, pki.client.cert_file, missing, NULL, "client_key: cannot read" },
+		{ NULL, NULL, NULL, NULL, missing, "pinned_public_key: cannot read" },
+	};
+	size_t i;
+	(void)state;
+
+	snprintf(missing, sizeof(missing), "%s/no-such-file.pem", pki.dir);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *r = &rows[i];
+		wms_client_options o;
+		wms_client *c = NULL;
+		wms_error err;
+		base_options(&o, "https://127.0.0.1:1/wms");
+		o.ca_file = r->ca_file;
+		o.ca_path = r->ca_path;
+		o.client_cert = r->client_cert;
+		o.client_key = r->client_key;
+		o.pinned_public_key = r->pin;
+		if (wms_client_new(&c, &o, &err) != WMS_ERR_INVALID_ARG)
+			fail_msg("row %zu: wms_client_new accepted it (%s)", i, err.message);
+		assert_null(c);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		if (!strstr(err.message, r->says))
+			fail_msg("row %zu: \"%s\" does not say \"%s\"", i, err.message, r->says);
+		if (r->ca_file != missing && r->ca_path != missing && r->client_cert != missing &&
+		    r->client_key != missing && r->pin != missing)
+			continue;
+		assert_non_null(strstr(err.message, missing));
+	}
+	/* a pin given as hashes is no path */
+	{
+		wms_client_options o;
+		wms_client *c;
+		base_options(&o, "https://127.0.0.1:1/wms");
+		o.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+		c = client_new(&o);
+		wms_client_free(c);
 	}
 }
 
@@ -744,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_client_basic_rejected),
 		cmocka_unit_test(test_client_tls_failures_open_breaker),
 		cmocka_unit_test(test_client_tls_fault_outcomes),
+		cmocka_unit_test(test_client_rejects_unusable_paths),
 		cmocka_unit_test_setup_teardown(test_secrets_never_leak, record_setup,
 						record_teardown),
 	};
