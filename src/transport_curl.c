@@ -42,9 +42,36 @@
  * SOAPAction), plus the body. A change of CA file, CA path or user agent
  * resets the handle and configures it from scratch, so an option the request
  * leaves unset is always back at libcurl's default. So does a call that
- * failed or opened a new connection: libcurl counts resends on dead reused
- * connections per handle and only curl_easy_reset clears the count. The
- * callbacks' state and the error buffer live on the pooled handle too.
+ * opened a socket or failed: libcurl counts the resends it decides on (see
+ * "Resends") per easy handle, five in the handle's life and the sixth fails
+ * ("Connection died, tried 5 times before giving up"), and only
+ * curl_easy_reset clears the count. Every resend opens a socket, refused or
+ * not; one decided on that got no further (the deadline, no memory) fails the
+ * call. The callbacks' state and the error buffer live on the pooled handle.
+ *
+ * Resends: when a reused connection dies before any reply byte, libcurl 7.88
+ * sends the request again on a fresh connection of its own accord
+ * (Curl_retry_request, "Connection died, retrying a fresh connect"), whether
+ * or not the request had been written; a WMS that read it and then closed
+ * would see it twice. Only a request that provably did not leave goes again:
+ *  - the idle connection was closed by the server and its FIN or RST had
+ *    arrived: libcurl's liveness check before reuse finds it dead and opens a
+ *    new connection. Nothing was resent.
+ *  - the send on the reused connection failed before a byte left (EPIPE,
+ *    ECONNRESET): libcurl's resend goes ahead, on a fresh connection. Should
+ *    that one fail too the call fails NOT_SENT: libcurl resends only on a
+ *    reused connection, so never twice in a call.
+ *  - any byte of the request written (CURLINFO_REQUEST_SIZE, which counts
+ *    the whole transfer and is not reset by a resend): on_sockopt refuses the
+ *    resend's socket before it connects. The call fails TRANSPORT, UNKNOWN
+ *    (curl 42); the WMS got the request once, and resending it is for the
+ *    caller or the client's retry policy to decide.
+ * A server that closes the idle connection just as the next request goes out
+ * cannot be told from one that read it and closed: that call fails UNKNOWN.
+ * (CURLOPT_PREREQFUNCTION could refuse the resend too, but only once its
+ * connection is up, so the WMS sees an empty connection, and a reconnect that
+ * fails would report CONNECT/NOT_SENT for a request that was written; it
+ * would also run on every call, on_sockopt only on a new socket.)
  *
  * Stall guard: CURLOPT_LOW_SPEED_LIMIT 1 byte/s over LOW_SPEED_TIME
  * ceil(stall_timeout_ms / 1000) s, plus a progress callback that aborts once
@@ -86,6 +113,9 @@ struct call {
 	curl_off_t header_bytes;
 	int connected;
 	int stalled;
+	/* Sockets opened, and whether a resend was refused (see on_sockopt). */
+	int sockets;
+	int resend_refused;
 };
 
 /* Sockets libcurl asks us to watch at once: one per connection being set up
@@ -108,6 +138,8 @@ struct conn {
 	int broken;
 	struct call c;
 	char errbuf[CURL_ERROR_SIZE];
+	/* errbuf when on_sockopt refused a resend: why the connection died */
+	char died[96];
 	/* Set once the constant options are on h; 0 forces a full set-up. */
 	int configured;
 	/* The values h carries now (NULL: not set, libcurl's default). */
@@ -373,6 +405,24 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 		return 1;
 	}
 	return 0;
+}
+
+/* Every new socket of a transfer, before it connects (see "Resends"). Bytes
+ * of this transfer already written mean the socket is libcurl's resend of a
+ * request that may have been received: refused, the transfer fails with
+ * CURLE_ABORTED_BY_CALLBACK and the WMS sees no second copy. */
+static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	struct conn *k = clientp;
+	long written = 0;
+	(void)fd;
+	(void)purpose;
+	k->c.sockets++;
+	if (curl_easy_getinfo(k->h, CURLINFO_REQUEST_SIZE, &written) != CURLE_OK || written <= 0)
+		return CURL_SOCKOPT_OK;
+	k->c.resend_refused = 1;
+	wms__strlcpy(k->died, k->errbuf, sizeof(k->died));
+	return CURL_SOCKOPT_ERROR;
 }
 
 /* ---- the transfer loop --------------------------------------------------- */
@@ -681,6 +731,12 @@ static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
 {
 	wms_delivery maybe = sent ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT;
 	*delivery = WMS_DELIVERY_NOT_SENT;
+	/* Written once, the resend refused: the upload count the resend reset
+	 * says nothing left, but it did. */
+	if (c->resend_refused) {
+		*delivery = WMS_DELIVERY_UNKNOWN;
+		return WMS_ERR_TRANSPORT;
+	}
 	/* On int: CURLcode has ~100 values and -Wswitch-enum wants them all. */
 	switch ((int)rc) {
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -777,7 +833,12 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 	wms_delivery delivery;
 	wms_status st = map_curl_error(rc, sent, c, &delivery);
 
-	if (st == WMS_ERR_TOO_LARGE)
+	if (c->resend_refused)
+		snprintf(msg, sizeof(msg),
+			 "connection closed by the WMS after the request was sent, before any "
+			 "reply; not resent (it may have been received)%s%s (curl %d)",
+			 errbuf && errbuf[0] ? ": " : "", errbuf ? errbuf : "", (int)rc);
+	else if (st == WMS_ERR_TOO_LARGE)
 		snprintf(msg, sizeof(msg), "reply body exceeds %zu bytes (curl %d)",
 			 c->resp->max_body, (int)rc);
 	else if (st == WMS_ERR_TIMEOUT && c->stalled)
@@ -871,6 +932,8 @@ static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_r
 	SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
 	SETOPT(CURLOPT_XFERINFODATA, &k->c);
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
+	SETOPT(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+	SETOPT(CURLOPT_SOCKOPTDATA, (void *)k);
 	SETOPT(CURLOPT_ERRORBUFFER, k->errbuf);
 	k->configured = 1;
 	remember(k, &k->ca_file, req->ca_file);
@@ -938,7 +1001,7 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	struct call *c;
 	CURLcode rc = CURLE_OK;
 	wms_status st = WMS_OK;
-	long connect_ms, total_ms, stall_s, http_status = 0, connects = 0;
+	long connect_ms, total_ms, stall_s, http_status = 0;
 	uint32_t stall_ms;
 
 	if (!t || !req || !resp)
@@ -1030,12 +1093,9 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 		if (tail)
 			tail->next = NULL;
 	}
-	/* libcurl keeps a little state per easy handle that only curl_easy_reset
-	 * clears, notably the count of resends on dead reused connections (five
-	 * in the handle's life and the next one fails). A call that failed or
-	 * opened a connection may have moved it: start the next one afresh. */
-	if (rc != CURLE_OK ||
-	    curl_easy_getinfo(k->h, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK || connects)
+	/* libcurl's per-handle count of resends (see "Handle reuse"): a call that
+	 * opened a socket or failed may have moved it, the next starts afresh. */
+	if (rc != CURLE_OK || c->sockets)
 		k->configured = 0;
 	if (curl_easy_getinfo(k->h, CURLINFO_RESPONSE_CODE, &http_status) != CURLE_OK)
 		http_status = 0;
@@ -1044,8 +1104,8 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 		st = WMS_OK;
 		goto done;
 	}
-	st = fail_curl(err, rc, request_fully_sent(k->h, req->body_len), c, k->errbuf, req->url,
-		       http_status);
+	st = fail_curl(err, rc, request_fully_sent(k->h, req->body_len), c,
+		       c->resend_refused ? k->died : k->errbuf, req->url, http_status);
 done:
 	if (k)
 		pool_give(t, k);

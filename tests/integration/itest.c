@@ -59,6 +59,19 @@ wms_sim *it_sim_start(uint32_t tick_ms)
 	return sim;
 }
 
+void it_wait_sim_closed(wms_sim *sim)
+{
+	double t0 = it_now_ms();
+	uint64_t open_now = 1;
+	while (it_now_ms() - t0 < 2000.0 + it_slack_ms()) {
+		wms_sim_connections(sim, &open_now);
+		if (!open_now)
+			return;
+		it_sleep_ms(1);
+	}
+	fail_msg("the sim still has %llu connection(s) open", (unsigned long long)open_now);
+}
+
 wms_client *it_client(const wms_sim *sim, const it_client_opts *o)
 {
 	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;

@@ -22,6 +22,11 @@ void it_sleep_until_ms(double t);
 /* Start a sim on 127.0.0.1:0 with this tick (0 = the default); fails the test otherwise. */
 wms_sim *it_sim_start(uint32_t tick_ms);
 
+/* Wait until the sim has no connection open (its FIN of a `close` reply went
+ * out before): a client's next call then finds its idle connection closed
+ * instead of racing the close. Fails the test after 2 s (plus slack). */
+void it_wait_sim_closed(wms_sim *sim);
+
 typedef struct it_client_opts {
 	wms_soap_version soap_version;
 	uint32_t timeout_ms;        /* 0: 2000 */

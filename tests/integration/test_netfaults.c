@@ -1,8 +1,10 @@
 /* Network faults (issue 5 item 3) through a real wms_client and its curl
  * transport against wms-sim: refused, hang before the headers, hang in the
  * middle of the body, a trickle of one byte a second (stall guard, and
- * deadline), a reset in the middle of the reply, the server closing the idle
- * keep-alive connection after every reply, and a name that does not resolve.
+ * deadline), a reset in the middle of the reply or before it (on a fresh and
+ * on a reused connection), the server closing the idle keep-alive connection
+ * after every reply (between calls, and racing the next one), and a name that
+ * does not resolve.
  *
  * Each asserts the status, the delivery verdict, the libcurl code, how the
  * breaker counted it, a time bound relative to the configured deadline or
@@ -314,6 +316,10 @@ static void test_reset(void **state)
 			     CURLE_RECV_ERROR, NULL, 0, 500, 1, 1 };
 	const expect lost = { "reset before any reply byte", WMS_ERR_TRANSPORT,
 			      WMS_DELIVERY_UNKNOWN, -1, NULL, 0, 500, 1, 1 };
+	const expect lost_reused = { "reset before any reply byte, reused connection",
+				     WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN,
+				     CURLE_ABORTED_BY_CALLBACK,
+				     "not resent (it may have been received)", 0, 500, 1, 1 };
 	wms_client *c = client(f, &o);
 	result r;
 
@@ -323,17 +329,32 @@ static void test_reset(void **state)
 	recovers(f, c, "NF-X1", 1);
 	wms_client_free(c);
 
-	/* On a fresh connection (libcurl resends on a reused one that dies
-	 * before any reply byte: test_sim_faults shows that). */
+	/* On a fresh connection ... */
 	c = client(f, &o);
 	set_fault(f, "SubmitOrder", WMS_SIM_FAULT_REPLY_LOST, 0);
 	faulted_call(f, c, "NF-X2", &lost, &r);
 	assert_true(r.err.curl_code == CURLE_RECV_ERROR || r.err.curl_code == CURLE_GOT_NOTHING);
 	recovers(f, c, "NF-X2", 1);
+	/* ... and on the reused one recovers() left: the same verdict, and the
+	 * WMS still has one copy (libcurl's own resend on a fresh connection
+	 * is refused). */
+	set_fault(f, "SubmitOrder", WMS_SIM_FAULT_REPLY_LOST, 0);
+	faulted_call(f, c, "NF-X3", &lost_reused, &r);
+	assert_int_equal(r.err.http_status, 0);
+	recovers(f, c, "NF-X3", 1);
 	wms_client_free(c);
 }
 
 /* ---- the server closes the idle keep-alive connection after each reply --------- */
+
+/* Between calls: a pause of pause_ms, or (0) until the sim has closed. */
+static void between(fx *f, uint32_t pause_ms)
+{
+	if (pause_ms)
+		it_sleep_ms(pause_ms);
+	else
+		it_wait_sim_closed(f->sim);
+}
 
 static void calls_across_closes(fx *f, wms_client *c, const char *prefix, unsigned n,
 				uint32_t pause_ms)
@@ -352,26 +373,23 @@ static void calls_across_closes(fx *f, wms_client *c, const char *prefix, unsign
 		wms_status st;
 
 		snprintf(id, sizeof(id), "%s-%u", prefix, i);
-		/* Alternate operations: each rides the connection the last one left. */
+		/* Alternate operations: each finds the connection the last one left closed. */
 		st = it_submit(c, id, "SKU-3", 1, &r, &err);
 		if (st != WMS_OK)
 			fail_msg("%s: call %u: %s/%s: %s", prefix, 3 * i, wms_status_name(st),
 				 wms_delivery_name(err.delivery), err.message);
-		if (pause_ms)
-			it_sleep_ms(pause_ms);
+		between(f, pause_ms);
 		st = wms_get_order_status(&sr, c, id, &err);
 		if (st != WMS_OK)
 			fail_msg("%s: call %u: %s: %s", prefix, 3 * i + 1, wms_status_name(st),
 				 err.message);
-		if (pause_ms)
-			it_sleep_ms(pause_ms);
+		between(f, pause_ms);
 		st = wms_get_stock_level(&stock, c, sku, 1, &err);
 		if (st != WMS_OK)
 			fail_msg("%s: call %u: %s: %s", prefix, 3 * i + 2, wms_status_name(st),
 				 err.message);
 		wms_stock_reply_free(stock);
-		if (pause_ms)
-			it_sleep_ms(pause_ms);
+		between(f, pause_ms);
 		/* The WMS saw the order once: no call was resent after it was read. */
 		assert_true(wms_sim_order_get(&info, f->sim, id));
 		if (info.submits != 1)
@@ -382,6 +400,62 @@ static void calls_across_closes(fx *f, wms_client *c, const char *prefix, unsign
 		fail_msg("%s: the sim received %" PRIu64 " requests for %u calls (libcurl resent "
 			 "some)", prefix, wms_sim_requests(f->sim, NULL) - req0, 3 * n);
 	assert_int_equal(wms_sim_connections(f->sim, NULL) - conn0, 3 * n);
+}
+
+/* Back to back: the next request may go out before the sim's close, on the
+ * connection it is closing. That request was written, and cannot be told
+ * from one the WMS read before closing: the call fails UNKNOWN and is not
+ * resent. Every call is OK or that; no request reaches the WMS twice; a
+ * failed submit resent with its order id is answered once. */
+static void calls_racing_closes(fx *f, wms_client *c, const char *prefix, unsigned n)
+{
+	uint64_t req0 = wms_sim_requests(f->sim, NULL);
+	unsigned i, calls = 0, raced = 0;
+
+	for (i = 0; i < n; i++) {
+		char id[32];
+		wms_sim_order_info info;
+		wms_submit_reply r;
+		wms_status_reply sr;
+		wms_error err;
+		wms_status st;
+		int stored;
+
+		snprintf(id, sizeof(id), "%s-%u", prefix, i);
+		st = it_submit(c, id, "SKU-3", 1, &r, &err);
+		calls++;
+		if (st != WMS_OK) {
+			if (st != WMS_ERR_TRANSPORT || err.delivery != WMS_DELIVERY_UNKNOWN ||
+			    !strstr(err.message, "not resent"))
+				fail_msg("%s: submit %u: %s/%s: %s", prefix, i, wms_status_name(st),
+					 wms_delivery_name(err.delivery), err.message);
+			raced++;
+			it_wait_sim_closed(f->sim); /* done with that connection, and the request */
+			stored = wms_sim_order_get(NULL, f->sim, id);
+			st = it_submit(c, id, "SKU-3", 1, &r, &err);
+			calls++;
+			if (st != WMS_OK)
+				fail_msg("%s: resending %s: %s: %s", prefix, id,
+					 wms_status_name(st), err.message);
+			assert_int_equal(r.duplicate, stored);
+		}
+		assert_true(wms_sim_order_get(&info, f->sim, id));
+		if (info.submits > 2 || (!r.duplicate && info.submits != 1))
+			fail_msg("%s: order %s reached the WMS %u times", prefix, id, info.submits);
+		st = wms_get_order_status(&sr, c, id, &err);
+		calls++;
+		if (st != WMS_OK) {
+			if (st != WMS_ERR_TRANSPORT || err.delivery != WMS_DELIVERY_UNKNOWN)
+				fail_msg("%s: status %u: %s/%s: %s", prefix, i, wms_status_name(st),
+					 wms_delivery_name(err.delivery), err.message);
+			raced++;
+		}
+	}
+	if (wms_sim_requests(f->sim, NULL) - req0 > calls)
+		fail_msg("%s: the sim received %" PRIu64 " requests for %u calls", prefix,
+			 wms_sim_requests(f->sim, NULL) - req0, calls);
+	print_message("%s: %u of %u calls went out as the sim was closing (UNKNOWN, not "
+		      "resent)\n", prefix, raced, calls);
 }
 
 static void test_idle_connection_closed(void **state)
@@ -399,15 +473,20 @@ static void test_idle_connection_closed(void **state)
 	rp.close = 1;
 	if (wms_sim_set_reply(f->sim, NULL, &rp) != WMS_SIM_OK)
 		fail_msg("wms_sim_set_reply: %s", wms_sim_last_error());
-	/* With time for the close to arrive between calls, and back to back. */
+	/* With time for the close to arrive between calls, and right after it:
+	 * libcurl's check before reuse finds the connection dead, nothing is
+	 * resent and nothing fails. */
 	calls_across_closes(f, c, "NF-C", 5, 50);
 	calls_across_closes(f, c, "NF-B", 10, 0);
 	wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
 	assert_int_equal(snap.failures, 0);
 	assert_int_equal(snap.successes, 45);
+	/* Racing the close. */
+	calls_racing_closes(f, c, "NF-R", 10);
 
 	/* Without the fault: one connection, kept alive. */
 	assert_int_equal(wms_sim_set_reply(f->sim, NULL, NULL), WMS_SIM_OK);
+	it_wait_sim_closed(f->sim);
 	{
 		uint64_t conn0;
 		it_submit(c, "NF-K-0", "SKU-3", 1, NULL, NULL);

@@ -37,6 +37,7 @@ struct lb_server {
 	struct conn *conns;
 	unsigned accepted;
 	unsigned requests;
+	unsigned closed;
 	lb_request last;
 	int have_last;
 };
@@ -257,12 +258,22 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	for (;;) {
+		if (nreq && !len && s->script.idle_close_ms &&
+		    wait_readable(s, c->fd, (int)s->script.idle_close_ms) != 1)
+			break;
+		if (nreq && !len && s->script.close_unread) {
+			/* close() with unread data sends a reset */
+			wait_readable(s, c->fd, -1);
+			break;
+		}
 		if (!read_request(s, c->fd, buf, &len, &r))
 			break;
 		nreq++;
 		record(s, &r);
-		if (s->script.drop_reused && nreq > 1)
+		if (s->script.drop_reused && nreq > 1) {
+			after = s->script.drop_reset ? LB_RESET : LB_CLOSE;
 			break;
+		}
 		if (!pause_ms(s, s->script.delay_ms) || !answer(s, c->fd))
 			break;
 		if (s->script.after != LB_KEEP) {
@@ -281,6 +292,9 @@ out:
 	}
 	close(c->fd);
 	c->fd = -1;
+	pthread_mutex_lock(&s->lock);
+	s->closed++;
+	pthread_mutex_unlock(&s->lock);
 	free(buf);
 	return NULL;
 }
@@ -427,6 +441,26 @@ unsigned lb_requests(lb_server *s)
 	n = s->requests;
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+unsigned lb_closed(lb_server *s)
+{
+	unsigned n;
+	pthread_mutex_lock(&s->lock);
+	n = s->closed;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+int lb_wait_closed(lb_server *s, unsigned n, unsigned timeout_ms)
+{
+	uint64_t end = lb_now_ms() + timeout_ms;
+	while (lb_closed(s) < n) {
+		if (lb_now_ms() >= end)
+			return 0;
+		poll(NULL, 0, 1);
+	}
+	return 1;
 }
 
 int lb_last_request(lb_server *s, lb_request *out)

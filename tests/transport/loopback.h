@@ -29,7 +29,11 @@ typedef struct lb_script {
 	lb_after after;
 	int no_read;              /* accept, read nothing, answer nothing; hold */
 	int raw;                  /* not HTTP: read what arrives once, then answer */
-	int drop_reused;          /* a 2nd+ request on one connection: close without answering */
+	int drop_reused;          /* a 2nd+ request on one connection: read, closed unanswered */
+	int drop_reset;           /* ... and close with a reset (SO_LINGER 0) instead of a FIN */
+	int close_unread;         /* a 2nd+ request on one connection: close as soon as it starts to
+				   * arrive, unread (the kernel answers with a reset) */
+	unsigned idle_close_ms;   /* > 0: close (FIN) a keep-alive connection idle this long */
 } lb_script;
 
 /* The last request the server read. */
@@ -55,6 +59,9 @@ const char *lb_url(const lb_server *s);
 
 unsigned lb_accepted(lb_server *s);   /* connections accepted */
 unsigned lb_requests(lb_server *s);   /* requests read in full */
+unsigned lb_closed(lb_server *s);     /* connections the server has closed */
+/* Wait up to timeout_ms until lb_closed(s) >= n; 1 if it got there. */
+int lb_wait_closed(lb_server *s, unsigned n, unsigned timeout_ms);
 
 /* Copy of the last request; 0 if none yet. */
 int lb_last_request(lb_server *s, lb_request *out);

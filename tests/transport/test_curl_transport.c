@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "wms/sys/transport.h"
 #include "loopback.h"
+#include "send_fault.h"
 
 #define ACTION "urn:libwms:warehouse:1/GetOrderStatus"
 #define CT_11 "text/xml; charset=utf-8"
@@ -491,13 +492,14 @@ static void test_keepalive_reuse(void **state)
 	assert_int_equal(lb_accepted(f->srv), 1);
 }
 
-/* The server closes each connection after replying without saying so: curl
- * notices the dead idle connection and opens a new one. */
+/* The server closes each connection after replying without saying so. Once
+ * its FIN is in, libcurl's check before reuse finds the idle connection dead
+ * and opens a new one: nothing was sent on the dead one, nothing resent. */
 static void test_idle_connection_closed_by_server(void **state)
 {
 	fx *f = *state;
 	lb_script s = { 0 };
-	int i;
+	unsigned i;
 	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
 	s.response = f->reply;
 	s.after = LB_CLOSE;
@@ -505,50 +507,195 @@ static void test_idle_connection_closed_by_server(void **state)
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(call(f), WMS_OK);
 		assert_string_equal(f->resp.body, reply_ok);
+		assert_true(lb_wait_closed(f->srv, i + 1, 2000));
 	}
 	assert_int_equal(lb_requests(f->srv), 3);
 	assert_int_equal(lb_accepted(f->srv), 3);
 }
 
-/* A reused connection dies after the request was read and before any reply:
- * curl resends once on a fresh connection (the WMS sees it twice). */
-static void test_reused_connection_dropped_is_resent(void **state)
+/* A server's keep-alive timeout: calls close together share the connection;
+ * once it has been idle too long the server closes it and the next call,
+ * on the same pooled handle, goes out on a new one. Each request arrives once. */
+static void test_idle_timeout_between_calls(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	unsigned i;
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.after = LB_KEEP;
+	s.idle_close_ms = under_valgrind() ? 2000u : 300u;
+	start(f, &s);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(call(f), WMS_OK);
+		assert_int_equal(call(f), WMS_OK);
+		assert_string_equal(f->resp.body, reply_ok);
+		assert_int_equal(lb_accepted(f->srv), i + 1);
+		assert_true(lb_wait_closed(f->srv, i + 1, 2 * s.idle_close_ms + 2000));
+	}
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(lb_requests(f->srv), 7);
+	assert_int_equal(lb_accepted(f->srv), 4);
+}
+
+#define NOT_RESENT "connection closed by the WMS after the request was sent, before any reply; " \
+		   "not resent (it may have been received)"
+
+/* A reused connection dies after the request was read and before any reply
+ * byte. libcurl would send it again on a fresh connection by itself; the
+ * transport refuses that resend before it connects: TRANSPORT, UNKNOWN, and
+ * the server has exactly one copy. */
+static void dropped_on_reuse(fx *f, int reset)
+{
+	lb_script s = { 0 };
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.drop_reused = 1;
+	s.drop_reset = reset;
+	start(f, &s);
+	assert_int_equal(call(f), WMS_OK);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_ABORTED_BY_CALLBACK);
+	assert_string_equal(f->err.message,
+			    reset ? NOT_RESENT ": Recv failure: Connection reset by peer (curl 42)"
+				  : NOT_RESENT " (curl 42)");
+	assert_int_equal(f->err.http_status, 0);
+	assert_int_equal(f->resp.status, 0);
+	assert_int_equal(lb_requests(f->srv), 2);
+	/* The next call is fine, on a new connection; the refused resend made
+	 * none (connections are accepted in order: this one's came second). */
+	assert_int_equal(call(f), WMS_OK);
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(lb_requests(f->srv), 3);
+	assert_int_equal(lb_accepted(f->srv), 2);
+}
+
+static void test_reused_connection_closed_not_resent(void **state)
+{
+	dropped_on_reuse(*state, 0);
+}
+
+static void test_reused_connection_reset_not_resent(void **state)
+{
+	dropped_on_reuse(*state, 1);
+}
+
+/* The same on a fresh connection (the first call): libcurl never resends
+ * there, and the verdict is the same, TRANSPORT and UNKNOWN. */
+static void test_closed_without_reply(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.after = LB_CLOSE; /* read the request, answer nothing */
+	start(f, &s);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_GOT_NOTHING);
+	assert_int_equal(lb_requests(f->srv), 1);
+	assert_int_equal(lb_accepted(f->srv), 1);
+}
+
+static void test_fresh_connection_reset(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	s.after = LB_RESET;
+	start(f, &s);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_RECV_ERROR);
+	assert_int_equal(lb_requests(f->srv), 1);
+	assert_int_equal(lb_accepted(f->srv), 1);
+}
+
+/* The server closes the idle connection just as the next request arrives,
+ * without reading it. The request was written: the client cannot tell this
+ * from a server that read it and closed, so UNKNOWN all the same, and it is
+ * not resent. */
+static void test_closed_as_request_arrives(void **state)
 {
 	fx *f = *state;
 	lb_script s = { 0 };
 	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
 	s.response = f->reply;
-	s.drop_reused = 1;
+	s.close_unread = 1;
 	start(f, &s);
 	assert_int_equal(call(f), WMS_OK);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_ABORTED_BY_CALLBACK);
+	assert_non_null(strstr(f->err.message, NOT_RESENT));
+	assert_int_equal(lb_requests(f->srv), 1);
 	assert_int_equal(call(f), WMS_OK);
-	assert_int_equal(f->resp.status, 200);
-	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(lb_requests(f->srv), 2);
 	assert_int_equal(lb_accepted(f->srv), 2);
+}
+
+/* The send on the reused connection fails before a byte leaves (its reset
+ * arrived just after libcurl found it alive): provably not sent, so libcurl's
+ * one resend on a fresh connection goes ahead. Should that send fail too,
+ * the call fails NOT_SENT: nothing is resent twice. */
+static void test_send_failed_resent_once(void **state)
+{
+	fx *f = *state;
+	unsigned failed = sf_failed();
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	start(f, &(lb_script){ .response = f->reply, .after = LB_KEEP });
+	assert_int_equal(call(f), WMS_OK);
+
+	sf_fail_posts(1);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(sf_failed() - failed, 1);
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(lb_requests(f->srv), 2);
+	assert_int_equal(lb_accepted(f->srv), 2);
+
+	/* Two sends failed, and no third was tried (it would have succeeded). */
+	sf_fail_posts(2);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_NOT_SENT, CURLE_SEND_ERROR);
+	assert_int_equal(sf_failed() - failed, 3);
+	assert_int_equal(lb_requests(f->srv), 2);
+
+	assert_int_equal(call(f), WMS_OK);
 	assert_int_equal(lb_requests(f->srv), 3);
 }
 
-/* The same, call after call on one pooled handle: libcurl counts such resends
- * per easy handle and fails the sixth unless the handle is reset, so the
- * transport must not let the count build up across calls. */
+/* Call after call on one pooled handle: libcurl counts its resends per easy
+ * handle, refused or not, and fails the sixth unless the handle is reset, so
+ * the count must not build up across calls. Resends that go ahead ... */
 static void test_many_resends_on_one_handle(void **state)
 {
 	fx *f = *state;
-	lb_script s = { 0 };
-	int i;
+	unsigned i, failed = sf_failed();
 	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
-	s.response = f->reply;
-	s.drop_reused = 1;
-	start(f, &s);
+	start(f, &(lb_script){ .response = f->reply, .after = LB_KEEP });
+	assert_int_equal(call(f), WMS_OK);
 	for (i = 0; i < 8; i++) {
+		sf_fail_posts(1);
 		if (call(f) != WMS_OK)
-			fail_msg("call %d: %s", i + 1, f->err.message);
-		assert_int_equal(f->resp.status, 200);
+			fail_msg("send failure %u: %s", i + 1, f->err.message);
 		assert_string_equal(f->resp.body, reply_ok);
 	}
-	/* The first call on a new connection, each later one dropped once and resent. */
-	assert_int_equal(lb_accepted(f->srv), 8);
-	assert_int_equal(lb_requests(f->srv), 15);
+	assert_int_equal(sf_failed() - failed, 8);
+	assert_int_equal(lb_requests(f->srv), 9);
+	assert_int_equal(lb_accepted(f->srv), 9);
+}
+
+/* ... and resends refused. */
+static void test_many_refused_on_one_handle(void **state)
+{
+	fx *f = *state;
+	char first[WMS_ERROR_MESSAGE_MAX];
+	unsigned i;
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	start(f, &(lb_script){ .response = f->reply, .drop_reused = 1 });
+	for (i = 0; i < 8; i++) {
+		if (call(f) != WMS_OK)
+			fail_msg("drop %u, first call: %s", i + 1, f->err.message);
+		assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN,
+			      CURLE_ABORTED_BY_CALLBACK);
+		if (i == 0)
+			memcpy(first, f->err.message, sizeof(first));
+		assert_string_equal(f->err.message, first);
+	}
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(lb_requests(f->srv), 17);
+	assert_int_equal(lb_accepted(f->srv), 9);
 }
 
 /* ---- threads -------------------------------------------------------------------- */
@@ -906,16 +1053,6 @@ static void test_content_length_longer_than_body(void **state)
 	assert_int_equal(f->err.http_status, 200);
 }
 
-static void test_closed_without_reply(void **state)
-{
-	fx *f = *state;
-	lb_script s = { 0 };
-	s.after = LB_CLOSE;
-	start(f, &s);
-	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_GOT_NOTHING);
-	assert_int_equal(lb_requests(f->srv), 1);
-}
-
 static void test_reply_too_large(void **state)
 {
 	fx *f = *state;
@@ -958,9 +1095,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keepalive_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_connection_closed_by_server, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_reused_connection_dropped_is_resent, setup,
+		cmocka_unit_test_setup_teardown(test_idle_timeout_between_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reused_connection_closed_not_resent, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_reused_connection_reset_not_resent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_closed_without_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_connection_reset, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_closed_as_request_arrives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_failed_resent_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_resends_on_one_handle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_refused_on_one_handle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_share_one_transport, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_beyond_idle_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
@@ -981,7 +1126,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset_mid_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_content_length_longer_than_body, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_closed_without_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reply_too_large, setup, teardown),
 	};
 	/* Loopback only: a proxy from the environment must not get in the way. */
