@@ -285,6 +285,12 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			       "timeouts must be at most %u ms", WMS_MAX_TIMEOUT_MS);
 		goto fail;
 	}
+	if (opts->max_idle_connections > 1024) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "max_idle_connections must be at most 1024 (got %u)",
+			       (unsigned)opts->max_idle_connections);
+		goto fail;
+	}
 	if (opts->max_reply_bytes > (size_t)1 << 30) {
 		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 			       "max_reply_bytes must be at most 1 GiB");
@@ -395,13 +401,13 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			goto fail;
 	}
 	wms__xml_init();
-	st = wms__xml_pool_new(&c->xml_pool);
+	st = wms__xml_pool_new(&c->xml_pool, opts->max_idle_connections);
 	if (st != WMS_OK) {
 		wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the XML workspace pool");
 		goto fail;
 	}
 	if (!transport) {
-		st = wms_curl_transport_new(&transport);
+		st = wms__curl_transport_new(&transport, opts->max_idle_connections);
 		if (st != WMS_OK) {
 			wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the HTTP transport");
 			goto fail;

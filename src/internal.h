@@ -80,6 +80,11 @@ const char *wms__xml_route_obstacle(void);
 /* soap_xml.c: run libxml2's one-time set-up now; 1 if it routed libxml2. */
 int wms__xml_init_routed(void);
 
+/* transport_curl.c: wms_curl_transport_new keeping up to max_idle idle
+ * handles (keep-alive connections); 0 = 8. */
+struct wms_transport;
+wms_status wms__curl_transport_new(struct wms_transport **out, size_t max_idle);
+
 /* transport_curl.c: run libcurl's one-time global init now; *routed: whether
  * libcurl took the wms__lib_* functions. */
 wms_status wms__curl_global_init(int *routed);

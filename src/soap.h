@@ -36,7 +36,7 @@ void wms__build_ws_free(wms__build_ws *ws); /* NULL-safe */
 /* A thread-safe stack of idle workspaces (soap_xml.c). take gives NULL when
  * it has none idle and cannot make one: callers go on without. */
 typedef struct wms__xml_pool wms__xml_pool;
-wms_status wms__xml_pool_new(wms__xml_pool **out);
+wms_status wms__xml_pool_new(wms__xml_pool **out, size_t max_idle); /* 0 = 8 */
 void wms__xml_pool_free(wms__xml_pool *pool); /* NULL-safe; every workspace given back */
 wms__xml_ws *wms__xml_pool_take(wms__xml_pool *pool);
 void wms__xml_pool_give(wms__xml_pool *pool, wms__xml_ws *ws); /* ws NULL-safe */

@@ -3,13 +3,10 @@
 #include <pthread.h>
 #include "soap.h"
 
-/* Idle workspaces kept; more concurrent callers make and free their own. */
-#define POOL_MAX_IDLE 8
-
 struct wms__xml_pool {
 	pthread_mutex_t lock;
-	wms__xml_ws *idle[POOL_MAX_IDLE];
-	size_t count;
+	wms__xml_ws **idle; /* more concurrent callers make and free their own */
+	size_t count, max;
 };
 
 static void ws_free(wms__xml_ws *ws)
@@ -21,13 +18,19 @@ static void ws_free(wms__xml_ws *ws)
 	wms__free(ws);
 }
 
-wms_status wms__xml_pool_new(wms__xml_pool **out)
+wms_status wms__xml_pool_new(wms__xml_pool **out, size_t max_idle)
 {
 	wms__xml_pool *p = wms__calloc(1, sizeof(*p));
 	*out = NULL;
 	if (!p)
 		return WMS_ERR_NOMEM;
+	p->max = max_idle ? max_idle : 8;
+	if (!(p->idle = wms__calloc(p->max, sizeof(*p->idle)))) {
+		wms__free(p);
+		return WMS_ERR_NOMEM;
+	}
 	if (pthread_mutex_init(&p->lock, NULL) != 0) {
+		wms__free(p->idle);
 		wms__free(p);
 		return WMS_ERR_INTERNAL;
 	}
@@ -43,6 +46,7 @@ void wms__xml_pool_free(wms__xml_pool *pool)
 	for (i = 0; i < pool->count; i++)
 		ws_free(pool->idle[i]);
 	pthread_mutex_destroy(&pool->lock);
+	wms__free(pool->idle);
 	wms__free(pool);
 }
 
@@ -61,7 +65,7 @@ void wms__xml_pool_give(wms__xml_pool *pool, wms__xml_ws *ws)
 	if (!ws)
 		return;
 	pthread_mutex_lock(&pool->lock);
-	if (pool->count < POOL_MAX_IDLE) {
+	if (pool->count < pool->max) {
 		pool->idle[pool->count++] = ws;
 		ws = NULL;
 	}

@@ -2,7 +2,7 @@
  * libwms - the libcurl transport (wms/sys/transport.h).
  *
  * One transport serves any number of threads at once. Each call takes a CURL
- * easy handle from a small pool (created on demand, at most POOL_MAX_IDLE kept
+ * easy handle from a small pool (created on demand, at most max_idle kept
  * idle) and hands it back afterwards. A CURLSH shares the DNS cache and the TLS
  * session cache between the handles, under one pthread mutex per lock type.
  *
@@ -13,7 +13,8 @@
  * handle, whose connection cache (CURLMOPT_MAXCONNECTS 1) keeps its live
  * connection, and a handle is reused LIFO, so sequential calls ride the same
  * keep-alive connection and N concurrent callers use at most N connections.
- * The idle pool size (8) is therefore also the number of idle connections kept.
+ * The idle pool size (the client's max_idle_connections, 8 by default) is
+ * therefore also the number of idle connections kept.
  *
  * The transfer loop: curl_easy_perform() would do, but it asks poll() whether
  * the socket is ready before every read and write even when its own poll()
@@ -94,8 +95,9 @@
 
 _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 
-/* Idle easy handles (and so idle keep-alive connections) kept for reuse. */
-#define POOL_MAX_IDLE 8
+/* Idle easy handles (and so idle keep-alive connections) kept for reuse,
+ * unless the client says otherwise (max_idle_connections). */
+#define POOL_DEFAULT_IDLE 8
 
 /* What the callbacks of one call share. */
 struct call {
@@ -172,7 +174,8 @@ struct curl_transport {
 	int share_locks_ready;
 	pthread_mutex_t pool_lock;
 	int pool_lock_ready;
-	struct conn *idle[POOL_MAX_IDLE];
+	struct conn **idle;
+	size_t idle_max;
 	size_t idle_count;
 };
 
@@ -310,7 +313,7 @@ static void pool_give(struct curl_transport *t, struct conn *k)
 	int kept = 0;
 	k->c.resp = NULL;
 	pthread_mutex_lock(&t->pool_lock);
-	if (!k->broken && t->idle_count < POOL_MAX_IDLE) {
+	if (!k->broken && t->idle_count < t->idle_max) {
 		t->idle[t->idle_count++] = k;
 		kept = 1;
 	}
@@ -746,15 +749,19 @@ static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
 	case CURLE_OPERATION_TIMEDOUT:
 		*delivery = maybe;
 		return WMS_ERR_TIMEOUT;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CRL_BADFILE:
 	case CURLE_SSL_ENGINE_NOTFOUND:
 	case CURLE_SSL_ENGINE_SETFAILED:
 	case CURLE_SSL_ENGINE_INITFAILED:
-	case CURLE_SSL_CRL_BADFILE:
+		/* Our own trust or identity files could not be used (unreadable,
+		 * not PEM, a key that is not the certificate's): an option to fix,
+		 * which says nothing about the WMS. Nothing was sent. */
+		return WMS_ERR_INVALID_ARG;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CIPHER:
 	case CURLE_SSL_ISSUER_ERROR:
 	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
 	case CURLE_SSL_INVALIDCERTSTATUS:
@@ -844,6 +851,10 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 	else if (st == WMS_ERR_TIMEOUT && c->stalled)
 		snprintf(msg, sizeof(msg), "stall guard: nothing moved for %llu ms (curl %d)",
 			 (unsigned long long)(c->stall_ns / 1000000u), (int)rc);
+	else if (st == WMS_ERR_INVALID_ARG && rc != CURLE_URL_MALFORMAT &&
+		 rc != CURLE_UNSUPPORTED_PROTOCOL)
+		snprintf(msg, sizeof(msg), "TLS set-up (ca_file, ca_path, client_cert, client_key): "
+			 "%s (curl %d)", text, (int)rc);
 	else
 		snprintf(msg, sizeof(msg), "%s (curl %d)", text, (int)rc);
 	/* curl's error buffer may end with a newline. */
@@ -1131,10 +1142,16 @@ static void curl_transport_free(wms_transport *self)
 			pthread_mutex_destroy(&t->share_locks[i]);
 	if (t->pool_lock_ready)
 		pthread_mutex_destroy(&t->pool_lock);
+	wms__free(t->idle);
 	wms__free(t);
 }
 
 wms_status wms_curl_transport_new(wms_transport **out)
+{
+	return wms__curl_transport_new(out, POOL_DEFAULT_IDLE);
+}
+
+wms_status wms__curl_transport_new(wms_transport **out, size_t max_idle)
 {
 	struct curl_transport *t = NULL;
 	wms_status st = WMS_OK;
@@ -1150,6 +1167,11 @@ wms_status wms_curl_transport_new(wms_transport **out)
 	t = wms__calloc(1, sizeof(*t));
 	if (!t)
 		return WMS_ERR_NOMEM;
+	t->idle_max = max_idle ? max_idle : POOL_DEFAULT_IDLE;
+	if (!(t->idle = wms__calloc(t->idle_max, sizeof(*t->idle)))) {
+		wms__free(t);
+		return WMS_ERR_NOMEM;
+	}
 	t->parent.version = WMS_TRANSPORT_VERSION;
 	t->parent.send = curl_send;
 	t->parent.free = curl_transport_free;

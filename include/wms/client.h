@@ -119,7 +119,9 @@ typedef struct wms_client_options {
 	uint32_t stall_timeout_ms;
 	/** Largest reply body accepted; 0 = 4 MiB. */
 	size_t max_reply_bytes;
-	/** Keep-alive connections kept for reuse; 0 = 8. */
+	/** Keep-alive connections (and XML workspaces) kept for reuse by the
+	 *  default transport; 0 = 8, at most 1024. More concurrent calls open
+	 *  more, and close the surplus afterwards. */
 	uint32_t max_idle_connections;
 	/** The embedded breaker. Ignored when `breaker` is set. */
 	wms_breaker_options breaker_options;

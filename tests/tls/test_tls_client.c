@@ -467,6 +467,36 @@ static void test_client_rejects_unusable_paths(void **state)
 			continue;
 		assert_non_null(strstr(err.message, missing));
 	}
+	/* readable, yet unusable: a key that is not the certificate's. Found at
+	 * the first call; an option to fix, not the WMS's failure: not counted,
+	 * not retryable, the breaker (threshold 1) stays closed. */
+	{
+		wms_client_options o;
+		wms_submit_reply reply;
+		wms_breaker_snapshot snap;
+		ts_server *srv = start(&pki.server, pki.client_ca.cert_file, NULL, NULL);
+		wms_client *c;
+		wms_error err;
+		int k;
+		base_options(&o, ts_url(srv));
+		o.breaker_options.failure_threshold = 1;
+		o.client_cert = pki.client.cert_file;
+		o.client_key = pki.rogue_client.key_file;
+		c = client_new(&o);
+		for (k = 0; k < 3; k++) {
+			assert_int_equal(submit(c, &reply, &err), WMS_ERR_INVALID_ARG);
+			assert_int_equal(err.curl_code, CURLE_SSL_CERTPROBLEM);
+			assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+			assert_non_null(strstr(err.message, "TLS set-up"));
+			assert_int_equal(wms_error_outcome(&err), WMS_OUTCOME_IGNORED);
+			assert_false(wms_error_is_retryable(&err));
+		}
+		wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
+		assert_int_equal(snap.state, WMS_BREAKER_CLOSED);
+		assert_int_equal(snap.failures, 0);
+		wms_client_free(c);
+		ts_stop(srv);
+	}
 	/* a pin given as hashes is no path */
 	{
 		wms_client_options o;
@@ -673,10 +703,10 @@ static void test_secrets_never_leak(void **state)
 		  WMS_ERR_TRANSPORT, 1 },
 		/* the key file named as the certificate: the message names the file */
 		{ "key-as-cert", &pki.server, NULL, NULL, NULL, pki.client.key_file, NULL, NULL, 0,
-		  WMS_ERR_TLS, 0 },
+		  WMS_ERR_INVALID_ARG, 0 },
 		/* a key that is not the certificate's */
 		{ "key-mismatch", &pki.server, NULL, NULL, NULL, NULL, pki.rogue_client.key_file,
-		  NULL, 0, WMS_ERR_TLS, 0 },
+		  NULL, 0, WMS_ERR_INVALID_ARG, 0 },
 		{ "refused", &pki.server, NULL, NULL, NULL, NULL, NULL, NULL, 1, WMS_ERR_CONNECT,
 		  1 },
 	};

@@ -219,7 +219,7 @@ static void test_default_rejects_self_signed(void **state)
 	f->req.ca_path = NULL;
 	st = call(f);
 	if (f->err.curl_code == CURLE_SSL_CACERT_BADFILE) {
-		assert_failed(f, st, WMS_ERR_TLS, CURLE_SSL_CACERT_BADFILE);
+		assert_failed(f, st, WMS_ERR_INVALID_ARG, CURLE_SSL_CACERT_BADFILE);
 	} else {
 		assert_failed(f, st, WMS_ERR_TLS, CURLE_PEER_FAILED_VERIFICATION);
 		assert_non_null(strstr(f->err.message, "self"));
@@ -406,8 +406,9 @@ static void test_mtls_tls13(void **state)
 	mtls_cases(*state, 0);
 }
 
-/* Client certificate or key files that cannot be used: the message names
- * the file, and the handshake never starts. */
+/* Client certificate or key files that cannot be used: INVALID_ARG (an
+ * option to fix, which says nothing about the WMS), the message names the
+ * file, and the handshake never starts. */
 static void test_mtls_unusable_files(void **state)
 {
 	fx *f = *state;
@@ -418,24 +419,24 @@ static void test_mtls_unusable_files(void **state)
 
 	f->req.client_cert = missing;
 	f->req.client_key = pki.client.key_file;
-	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_CERTPROBLEM);
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, CURLE_SSL_CERTPROBLEM);
 	assert_non_null(strstr(f->err.message, missing));
 
 	f->req.client_cert = pki.client.cert_file;
 	f->req.client_key = missing;
-	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_CERTPROBLEM);
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, CURLE_SSL_CERTPROBLEM);
 	assert_non_null(strstr(f->err.message, missing));
 
 	/* a key where the certificate belongs */
 	f->req.client_cert = pki.client.key_file;
 	f->req.client_key = pki.client.key_file;
-	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_CERTPROBLEM);
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, CURLE_SSL_CERTPROBLEM);
 	assert_non_null(strstr(f->err.message, pki.client.key_file));
 
 	/* a key that is not the certificate's */
 	f->req.client_cert = pki.client.cert_file;
 	f->req.client_key = pki.rogue_client.key_file;
-	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_CERTPROBLEM);
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, CURLE_SSL_CERTPROBLEM);
 	assert_non_null(strstr(f->err.message, pki.rogue_client.key_file));
 
 	/* libcurl connected each time, then gave up before its ClientHello */

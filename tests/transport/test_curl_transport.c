@@ -463,7 +463,7 @@ static void test_handle_follows_each_request(void **state)
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(notls));
 	f->req.url = url;
 	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
-	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
 	f->req.ca_file = NULL;
 	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
 	lb_stop(notls);
@@ -774,6 +774,53 @@ static void test_threads_beyond_idle_pool(void **state)
 	run_workers(*state, 12, 10);
 }
 
+/* The idle pool keeps max_idle handles, and so connections: six callers at
+ * once (each reply held 150 ms so that they overlap) open six, and once they
+ * are done the four beyond a pool of two are closed; the two kept are
+ * reused by the next calls. */
+static void test_idle_pool_size(void **state)
+{
+	fx *f = *state;
+	pthread_t th[6];
+	struct worker w[6];
+	lb_script s = { 0 };
+	int i;
+
+	f->tp->free(f->tp);
+	assert_int_equal(wms__curl_transport_new(&f->tp, 2), WMS_OK);
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	assert_non_null(f->reply);
+	s.response = f->reply;
+	s.delay_ms = 150;
+	start(f, &s);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 6; i++) {
+		w[i].tp = f->tp;
+		w[i].url = lb_url(f->srv);
+		w[i].calls = 1;
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (i = 0; i < 6; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(w[i].ok, 1);
+	assert_int_equal(lb_accepted(f->srv), 6);
+	assert_true(lb_wait_closed(f->srv, 4, 2000 + (unsigned)slack_ms()));
+	assert_int_equal(lb_closed(f->srv), 4);
+	/* the two kept carry the next two calls at once */
+	for (i = 0; i < 2; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].tp = f->tp;
+		w[i].url = lb_url(f->srv);
+		w[i].calls = 1;
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(w[0].ok + w[1].ok, 2);
+	assert_int_equal(lb_accepted(f->srv), 6);
+}
+
 /* ---- failures before anything is sent ---------------------------------------------- */
 
 static void test_connect_refused(void **state)
@@ -924,7 +971,7 @@ static void test_tls_bad_ca_file(void **state)
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(f->srv));
 	f->req.url = url;
 	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
-	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
+	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
 }
 
 /* ---- failures after the request left ---------------------------------------------- */
@@ -1108,6 +1155,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_refused_on_one_handle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_share_one_transport, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_beyond_idle_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_pool_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unresolvable_host, setup, teardown),
