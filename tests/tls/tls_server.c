@@ -1,5 +1,6 @@
 /* The TLS tests' HTTPS server (see tls_server.h). */
 #include "tls_server.h"
+#include "http_wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -170,86 +171,31 @@ static int ssl_write_all(ts_server *s, SSL *ssl, int fd, const char *p, size_t l
 
 int ts_header(const ts_request *r, const char *name, char *val, size_t size)
 {
-	const char *line = strstr(r->head, "\r\n");
-	size_t nlen = strlen(name);
-	int count = 0;
-	if (val && size)
-		val[0] = '\0';
-	while (line) {
-		const char *end;
-		line += 2;
-		end = strstr(line, "\r\n");
-		if (!end || end == line)
-			break;
-		if ((size_t)(end - line) > nlen && line[nlen] == ':' &&
-		    strncasecmp(line, name, nlen) == 0) {
-			if (count == 0 && val && size) {
-				const char *v = line + nlen + 1, *e = end;
-				size_t n;
-				while (v < e && (*v == ' ' || *v == '\t'))
-					v++;
-				while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-					e--;
-				n = (size_t)(e - v) < size - 1 ? (size_t)(e - v) : size - 1;
-				memcpy(val, v, n);
-				val[n] = '\0';
-			}
-			count++;
-		}
-		line = end;
-	}
-	return count;
+	return hw_header(r->head, name, val, size);
+}
+
+struct reader {
+	ts_server *s;
+	SSL *ssl;
+	int fd;
+};
+
+/* Between requests the connection may idle; mid-request it may not. */
+static size_t read_some(void *ctx, char *dst, size_t room, int idle)
+{
+	struct reader *rd = ctx;
+	return ssl_read_some(rd->s, rd->ssl, rd->fd, dst, room,
+			     idle ? idle_timeout_ms() : io_timeout_ms());
 }
 
 /* One request into r; buf/len keep what was read past it. 1: a request; 0:
  * the peer closed, the server stops, a timeout, or garbage. */
 static int read_request(ts_server *s, SSL *ssl, int fd, char *buf, size_t *len, ts_request *r)
 {
-	char *end, value[64];
-	size_t head_len, have, cl = 0, n;
-	int first = 1;
-
+	struct reader rd = { s, ssl, fd };
 	memset(r, 0, sizeof(*r));
-	for (;;) {
-		buf[*len] = '\0';
-		end = strstr(buf, "\r\n\r\n");
-		if (end)
-			break;
-		if (*len >= MAX_HEAD)
-			return 0;
-		/* Between requests the connection may idle; mid-request it may not. */
-		n = ssl_read_some(s, ssl, fd, buf + *len, MAX_HEAD - *len,
-				  first && !*len ? idle_timeout_ms() : io_timeout_ms());
-		if (!n)
-			return 0;
-		*len += n;
-		first = 0;
-	}
-	head_len = (size_t)(end - buf) + 4;
-	memcpy(r->head, buf, head_len < sizeof(r->head) ? head_len : sizeof(r->head) - 1);
-	if (ts_header(r, "Content-Length", value, sizeof(value)) == 1)
-		cl = strtoul(value, NULL, 10);
-	if (cl > MAX_BODY || ts_header(r, "Transfer-Encoding", NULL, 0))
-		return 0; /* the transport never chunks: a test would see no request */
-	r->body = malloc(cl + 1);
-	if (!r->body)
-		return 0;
-	have = *len - head_len < cl ? *len - head_len : cl;
-	memcpy(r->body, buf + head_len, have);
-	memmove(buf, buf + head_len + have, *len - head_len - have);
-	*len -= head_len + have;
-	while (have < cl) {
-		n = ssl_read_some(s, ssl, fd, r->body + have, cl - have, io_timeout_ms());
-		if (!n) {
-			free(r->body);
-			r->body = NULL;
-			return 0;
-		}
-		have += n;
-	}
-	r->body[cl] = '\0';
-	r->body_len = cl;
-	return 1;
+	return hw_read_request(read_some, &rd, buf, MAX_HEAD, len, MAX_BODY, r->head,
+			       sizeof(r->head), &r->body, &r->body_len);
 }
 
 /* Raw bytes that still arrive after a failed handshake, until the peer
@@ -577,13 +523,8 @@ int ts_last_request(ts_server *s, ts_request *out)
 	have = s->have_last;
 	if (have) {
 		*out = s->last;
-		out->body = malloc(s->last.body_len + 1);
-		if (out->body) {
-			memcpy(out->body, s->last.body, s->last.body_len);
-			out->body[s->last.body_len] = '\0';
-		} else {
+		if (!(out->body = hw_dup(s->last.body, s->last.body_len)))
 			have = 0;
-		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return have;

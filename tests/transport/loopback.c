@@ -1,5 +1,6 @@
 /* The transport tests' loopback HTTP server (see loopback.h). */
 #include "loopback.h"
+#include "http_wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -114,92 +115,40 @@ static void hold(lb_server *s, int fd)
 
 int lb_header(const lb_request *r, const char *name, char *val, size_t size)
 {
-	const char *line = strstr(r->head, "\r\n");
-	size_t nlen = strlen(name);
-	int count = 0;
-	if (val && size)
-		val[0] = '\0';
-	while (line) {
-		const char *end;
-		line += 2;
-		end = strstr(line, "\r\n");
-		if (!end || end == line)
-			break;
-		if ((size_t)(end - line) > nlen && line[nlen] == ':' &&
-		    strncasecmp(line, name, nlen) == 0) {
-			if (count == 0 && val && size) {
-				const char *v = line + nlen + 1;
-				const char *e = end;
-				size_t n;
-				while (v < e && (*v == ' ' || *v == '\t'))
-					v++;
-				while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-					e--;
-				n = (size_t)(e - v) < size - 1 ? (size_t)(e - v) : size - 1;
-				memcpy(val, v, n);
-				val[n] = '\0';
-			}
-			count++;
-		}
-		line = end;
-	}
-	return count;
+	return hw_header(r->head, name, val, size);
+}
+
+struct reader {
+	lb_server *s;
+	int fd;
+};
+
+static size_t read_some(void *ctx, char *dst, size_t room, int idle)
+{
+	struct reader *rd = ctx;
+	ssize_t n;
+	(void)idle; /* no limit either way: the test stops the server */
+	if (wait_readable(rd->s, rd->fd, -1) != 1)
+		return 0;
+	n = recv(rd->fd, dst, room, 0);
+	return n > 0 ? (size_t)n : 0;
 }
 
 /* Read one request into r; buf/len keep what was read past it.
  * 1: a request; 0: the peer closed, the server stops, or garbage. */
 static int read_request(lb_server *s, int fd, char *buf, size_t *len, lb_request *r)
 {
-	char *end = NULL;
-	size_t head_len, have, cl = 0;
-	char value[64];
-	ssize_t n;
-
+	struct reader rd = { s, fd };
 	memset(r, 0, sizeof(*r));
-	for (;;) {
-		buf[*len] = '\0';
-		end = strstr(buf, "\r\n\r\n");
-		if (end)
-			break;
-		if (*len >= MAX_HEAD || wait_readable(s, fd, -1) != 1)
-			return 0;
-		n = recv(fd, buf + *len, MAX_HEAD - *len, 0);
-		if (n <= 0)
-			return 0;
-		*len += (size_t)n;
+	if (!hw_read_request(read_some, &rd, buf, MAX_HEAD, len, MAX_BODY, r->head,
+			     sizeof(r->head), &r->body, &r->body_len))
+		return 0;
+	if (sscanf(r->head, "%15s %255s %15s", r->method, r->target, r->version) != 3) {
+		free(r->body);
+		r->body = NULL;
+		return 0;
 	}
-	head_len = (size_t)(end - buf) + 4;
-	memcpy(r->head, buf, head_len < sizeof(r->head) ? head_len : sizeof(r->head) - 1);
-	if (sscanf(r->head, "%15s %255s %15s", r->method, r->target, r->version) != 3)
-		return 0;
-	if (lb_header(r, "Content-Length", value, sizeof(value)) == 1)
-		cl = strtoul(value, NULL, 10);
-	if (lb_header(r, "Transfer-Encoding", NULL, 0))
-		cl = 0; /* not supported here; the test asserts it is absent */
-	if (cl > MAX_BODY)
-		return 0;
-	r->body = malloc(cl + 1);
-	if (!r->body)
-		return 0;
-	have = *len - head_len < cl ? *len - head_len : cl;
-	memcpy(r->body, buf + head_len, have);
-	memmove(buf, buf + head_len + have, *len - head_len - have);
-	*len -= head_len + have;
-	while (have < cl) {
-		if (wait_readable(s, fd, -1) != 1)
-			goto fail;
-		n = recv(fd, r->body + have, cl - have, 0);
-		if (n <= 0)
-			goto fail;
-		have += (size_t)n;
-	}
-	r->body[cl] = '\0';
-	r->body_len = cl;
 	return 1;
-fail:
-	free(r->body);
-	r->body = NULL;
-	return 0;
 }
 
 static void record(lb_server *s, lb_request *r)
@@ -471,13 +420,8 @@ int lb_last_request(lb_server *s, lb_request *out)
 	have = s->have_last;
 	if (have) {
 		*out = s->last;
-		out->body = malloc(s->last.body_len + 1);
-		if (out->body) {
-			memcpy(out->body, s->last.body, s->last.body_len);
-			out->body[s->last.body_len] = '\0';
-		} else {
+		if (!(out->body = hw_dup(s->last.body, s->last.body_len)))
 			have = 0;
-		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return have;
