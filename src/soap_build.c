@@ -1,7 +1,7 @@
-/* Request envelopes, built with libxml2's tree API and serialised as UTF-8.
- * Stable prefixes: soap (1.1) or soap12 (1.2) for the envelope, wh for
- * urn:libwms:warehouse:1, both declared on the Envelope. No Header. */
-#include <pthread.h>
+/* Request envelopes, built with libxml2's tree API and serialised by it as
+ * UTF-8. Stable prefixes: soap (1.1) or soap12 (1.2) for the envelope, wh
+ * for urn:libwms:warehouse:1, both declared on the Envelope. A Header only
+ * for WS-Security. */
 #include <stdio.h>
 #include <errno.h>
 #include <string.h>
