@@ -69,19 +69,18 @@ unsigned long wms__alloc_lib_failures(void)
 void *wms__lib_malloc(size_t n)
 {
 	note_probe();
-	return counted(alloc.malloc_fn(n ? n : 1, alloc.ctx));
+	return counted(wms__malloc(n));
 }
 
 void *wms__lib_realloc(void *p, size_t n)
 {
 	note_probe();
-	return counted(alloc.realloc_fn(p, n ? n : 1, alloc.ctx));
+	return counted(wms__realloc(p, n));
 }
 
 void wms__lib_free(void *p)
 {
-	if (p)
-		alloc.free_fn(p, alloc.ctx);
+	wms__free(p);
 }
 
 void *wms__lib_calloc(size_t count, size_t n)

@@ -667,7 +667,6 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 {
 	wms_http_request req;
 	wms_http_response resp;
-	char ctype[128];
 	uint64_t start;
 	wms_status st;
 
@@ -678,14 +677,7 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 	req.operation = wms__op_name(op);
 	req.soap_action = wms__op_action(op);
 	req.soap_version = c->soap_version;
-	if (c->soap_version == WMS_SOAP_12) {
-		/* the action is a fixed URN from soap_build.c: nothing to escape */
-		snprintf(ctype, sizeof(ctype), "application/soap+xml; charset=utf-8; action=\"%s\"",
-			 req.soap_action);
-		req.content_type = ctype;
-	} else {
-		req.content_type = "text/xml; charset=utf-8";
-	}
+	req.content_type = wms__op_content_type(op, c->soap_version);
 	req.body = body->data;
 	req.body_len = body->len;
 	req.timeout_ms = timeout_ms;
