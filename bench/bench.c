@@ -485,7 +485,9 @@ static int pin_to(int cpu, const cpu_set_t *saved)
  * server_cpu and the callers to client_cpu. Where the two sit decides what
  * a loopback round trip costs (on this VM a wake-up across CPUs costs far
  * more than one on the same CPU), and so how much libwms's own work weighs
- * in the ratio: both placements are measured and reported.
+ * in the ratio: both placements are measured and reported, and a third
+ * run with no pinning at all (CPU -1: wherever the scheduler puts them),
+ * which is what a service gets by default.
  */
 static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const cpu_set_t *saved)
 {
@@ -538,8 +540,8 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 	E2E_FIGURE("wms_caller_cpu_us_per_call", median(wms_cpu, rounds), 2);
 	E2E_FIGURE("raw_curl_caller_cpu_us_per_call", median(raw_cpu, rounds), 2);
 #undef E2E_FIGURE
-	printf("# e2e %s: server on CPU %d, callers on CPU %d; %d rounds of %llu ms each side; the "
-	       "server saw %llu requests on %llu connections (keep-alive)\n",
+	printf("# e2e %s: server on CPU %d, callers on CPU %d (-1: not pinned); %d rounds of %llu ms "
+	       "each side; the server saw %llu requests on %llu connections (keep-alive)\n",
 	       tag, server_cpu, client_cpu, rounds, (unsigned long long)round_ms,
 	       (unsigned long long)bench_server_requests(srv),
 	       (unsigned long long)bench_server_connections(srv));
@@ -569,6 +571,7 @@ static void bench_e2e(void)
 	else
 		printf("# e2e 2cpu: skipped, this process may run on one CPU only\n");
 	e2e_placement("1cpu", first, first, &saved);
+	e2e_placement("unpinned", -1, -1, &saved);
 }
 
 int main(int argc, char **argv)

@@ -284,7 +284,8 @@ static void window_add(wms_breaker *b, int failed, int slow, uint64_t now)
 			b->ring_count++;
 		}
 		b->ring[b->ring_head] = v;
-		b->ring_head = (b->ring_head + 1) % n;
+		if (++b->ring_head == n)
+			b->ring_head = 0;
 		b->win_failures += failed ? 1 : 0;
 		b->win_slow += slow ? 1 : 0;
 		b->win_calls = b->ring_count;
@@ -303,6 +304,23 @@ static void window_add(wms_breaker *b, int failed, int slow, uint64_t now)
 		b->win_failures += failed ? 1 : 0;
 		b->win_slow += slow ? 1 : 0;
 	}
+}
+
+/* Whether the window (just brought up to date) trips the breaker: 1 for the
+ * failure rate, 2 for the slow-call rate, 0 for neither. In integers, so a
+ * rate exactly at its threshold trips it with no rounding in between (and
+ * no division on every recorded call). */
+static int window_trips(const wms_breaker *b)
+{
+	uint64_t calls = b->win_calls;
+
+	if (calls == 0 || calls < b->o.minimum_number_of_calls)
+		return 0;
+	if (100u * (uint64_t)b->win_failures >= (uint64_t)b->o.failure_rate_threshold * calls)
+		return 1;
+	if (100u * (uint64_t)b->win_slow >= (uint64_t)b->o.slow_call_rate_threshold * calls)
+		return 2;
+	return 0;
 }
 
 /* Rates in percent, or -1 when the window holds too few calls. */
@@ -543,8 +561,7 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 {
 	pending_event pe = { 0 };
 	uint64_t now = 0;
-	int slow = 0, failed, state;
-	double fr, sr;
+	int slow = 0, failed, state, trips;
 
 	if (!b || !p)
 		return;
@@ -608,10 +625,10 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	if (outcome == WMS_OUTCOME_IGNORED)
 		goto unlock;
 	window_add(b, failed, slow, now);
-	window_rates(b, now, &fr, &sr);
-	if (fr >= 0 && fr >= b->o.failure_rate_threshold)
+	trips = window_trips(b);
+	if (trips == 1)
 		transition(b, WMS_BREAKER_OPEN, "failure rate at or above threshold", now, &pe);
-	else if (sr >= 0 && sr >= b->o.slow_call_rate_threshold)
+	else if (trips == 2)
 		transition(b, WMS_BREAKER_OPEN, "slow-call rate at or above threshold", now, &pe);
 unlock:
 	pthread_mutex_unlock(&b->lock);

@@ -448,6 +448,51 @@ static void lab_short_outage_never_opens(void **state)
 	fx_free(f);
 }
 
+/* A rate exactly at the threshold opens; one a hair under it does not, also
+ * when the percentage is not a whole number (1 of 3 is 33.3 %), and after
+ * the count window has wrapped round many times. */
+static void rate_threshold_boundary(void **state)
+{
+	static const struct {
+		wms_breaker_mode mode;
+		uint32_t threshold;
+		int opens;
+	} cases[] = {
+		{ WMS_BREAKER_COUNT_BASED, 33, 1 }, { WMS_BREAKER_COUNT_BASED, 34, 0 },
+		{ WMS_BREAKER_TIME_BASED, 33, 1 },  { WMS_BREAKER_TIME_BASED, 34, 0 },
+	};
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+		fx *f;
+		int i;
+		o.mode = cases[k].mode;
+		o.sliding_window_size = 3;
+		o.minimum_number_of_calls = 3;
+		o.failure_rate_threshold = cases[k].threshold;
+		f = fx_new(&o);
+		/* 300 successes: the ring wraps 100 times; the time window sees
+		 * them all in one second */
+		for (i = 0; i < 300; i++)
+			assert_int_equal(call(f, WMS_OUTCOME_SUCCESS), WMS_OK);
+		assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
+		if (cases[k].mode == WMS_BREAKER_TIME_BASED) {
+			/* 1 failure of 301 calls: far under; then a quiet 3 s */
+			assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+			f->clock.now += 4000 * MS;
+			call(f, WMS_OUTCOME_FAILURE);
+			call(f, WMS_OUTCOME_SUCCESS);
+			call(f, WMS_OUTCOME_SUCCESS);
+		} else {
+			call(f, WMS_OUTCOME_SUCCESS);
+			call(f, WMS_OUTCOME_SUCCESS);
+		}
+		assert_int_equal(wms_breaker_state_get(f->b),
+				 cases[k].opens ? WMS_BREAKER_OPEN : WMS_BREAKER_CLOSED);
+		fx_free(f);
+	}
+}
+
 static void count_based_waits_for_minimum_calls(void **state)
 {
 	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
@@ -574,6 +619,7 @@ int main(void)
 		cmocka_unit_test(options_are_validated),
 		cmocka_unit_test(lab_default_scenario),
 		cmocka_unit_test(lab_short_outage_never_opens),
+		cmocka_unit_test(rate_threshold_boundary),
 		cmocka_unit_test(count_based_waits_for_minimum_calls),
 		cmocka_unit_test(count_based_slow_calls_open),
 		cmocka_unit_test(time_based_window_forgets_old_seconds),
