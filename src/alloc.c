@@ -235,6 +235,23 @@ char *wms__strdup(const char *s)
 	return s ? wms__strndup(s, strlen(s)) : NULL;
 }
 
+size_t wms__utf8_whole(const char *s, size_t n)
+{
+	size_t k = n, need;
+	unsigned char c;
+
+	/* back over up to three continuation bytes to the character's start */
+	while (k > 0 && n - k < 3 && ((unsigned char)s[k - 1] & 0xC0) == 0x80)
+		k--;
+	if (k == 0)
+		return n;
+	c = (unsigned char)s[k - 1];
+	if (c < 0xC0)
+		return n; /* ASCII, or not UTF-8 at all: nothing to mend */
+	need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+	return n - (k - 1) < need ? k - 1 : n;
+}
+
 void wms__strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n;
@@ -242,7 +259,7 @@ void wms__strlcpy(char *dst, const char *src, size_t size)
 		return;
 	n = src ? strlen(src) : 0;
 	if (n >= size)
-		n = size - 1;
+		n = wms__utf8_whole(src, size - 1);
 	if (n)
 		memcpy(dst, src, n);
 	dst[n] = '\0';

@@ -116,7 +116,9 @@ wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
 	err->status = status;
 	err->delivery = delivery;
 	if (fmt) {
-		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		int n = vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		if (n >= (int)sizeof(err->message))
+			err->message[wms__utf8_whole(err->message, sizeof(err->message) - 1)] = '\0';
 		for (p = err->message; *p; p++)
 			if (*p == '\n' || *p == '\r' || *p == '\t')
 				*p = ' ';

@@ -31,8 +31,12 @@ wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
 #endif
 	;
 
-/* Copy a string into a fixed field, truncating, always NUL-terminated. */
+/* Copy a string into a fixed field, truncating, always NUL-terminated; a
+ * cut never leaves half a UTF-8 character at the end. */
 void wms__strlcpy(char *dst, const char *src, size_t size);
+
+/* The length of s[0..n) without a UTF-8 character cut short at its end. */
+size_t wms__utf8_whole(const char *s, size_t n);
 
 /* A growable byte buffer (NUL-terminated when non-empty). */
 typedef struct wms__buf {

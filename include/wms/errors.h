@@ -60,7 +60,8 @@ typedef enum wms_delivery {
 typedef struct wms_error {
 	wms_status status;
 	wms_delivery delivery;
-	/** One line, no trailing newline, never contains credentials. */
+	/** One line, no trailing newline, never contains credentials; UTF-8
+	 *  when what it quotes was, and a long one is cut on a whole character. */
 	char message[WMS_ERROR_MESSAGE_MAX];
 	/** HTTP status of the reply, 0 if none was received. */
 	long http_status;

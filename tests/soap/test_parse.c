@@ -456,6 +456,40 @@ static char *xxe_reply(const char *kind)
 	return buf;
 }
 
+/* A fault text longer than the error fields, of 2-, 3- and 4-byte UTF-8
+ * characters, shifted so that each field's cut falls at every byte of a
+ * character: the message and fault_string end on whole characters, as
+ * prefixes of what was sent. */
+static void long_utf8_fault_cut_on_characters(void **state)
+{
+	static const char *const chars[] = { "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x93\xa6" };
+	(void)state;
+	for (size_t c = 0; c < 3; c++) {
+		for (size_t shift = 0; shift < 4; shift++) {
+			char text[1200] = "", buf[2048];
+			result r;
+			memset(text, 'a', shift);
+			text[shift] = '\0';
+			while (strlen(text) + strlen(chars[c]) < 600)
+				strcat(text, chars[c]);
+			snprintf(buf, sizeof(buf),
+				 "<soap:Envelope xmlns:soap=\"" WMS__SOAP11_NS "\"><soap:Body><soap:Fault>"
+				 "<faultcode>soap:Server</faultcode><faultstring>%s</faultstring>"
+				 "</soap:Fault></soap:Body></soap:Envelope>", text);
+			parse_bytes(&r, SUBMIT, buf, strlen(buf), XML11, MAX);
+			assert_int_equal(r.rc, WMS_ERR_SOAP_FAULT);
+			assert_int_equal(xmlCheckUTF8((const xmlChar *)r.err.message), 1);
+			assert_int_equal(xmlCheckUTF8((const xmlChar *)r.err.fault_string), 1);
+			/* cut by at most one character, never more */
+			assert_true(strlen(r.err.message) + 4 >= sizeof(r.err.message) - 1);
+			assert_true(strlen(r.err.fault_string) + 4 >= sizeof(r.err.fault_string) - 1);
+			assert_memory_equal(r.err.fault_string, text, strlen(r.err.fault_string));
+			assert_true(strncmp(r.err.message, "SOAP fault Server: ", 19) == 0);
+			assert_memory_equal(r.err.message + 19, text, strlen(r.err.message) - 19);
+		}
+	}
+}
+
 static void external_entities_never_read(void **state)
 {
 	static const char *const kinds[] = { "general", "parameter", "external-dtd" };
@@ -842,6 +876,7 @@ int main(void)
 		cmocka_unit_test(empty_and_whitespace_bodies),
 		cmocka_unit_test(size_limit),
 		cmocka_unit_test(truncated_at_every_cut),
+		cmocka_unit_test(long_utf8_fault_cut_on_characters),
 		cmocka_unit_test(external_entities_never_read),
 		cmocka_unit_test(billion_laughs_is_cheap),
 		cmocka_unit_test(deep_nesting),
