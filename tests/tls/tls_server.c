@@ -1,11 +1,10 @@
 /* The TLS tests' HTTPS server (see tls_server.h). */
 #include "tls_server.h"
+#include "acceptor.h"
 #include "http_wire.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,27 +34,16 @@ static const char unauthorized_reply[] =
 	"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"wms\"\r\n"
 	"Content-Type: text/plain\r\nContent-Length: 13\r\n\r\nunauthorized\n";
 
-struct tconn {
-	pthread_t thread;
-	int fd;
-	ts_server *server;
-	struct tconn *next;
-};
-
 struct ts_server {
 	SSL_CTX *ctx;
 	char *response;
 	size_t response_len;
 	char *expect_auth;
 	int close_after;
-	int listen_fd;
-	int wake[2];               /* written once at stop, never drained */
-	uint16_t port;
+	acceptor acc;
 	char url[64];
-	pthread_t accept_thread;
 	pthread_mutex_t lock;
 	pthread_cond_t changed;    /* accepted or open moved (CLOCK_MONOTONIC) */
-	struct tconn *conns;
 	ts_stats st;
 	ts_request last;
 	int have_last;
@@ -82,21 +70,7 @@ static int idle_timeout_ms(void)
 /* 1: fd ready for `events`; 0: time is up; -1: stopping, or an error. */
 static int wait_fd(ts_server *s, int fd, short events, int timeout_ms)
 {
-	struct pollfd p[2];
-	int n;
-	p[0].fd = s->wake[0];
-	p[0].events = POLLIN;
-	p[1].fd = fd;
-	p[1].events = events;
-	for (;;) {
-		p[0].revents = p[1].revents = 0;
-		n = poll(p, 2, timeout_ms);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || p[0].revents)
-			return -1;
-		return n > 0;
-	}
+	return acceptor_wait(&s->acc, fd, events, timeout_ms);
 }
 
 /* After an SSL call returned r <= 0: wait for what OpenSSL wants. 0 when the
@@ -215,16 +189,15 @@ static void drain(ts_server *s, int fd)
 	}
 }
 
-static void *conn_main(void *arg)
+static void serve(void *ctx, int fd)
 {
-	struct tconn *c = arg;
-	ts_server *s = c->server;
+	ts_server *s = ctx;
 	char *buf = malloc(MAX_HEAD + 1), peer_cn[128] = "";
 	SSL *ssl = SSL_new(s->ctx);
 	size_t len = 0;
 	int ok = 0;
 
-	if (!buf || !ssl || SSL_set_fd(ssl, c->fd) != 1) {
+	if (!buf || !ssl || SSL_set_fd(ssl, fd) != 1) {
 		bump(s, &s->st.handshake_failures);
 		goto out;
 	}
@@ -236,12 +209,12 @@ static void *conn_main(void *arg)
 			ok = 1;
 			break;
 		}
-		if (!ssl_wait(s, ssl, c->fd, r, io_timeout_ms()))
+		if (!ssl_wait(s, ssl, fd, r, io_timeout_ms()))
 			break;
 	}
 	if (!ok) {
 		bump(s, &s->st.handshake_failures);
-		drain(s, c->fd);
+		drain(s, fd);
 		goto out;
 	}
 	{
@@ -257,7 +230,7 @@ static void *conn_main(void *arg)
 		ts_request r;
 		char auth[512];
 		int denied;
-		if (!read_request(s, ssl, c->fd, buf, &len, &r))
+		if (!read_request(s, ssl, fd, buf, &len, &r))
 			break;
 		snprintf(r.peer_cn, sizeof(r.peer_cn), "%s", peer_cn);
 		denied = s->expect_auth &&
@@ -273,9 +246,9 @@ static void *conn_main(void *arg)
 		if (denied)
 			s->st.unauthorized++;
 		pthread_mutex_unlock(&s->lock);
-		if (!(denied ? ssl_write_all(s, ssl, c->fd, unauthorized_reply,
+		if (!(denied ? ssl_write_all(s, ssl, fd, unauthorized_reply,
 					     sizeof(unauthorized_reply) - 1)
-			     : ssl_write_all(s, ssl, c->fd, s->response, s->response_len)) ||
+			     : ssl_write_all(s, ssl, fd, s->response, s->response_len)) ||
 		    s->close_after)
 			break;
 	}
@@ -283,53 +256,31 @@ static void *conn_main(void *arg)
 	SSL_shutdown(ssl); /* close_notify, best effort: the peer may be gone */
 out:
 	SSL_free(ssl);
-	close(c->fd);
-	c->fd = -1;
+	close(fd);
 	free(buf);
 	ERR_clear_error();
 	pthread_mutex_lock(&s->lock);
 	s->st.open--;
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
-	return NULL;
 }
 
-static void *accept_main(void *arg)
+/* Every wait is a poll(): the socket must not block on its own. */
+static int prepare(void *ctx, int fd)
 {
-	ts_server *s = arg;
-	int r;
-	/* A quiet listener is no reason to stop: only the stop pipe is. */
-	while ((r = wait_fd(s, s->listen_fd, POLLIN, 1000)) >= 0) {
-		struct tconn *c;
-		int fd;
-		if (r == 0)
-			continue;
-		fd = accept(s->listen_fd, NULL, NULL);
-		if (fd < 0)
-			continue;
-		c = calloc(1, sizeof(*c));
-		if (!c || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
-			free(c);
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->server = s;
-		pthread_mutex_lock(&s->lock);
-		if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
-			pthread_mutex_unlock(&s->lock);
-			close(fd);
-			free(c);
-			continue;
-		}
-		s->st.accepted++;
-		s->st.open++;
-		c->next = s->conns;
-		s->conns = c;
-		pthread_cond_broadcast(&s->changed);
-		pthread_mutex_unlock(&s->lock);
-	}
-	return NULL;
+	(void)ctx;
+	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
+}
+
+/* Only a connection being served counts: open goes down when it ends. */
+static void admitted(void *ctx, int started)
+{
+	ts_server *s = ctx;
+	if (!started)
+		return;
+	s->st.accepted++;
+	s->st.open++;
+	pthread_cond_broadcast(&s->changed);
 }
 
 static SSL_CTX *make_ctx(ts_server *s, const ts_options *o)
@@ -372,11 +323,10 @@ fail:
 
 ts_server *ts_start(const ts_options *o)
 {
-	struct sockaddr_in addr;
-	socklen_t alen = sizeof(addr);
+	acceptor_ops ops = { serve, prepare, admitted, NULL };
 	pthread_condattr_t ca;
 	ts_server *s = calloc(1, sizeof(*s));
-	int one = 1, have_lock = 0;
+	int have_lock = 0;
 	char *reply = NULL;
 
 	if (!s)
@@ -384,8 +334,6 @@ ts_server *ts_start(const ts_options *o)
 	/* OpenSSL writes with write(2): a client that went away must not
 	 * kill the test program. */
 	signal(SIGPIPE, SIG_IGN);
-	s->listen_fd = -1;
-	s->wake[0] = s->wake[1] = -1;
 	s->close_after = o->close_after_reply;
 	if (!o->response) {
 		size_t n = sizeof(ts_submit_reply) - 1;
@@ -404,21 +352,8 @@ ts_server *ts_start(const ts_options *o)
 		goto fail;
 	s->response_len = strlen(s->response);
 	s->ctx = make_ctx(s, o);
-	if (!s->ctx || pipe(s->wake) != 0)
+	if (!s->ctx)
 		goto fail;
-	s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (s->listen_fd < 0)
-		goto fail;
-	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-	    listen(s->listen_fd, 64) != 0 ||
-	    getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen) != 0)
-		goto fail;
-	s->port = ntohs(addr.sin_port);
-	snprintf(s->url, sizeof(s->url), "https://127.0.0.1:%u/wms", (unsigned)s->port);
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		goto fail;
 	have_lock = 1;
@@ -431,8 +366,10 @@ ts_server *ts_start(const ts_options *o)
 	}
 	pthread_condattr_destroy(&ca);
 	have_lock = 2;
-	if (pthread_create(&s->accept_thread, NULL, accept_main, s) != 0)
+	ops.lock = &s->lock;
+	if (acceptor_start(&s->acc, &ops, s) != 0)
 		goto fail;
+	snprintf(s->url, sizeof(s->url), "https://127.0.0.1:%u/wms", (unsigned)s->acc.port);
 	return s;
 fail:
 	fprintf(stderr, "tls_server: cannot start: %s\n", strerror(errno));
@@ -440,12 +377,6 @@ fail:
 		pthread_cond_destroy(&s->changed);
 	if (have_lock)
 		pthread_mutex_destroy(&s->lock);
-	if (s->listen_fd >= 0)
-		close(s->listen_fd);
-	if (s->wake[0] >= 0) {
-		close(s->wake[0]);
-		close(s->wake[1]);
-	}
 	SSL_CTX_free(s->ctx);
 	free(s->expect_auth);
 	free(s->response);
@@ -455,22 +386,9 @@ fail:
 
 void ts_stop(ts_server *s)
 {
-	struct tconn *c, *next;
-	ssize_t w;
 	if (!s)
 		return;
-	do
-		w = write(s->wake[1], "x", 1);
-	while (w < 0 && errno == EINTR);
-	pthread_join(s->accept_thread, NULL);
-	for (c = s->conns; c; c = next) {
-		next = c->next;
-		pthread_join(c->thread, NULL);
-		free(c);
-	}
-	close(s->listen_fd);
-	close(s->wake[0]);
-	close(s->wake[1]);
+	acceptor_stop(&s->acc);
 	pthread_cond_destroy(&s->changed);
 	pthread_mutex_destroy(&s->lock);
 	SSL_CTX_free(s->ctx);
@@ -482,7 +400,7 @@ void ts_stop(ts_server *s)
 
 uint16_t ts_port(const ts_server *s)
 {
-	return s->port;
+	return s->acc.port;
 }
 
 const char *ts_url(const ts_server *s)

@@ -1,5 +1,6 @@
 /* The transport tests' loopback HTTP server (see loopback.h). */
 #include "loopback.h"
+#include "acceptor.h"
 #include "http_wire.h"
 
 #include <arpa/inet.h>
@@ -19,23 +20,12 @@
 #define MAX_HEAD 8192
 #define MAX_BODY (64u * 1024u * 1024u)
 
-struct conn {
-	pthread_t thread;
-	int fd;
-	lb_server *server;
-	struct conn *next;
-};
-
 struct lb_server {
 	lb_script script;
 	char *response;
-	int listen_fd;
-	int wake[2];             /* written once at stop, never drained */
-	uint16_t port;
+	acceptor acc;
 	char url[64];
-	pthread_t accept_thread;
 	pthread_mutex_t lock;
-	struct conn *conns;
 	unsigned accepted;
 	unsigned requests;
 	unsigned closed;
@@ -50,36 +40,16 @@ uint64_t lb_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* 1: fd readable; 0: stopping or time is up; -1: error. fd < 0 waits on the
- * stop pipe only; timeout_ms < 0 waits without limit. */
+/* 1: fd readable; 0: time is up; -1: stopping, or an error. fd < 0 waits on
+ * the stop pipe only; timeout_ms < 0 waits without limit. */
 static int wait_readable(lb_server *s, int fd, int timeout_ms)
 {
-	struct pollfd p[2];
-	int n;
-	p[0].fd = s->wake[0];
-	p[0].events = POLLIN;
-	p[1].fd = fd;
-	p[1].events = POLLIN;
-	for (;;) {
-		p[0].revents = p[1].revents = 0;
-		n = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0 || p[0].revents)
-			return 0;
-		return 1;
-	}
+	return acceptor_wait(&s->acc, fd, POLLIN, timeout_ms);
 }
 
 static int stopping(lb_server *s)
 {
-	struct pollfd p;
-	p.fd = s->wake[0];
-	p.events = POLLIN;
-	p.revents = 0;
-	return poll(&p, 1, 0) > 0;
+	return wait_readable(s, -1, 0) < 0;
 }
 
 /* Sleep ms; 0 when the server is stopping. */
@@ -183,10 +153,9 @@ static int answer(lb_server *s, int fd)
 	return 1;
 }
 
-static void *conn_main(void *arg)
+static void serve(void *ctx, int fd)
 {
-	struct conn *c = arg;
-	lb_server *s = c->server;
+	lb_server *s = ctx;
 	char *buf = malloc(MAX_HEAD + 1);
 	size_t len = 0;
 	unsigned nreq = 0;
@@ -201,21 +170,21 @@ static void *conn_main(void *arg)
 		goto out;
 	}
 	if (s->script.raw) {
-		if (wait_readable(s, c->fd, -1) == 1 && recv(c->fd, buf, MAX_HEAD, 0) > 0 &&
-		    pause_ms(s, s->script.delay_ms) && answer(s, c->fd))
+		if (wait_readable(s, fd, -1) == 1 && recv(fd, buf, MAX_HEAD, 0) > 0 &&
+		    pause_ms(s, s->script.delay_ms) && answer(s, fd))
 			after = s->script.after;
 		goto out;
 	}
 	for (;;) {
 		if (nreq && !len && s->script.idle_close_ms &&
-		    wait_readable(s, c->fd, (int)s->script.idle_close_ms) != 1)
+		    wait_readable(s, fd, (int)s->script.idle_close_ms) != 1)
 			break;
 		if (nreq && !len && s->script.close_unread) {
 			/* close() with unread data sends a reset */
-			wait_readable(s, c->fd, -1);
+			wait_readable(s, fd, -1);
 			break;
 		}
-		if (!read_request(s, c->fd, buf, &len, &r))
+		if (!read_request(s, fd, buf, &len, &r))
 			break;
 		nreq++;
 		record(s, &r);
@@ -223,7 +192,7 @@ static void *conn_main(void *arg)
 			after = s->script.drop_reset ? LB_RESET : LB_CLOSE;
 			break;
 		}
-		if (!pause_ms(s, s->script.delay_ms) || !answer(s, c->fd))
+		if (!pause_ms(s, s->script.delay_ms) || !answer(s, fd))
 			break;
 		if (s->script.after != LB_KEEP) {
 			after = s->script.after;
@@ -232,68 +201,46 @@ static void *conn_main(void *arg)
 	}
 out:
 	if (after == LB_HOLD)
-		hold(s, c->fd);
+		hold(s, fd);
 	if (after == LB_RESET) {
 		struct linger lg;
 		lg.l_onoff = 1;
 		lg.l_linger = 0;
-		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
-	close(c->fd);
-	c->fd = -1;
+	close(fd);
 	pthread_mutex_lock(&s->lock);
 	s->closed++;
 	pthread_mutex_unlock(&s->lock);
 	free(buf);
-	return NULL;
 }
 
-static void *accept_main(void *arg)
+/* A client that stops reading must not wedge the server: a blocked send()
+ * does not see the stop pipe, so it gives up on its own. */
+static int prepare(void *ctx, int fd)
 {
-	lb_server *s = arg;
-	while (wait_readable(s, s->listen_fd, -1) == 1) {
-		struct timeval tv;
-		struct conn *c;
-		int fd = accept(s->listen_fd, NULL, NULL);
-		if (fd < 0)
-			continue;
-		/* A client that stops reading must not wedge the server. */
-		tv.tv_sec = 5;
-		tv.tv_usec = 0;
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->server = s;
-		pthread_mutex_lock(&s->lock);
-		s->accepted++;
-		if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
-			pthread_mutex_unlock(&s->lock);
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->next = s->conns;
-		s->conns = c;
-		pthread_mutex_unlock(&s->lock);
-	}
-	return NULL;
+	struct timeval tv;
+	(void)ctx;
+	tv.tv_sec = 5;
+	tv.tv_usec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return 1;
+}
+
+/* Accepted is what accept() returned, served or not. */
+static void admitted(void *ctx, int started)
+{
+	(void)started;
+	((lb_server *)ctx)->accepted++;
 }
 
 lb_server *lb_start(const lb_script *script)
 {
-	struct sockaddr_in addr;
-	socklen_t alen = sizeof(addr);
+	acceptor_ops ops = { serve, prepare, admitted, NULL };
 	lb_server *s = calloc(1, sizeof(*s));
-	int one = 1;
 
 	if (!s)
 		return NULL;
-	s->listen_fd = -1;
-	s->wake[0] = s->wake[1] = -1;
 	s->script = *script;
 	if (script->response) {
 		if (!s->script.response_len)
@@ -305,36 +252,16 @@ lb_server *lb_start(const lb_script *script)
 		s->response[s->script.response_len] = '\0';
 	}
 	s->script.response = s->response;
-	if (pipe(s->wake) != 0)
-		goto fail;
-	s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (s->listen_fd < 0)
-		goto fail;
-	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	addr.sin_port = 0;
-	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-	    listen(s->listen_fd, 64) != 0 ||
-	    getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen) != 0)
-		goto fail;
-	s->port = ntohs(addr.sin_port);
-	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%u/wms", (unsigned)s->port);
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		goto fail;
-	if (pthread_create(&s->accept_thread, NULL, accept_main, s) != 0) {
+	ops.lock = &s->lock;
+	if (acceptor_start(&s->acc, &ops, s) != 0) {
 		pthread_mutex_destroy(&s->lock);
 		goto fail;
 	}
+	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%u/wms", (unsigned)s->acc.port);
 	return s;
 fail:
-	if (s->listen_fd >= 0)
-		close(s->listen_fd);
-	if (s->wake[0] >= 0) {
-		close(s->wake[0]);
-		close(s->wake[1]);
-	}
 	free(s->response);
 	free(s);
 	return NULL;
@@ -342,22 +269,9 @@ fail:
 
 void lb_stop(lb_server *s)
 {
-	struct conn *c, *next;
-	ssize_t w;
 	if (!s)
 		return;
-	do
-		w = write(s->wake[1], "x", 1);
-	while (w < 0 && errno == EINTR);
-	pthread_join(s->accept_thread, NULL);
-	for (c = s->conns; c; c = next) {
-		next = c->next;
-		pthread_join(c->thread, NULL);
-		free(c);
-	}
-	close(s->listen_fd);
-	close(s->wake[0]);
-	close(s->wake[1]);
+	acceptor_stop(&s->acc);
 	pthread_mutex_destroy(&s->lock);
 	free(s->last.body);
 	free(s->response);
@@ -366,7 +280,7 @@ void lb_stop(lb_server *s)
 
 uint16_t lb_port(const lb_server *s)
 {
-	return s->port;
+	return s->acc.port;
 }
 
 const char *lb_url(const lb_server *s)
