@@ -442,9 +442,31 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Calls per second over `ms` milliseconds: libwms (who = 0) or raw curl.
- * *cpu_us gets this thread's CPU time per call: what the caller pays,
- * and less disturbed by other processes than the wall clock. */
+/* Raw libcurl plus the XML work libwms does around the same call (build
+ * the next order's envelope, parse the reply, through one workspace as a
+ * client does): what the ratio would be if the rest of libwms cost nothing. */
+static void raw_curl_call_with_xml(raw_curl *rc, wms__xml_ws *ws, const wms_order *order)
+{
+	wms__request r = { WMS__OP_SUBMIT_ORDER, order, NULL, NULL, NULL, 0 };
+	wms_submit_reply reply;
+	wms__buf body = { 0 };
+	wms_error err;
+
+	if (wms__build_request_ws(ws, &body, WMS_SOAP_11, &r, NULL, &err) != WMS_OK)
+		die("wms__build_request_ws", err.message);
+	wms__buf_free(&body); /* raw curl posts its own copy of the same bytes */
+	raw_curl_call(rc);
+	if (wms__parse_reply_ws(ws, WMS__OP_SUBMIT_ORDER, &reply, rc->reply.data, rc->reply.len,
+				"text/xml; charset=utf-8", WMS_DEFAULT_MAX_REPLY_BYTES, &err) != WMS_OK)
+		die("wms__parse_reply_ws", err.message);
+}
+
+/* Calls per second over `ms` milliseconds: libwms (who = 0), raw curl (1)
+ * or raw curl with libwms's XML work (2). *cpu_us gets this thread's CPU
+ * time per call: what the caller pays, and less disturbed by other
+ * processes than the wall clock. */
+static wms__xml_ws raw_xml_ws; /* raw_curl_call_with_xml's, freed by bench_e2e */
+
 static double e2e_run(int who, wms_client *c, raw_curl *rc, uint64_t ms, double *cpu_us)
 {
 	uint64_t t0 = now_ns(), cpu0 = thread_cpu_ns(), end = t0 + ms * 1000000u, n = 0, t;
@@ -457,8 +479,11 @@ static double e2e_run(int who, wms_client *c, raw_curl *rc, uint64_t ms, double 
 				const wms_order *order = &bench_orders[(n + (uint64_t)i) % NORDERS].order;
 				if (wms_submit_order(&reply, c, order, &err) != WMS_OK)
 					die("wms_submit_order", err.message);
-			} else {
+			} else if (who == 1) {
 				raw_curl_call(rc);
+			} else {
+				raw_curl_call_with_xml(rc, &raw_xml_ws,
+						       &bench_orders[(n + (uint64_t)i) % NORDERS].order);
 			}
 		}
 		n += 16;
@@ -495,7 +520,7 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 	/* Many short rounds: a pair run 50 ms apart sees the same machine. */
 	int rounds = quick ? 10 : 40;
 	uint64_t round_ms = 50;
-	double wms_rate[40], raw_rate[40], ratio[40], wms_cpu[40], raw_cpu[40], cpu;
+	double wms_rate[40], raw_rate[40], ratio[40], xml_ratio[40], wms_cpu[40], raw_cpu[40], cpu;
 	wms__buf body = { 0 };
 	bench_server *srv;
 	wms_client *c;
@@ -532,6 +557,19 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 		}
 		ratio[r] = wms_rate[r] / raw_rate[r];
 	}
+	/* Then raw libcurl with libwms's XML work against raw libcurl, the same
+	 * way: how much of the gap the XML work is. */
+	for (int r = 0; r < rounds; r++) {
+		double xml_rate, plain_rate;
+		if (r % 2 == 0) {
+			xml_rate = e2e_run(2, c, &rc, round_ms, &cpu);
+			plain_rate = e2e_run(1, c, &rc, round_ms, &cpu);
+		} else {
+			plain_rate = e2e_run(1, c, &rc, round_ms, &cpu);
+			xml_rate = e2e_run(2, c, &rc, round_ms, &cpu);
+		}
+		xml_ratio[r] = xml_rate / plain_rate;
+	}
 #define E2E_FIGURE(what, v, d) \
 	(snprintf(name, sizeof(name), "e2e_%s_%s", what, tag), figure(name, v, d))
 	E2E_FIGURE("wms_calls_per_s", median(wms_rate, rounds), 0);
@@ -539,6 +577,7 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 	E2E_FIGURE("ratio_vs_raw_curl", median(ratio, rounds), 2);
 	E2E_FIGURE("wms_caller_cpu_us_per_call", median(wms_cpu, rounds), 2);
 	E2E_FIGURE("raw_curl_caller_cpu_us_per_call", median(raw_cpu, rounds), 2);
+	E2E_FIGURE("raw_curl_with_libwms_xml_ratio_vs_raw_curl", median(xml_ratio, rounds), 2);
 #undef E2E_FIGURE
 	printf("# e2e %s: server on CPU %d, callers on CPU %d (-1: not pinned); %d rounds of %llu ms "
 	       "each side; the server saw %llu requests on %llu connections (keep-alive)\n",
@@ -572,6 +611,8 @@ static void bench_e2e(void)
 		printf("# e2e 2cpu: skipped, this process may run on one CPU only\n");
 	e2e_placement("1cpu", first, first, &saved);
 	e2e_placement("unpinned", -1, -1, &saved);
+	wms__parse_ws_free(raw_xml_ws.parse);
+	wms__build_ws_free(raw_xml_ws.build);
 }
 
 int main(int argc, char **argv)
