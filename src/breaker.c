@@ -575,10 +575,14 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	count_outcome(b, outcome, slow);
 	failed = outcome == WMS_OUTCOME_FAILURE;
 
-	/* Fast path: consecutive mode, CLOSED, same epoch. */
+	/* Fast path: consecutive mode, CLOSED, same epoch. A permit granted
+	 * before the last transition is counted above but must not touch the
+	 * run of failures the new state keeps. */
 	state = atomic_load_explicit(&b->state, memory_order_acquire);
 	if (b->o.mode == WMS_BREAKER_CONSECUTIVE && state == WMS_BREAKER_CLOSED &&
 	    !(p->flags & PERMIT_TRIAL)) {
+		if (p->epoch != atomic_load_explicit(&b->epoch, memory_order_acquire))
+			return;
 		if (outcome == WMS_OUTCOME_SUCCESS) {
 			if (atomic_load_explicit(&b->consecutive, memory_order_relaxed))
 				atomic_store_explicit(&b->consecutive, 0, memory_order_relaxed);

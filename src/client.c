@@ -135,10 +135,14 @@ static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state s
 		       const char *name)
 {
 	wms_metric m;
-	if (!c->on_metric || state > WMS_BREAKER_HALF_OPEN)
-		return; /* the gauge has three values; manual states map to none */
+	if (!c->on_metric)
+		return;
+	/* The gauge has seed 000's three values: a manual state reads as what
+	 * callers get from it (forced open rejects, disabled lets all through). */
 	m.name = c->state_metric;
-	m.value = (double)state;
+	m.value = state == WMS_BREAKER_FORCED_OPEN ? 1.0
+		  : state == WMS_BREAKER_DISABLED ? 0.0
+						  : (double)state;
 	m.breaker = name;
 	m.operation = h->operation;
 	c->on_metric(&m, c->metric_ctx);

@@ -240,6 +240,42 @@ static void stale_permit_decides_nothing(void **state)
 	fx_free(f);
 }
 
+/* Calls granted before an outage finish after the breaker has closed again:
+ * their failures (and successes) must not count in the new CLOSED state's
+ * run of consecutive failures. */
+static void stale_permit_does_not_count_after_closing(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit late_fail, late_ok, probe;
+	wms_breaker_snapshot snap;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 2;
+	o.open_duration_ms = 1000;
+	f = fx_new(&o);
+	assert_int_equal(wms_breaker_acquire(&late_fail, f->b, NULL), WMS_OK);
+	assert_int_equal(wms_breaker_acquire(&late_ok, f->b, NULL), WMS_OK);
+	call(f, WMS_OUTCOME_FAILURE);
+	call(f, WMS_OUTCOME_FAILURE); /* opens */
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
+	wms_breaker_record(f->b, &probe, WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	/* the late failure arrives, then one new failure: 1 of 2, still CLOSED */
+	wms_breaker_record(f->b, &late_fail, WMS_OUTCOME_FAILURE);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	/* a late success does not wipe the new run either: the next failure opens */
+	wms_breaker_record(f->b, &late_ok, WMS_OUTCOME_SUCCESS);
+	call(f, WMS_OUTCOME_FAILURE);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	/* both late outcomes still show in the counters */
+	wms_breaker_snapshot_get(&snap, f->b);
+	assert_int_equal(snap.failures, 5);
+	assert_int_equal(snap.successes, 2);
+	fx_free(f);
+}
+
 static void probe_that_never_reports_counts_as_failed(void **state)
 {
 	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
@@ -612,6 +648,7 @@ int main(void)
 		cmocka_unit_test(failed_probe_reopens_for_full_duration),
 		cmocka_unit_test(ignored_probe_frees_the_slot),
 		cmocka_unit_test(stale_permit_decides_nothing),
+		cmocka_unit_test(stale_permit_does_not_count_after_closing),
 		cmocka_unit_test(probe_that_never_reports_counts_as_failed),
 		cmocka_unit_test(manual_controls),
 		cmocka_unit_test(open_duration_grows_and_is_capped),

@@ -356,6 +356,16 @@ static void state_gauge_follows_transitions(void **state)
 	assert_true(g.values[2] == 2.0);
 	assert_true(g.values[3] == 0.0);
 	assert_int_equal(user_events, 3); /* the user's own callback still runs */
+	/* manual states read as what callers get: forced open 1, disabled 0 */
+	wms_breaker_force_open(wms_client_breaker(x.c));
+	assert_int_equal(g.n, 5);
+	assert_true(g.values[4] == 1.0);
+	wms_breaker_disable(wms_client_breaker(x.c));
+	assert_int_equal(g.n, 6);
+	assert_true(g.values[5] == 0.0);
+	wms_breaker_reset(wms_client_breaker(x.c));
+	assert_int_equal(g.n, 7);
+	assert_true(g.values[6] == 0.0);
 	wms_client_free(x.c);
 }
 
