@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 		printf("%s: resend ORD-1001 (never a new id)\n", wms_status_name(st));
 	else
 		printf("%s: %s%s%s\n", wms_status_name(st), err.message, err.wms_code[0] ? " / " : "",
-		       err.wms_code); /* wms_error_is_retryable(&err) says if resending can help */
+		       err.wms_code); /* wms_error_is_retryable(&err) says if resending is safe */
 	wms_client_free(client);
 	return st == WMS_OK ? 0 : 1;
 }

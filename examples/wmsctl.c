@@ -30,7 +30,8 @@ static const char exit_codes_text[] =
 	"  0  success\n"
 	"  1  internal error, out of memory, or the output could not be written\n"
 	"  2  usage error or invalid argument (nothing sent)\n"
-	"  3  CIRCUIT_OPEN: the breaker is open, nothing sent; retry later\n"
+	"  3  CIRCUIT_OPEN: the breaker is open, nothing sent; retry later (kept for\n"
+	"     scripts: each run starts with a closed breaker, so none returns it today)\n"
 	"  4  CONNECT or TLS: not sent; safe to resend\n"
 	"  5  TIMEOUT or TRANSPORT: delivery unknown; resend with the same order id\n"
 	"  6  SOAP fault Client/Sender: the WMS rejected the request; do not resend as is\n"
@@ -144,8 +145,8 @@ static const command commands[] = {
 	  "or Prometheus text (--prometheus). The document is always printed; the exit\n"
 	  "code is the overall status: 0 UP (every breaker closed), 10 DEGRADED,\n"
 	  "11 DOWN (every breaker open). If the probe failed and the status is still UP\n"
-	  "(one failure seldom opens a breaker), the probe's exit code (3-9, as for\n"
-	  "`stock`) is returned instead, with its error on stderr.\n"
+	  "(one failure seldom opens a breaker), the probe's exit code (as for `stock`)\n"
+	  "is returned instead, with its error on stderr.\n"
 	  "  --probe                   first make one GetStockLevel call (SKU-1)\n"
 	  "  --sku SKU                 the probe's SKU\n"
 	  "  --prometheus              Prometheus text exposition instead of JSON\n" },
@@ -261,7 +262,7 @@ static void print_usage(FILE *f, const command *cmd)
 		return;
 	}
 	fputs("usage: wmsctl COMMAND [options]    (wmsctl COMMAND --help for details)\n"
-	      "       wmsctl --version | --help\n\nCommands:\n", f);
+	      "       wmsctl --version | --help [COMMAND] | help [COMMAND]\n\nCommands:\n", f);
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		fprintf(f, "  %s\n", commands[i].synopsis);
 	fprintf(f, "\n%s\n%s", common_text, exit_codes_text);

@@ -29,7 +29,7 @@ typedef enum wms_breaker_state {
 	WMS_BREAKER_OPEN = 1,
 	WMS_BREAKER_HALF_OPEN = 2,
 	WMS_BREAKER_DISABLED = 3,     /**< manual: every call permitted, outcomes only counted */
-	WMS_BREAKER_FORCED_OPEN = 4   /**< manual: every call rejected until reset */
+	WMS_BREAKER_FORCED_OPEN = 4   /**< manual: every call rejected until the next manual change */
 } wms_breaker_state;
 
 typedef enum wms_breaker_mode {
@@ -69,26 +69,31 @@ typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *ctx);
 
 #define WMS_BREAKER_OPTIONS_VERSION 1
 
-/** Breaker options. Zero means "the default" for every field. */
+/** Breaker options. Zero means "the default" for every field; a value out
+ *  of its range makes wms_breaker_new() return WMS_ERR_INVALID_ARG. */
 typedef struct wms_breaker_options {
 	unsigned version;
 	/** Name used in events, metrics and health output. Default "wms". Copied. */
 	const char *name;
 	wms_breaker_mode mode;                 /**< default CONSECUTIVE */
-	uint32_t failure_threshold;            /**< consecutive: failures to open; default 5 */
+	uint32_t failure_threshold;            /**< consecutive: failures to open; default 5; 1-1000000 */
 	uint32_t failure_rate_threshold;       /**< rate modes: percent, 1-100; default 50 */
 	uint32_t slow_call_rate_threshold;     /**< rate modes: percent, 1-100; default 100 */
 	uint32_t slow_call_duration_ms;        /**< a call longer than this is slow; default 60000 */
-	uint32_t sliding_window_size;          /**< calls (count) or seconds (time); default 100 / 60 */
-	uint32_t minimum_number_of_calls;      /**< rate modes: calls before a rate is judged; default 100 / 10 */
-	uint32_t open_duration_ms;             /**< default 30000 */
-	uint32_t permitted_calls_in_half_open; /**< trial calls; consecutive: always 1; default 1 */
+	/** Calls (count_based, 1-100000) or seconds (time_based, 1-3600); default 100 / 60. */
+	uint32_t sliding_window_size;
+	/** Rate modes: calls before a rate is judged; default 100, 1-1000000. count_based: a
+	 *  value above sliding_window_size is lowered to it (as Resilience4j does). */
+	uint32_t minimum_number_of_calls;
+	uint32_t open_duration_ms;             /**< default 30000; 1-86400000 */
+	uint32_t permitted_calls_in_half_open; /**< trial calls, 1-100000; consecutive: always 1; default 1 */
 	/** A trial that has not reported after this long counts as failed. Default 60000. */
 	uint32_t max_wait_in_half_open_ms;
 	/** Growth of the open duration on each reopening without a close in
-	 *  between, in percent (200 doubles it). Default 100: no growth. */
+	 *  between, in percent (200 doubles it), 100-1000. Default 100: no growth. */
 	uint32_t open_duration_growth_pct;
-	/** Cap for the grown open duration. Default 10 x open_duration_ms. */
+	/** Cap for the grown open duration, open_duration_ms-86400000. Default
+	 *  10 x open_duration_ms (at most 86400000). */
 	uint32_t max_open_duration_ms;
 	/** Random jitter added to each open duration, percent of it (0-100). Default 0. */
 	uint32_t open_duration_jitter_pct;
@@ -123,11 +128,16 @@ typedef struct wms_breaker_permit {
  * Ask to make a call. WMS_OK: go ahead, then report with wms_breaker_record().
  * WMS_ERR_CIRCUIT_OPEN: do not call; *retry_after_ms (optional) gets the
  * milliseconds until a probe may be let through (0 when a probe is in flight).
+ * FORCED_OPEN gives open_duration_ms, a hint only: no probe is let through
+ * until the breaker is reset, forced closed or disabled.
  */
 WMS_EXTERN(wms_status) wms_breaker_acquire(wms_breaker_permit *out, wms_breaker *breaker,
 					   uint32_t *retry_after_ms);
 
-/** Report how a permitted call ended. Each permit must be recorded once. */
+/** Report how a permitted call ended. Each permit must be recorded once.
+ *  A permit granted before the breaker's last transition (or a half-open
+ *  trial already counted as failed after max_wait_in_half_open_ms) is
+ *  counted in the snapshot's counters but never decides the new state. */
 WMS_EXTERN(void) wms_breaker_record(wms_breaker *breaker, const wms_breaker_permit *permit,
 				    wms_outcome outcome);
 
@@ -143,7 +153,7 @@ WMS_EXTERN(const char *) wms_breaker_state_name(wms_breaker_state state);
 
 /**
  * Manual control; each change fires the state-change callback.
- * force_open: FORCED_OPEN, every call rejected until force_closed/reset.
+ * force_open: FORCED_OPEN, every call rejected until force_closed, reset or disable.
  * force_closed: CLOSED now (window cleared, as on every entry to CLOSED).
  * disable: DISABLED, every call permitted and only measured.
  * reset: CLOSED with the window and every counter zeroed.

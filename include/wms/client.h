@@ -33,31 +33,33 @@ typedef enum wms_breaker_scope {
  * Retries inside the breaker (seed 001: the breaker wraps the retry). Each
  * attempt asks the breaker and is recorded by it; no attempt follows
  * CIRCUIT_OPEN; all attempts and backoffs fit inside timeout_ms. A failure
- * is retried when the breaker counts it as a failure (not a Client fault, a
- * 4xx or a bad argument); every WMS operation carries the order id and is
- * idempotent, so a delivery of UNKNOWN is retried too unless
- * `not_sent_only` is set.
+ * is retried when the breaker counts it as a failure, after error_filter
+ * (not a Client/Sender fault, an HTTP status below 500 or a bad argument);
+ * every WMS operation carries the order id and is idempotent, so a delivery
+ * of UNKNOWN is retried too unless `not_sent_only` is set.
  */
 typedef struct wms_retry_options {
 	uint32_t max_attempts;           /**< attempts in all; 0 or 1 = no retry; max 10 */
-	uint32_t initial_backoff_ms;     /**< 0 = 100 */
-	uint32_t max_backoff_ms;         /**< 0 = 2000 */
+	uint32_t initial_backoff_ms;     /**< 0 = 100; max 3600000, and at most max_backoff_ms */
+	uint32_t max_backoff_ms;         /**< 0 = 2000; max 3600000 */
 	uint32_t backoff_multiplier_pct; /**< 0 = 200 (doubles); 100-1000 */
 	int not_sent_only;               /**< retry only when delivery was NOT_SENT */
 } wms_retry_options;
 
 #define WMS_RETRY_OPTIONS_INIT { 0, 0, 0, 0, 0 }
 
-/** Reclassify a finished call for the breaker. `proposed` is the default
- *  classification; return it, or another outcome. Called for every call
- *  that reached the transport, from the calling thread. */
+/** Reclassify a finished attempt for the breaker. `proposed` is the default
+ *  classification; return it, or another outcome. Called once per attempt
+ *  whose outcome the breaker records, from the calling thread; never for an
+ *  attempt that ended INVALID_ARG, NOMEM, FIXTURE, CONFIG or INTERNAL (its
+ *  permit is handed back unused), nor for a call rejected with CIRCUIT_OPEN. */
 typedef wms_outcome (*wms_error_filter_fn)(const wms_error *err, wms_outcome proposed,
 					   void *ctx);
 
 /** A metric sample: name, value, and the breaker it is about. */
 typedef struct wms_metric {
 	const char *name;      /**< e.g. "fulfillment.circuit_breaker_state" */
-	double value;          /**< for the state gauge: 0 closed, 1 open, 2 half-open */
+	double value;          /**< state gauge: 0 closed/disabled, 1 open/forced open, 2 half-open */
 	const char *breaker;   /**< breaker name, e.g. "wms" or "wms.SubmitOrder" */
 	const char *operation; /**< operation for per-operation breakers, else NULL */
 } wms_metric;
@@ -115,9 +117,10 @@ typedef struct wms_client_options {
 	/** Deadline for the whole call, connect included; 0 = 10000. Max 3600000.
 	 *  There is no way to make an unbounded call. */
 	uint32_t timeout_ms;
-	/** Stall guard: abort when under 1 byte/s is moving for this long; 0 = 5000. */
+	/** Stall guard: abort when under 1 byte/s is moving for this long; 0 = 5000.
+	 *  Max 3600000. */
 	uint32_t stall_timeout_ms;
-	/** Largest reply body accepted; 0 = 4 MiB. */
+	/** Largest reply body accepted; 0 = 4 MiB. At most 1 GiB. */
 	size_t max_reply_bytes;
 	/** Keep-alive connections (and XML workspaces) kept for reuse by the
 	 *  default transport; 0 = 8, at most 1024. More concurrent calls open
@@ -146,7 +149,10 @@ typedef struct wms_client_options {
 	void *error_filter_ctx;
 	/** Per-operation fallbacks run on CIRCUIT_OPEN; NULL = none. Copied. */
 	const wms_fallbacks *fallbacks;
-	/** Metrics: the breaker-state gauge on every transition (and once at creation). */
+	/** Metrics: the breaker-state gauge, once per breaker at wms_client_new
+	 *  with its initial state, then on every transition, manual ones included
+	 *  (FORCED_OPEN reads 1, DISABLED 0). Never called when `breaker` is set:
+	 *  the client then neither hooks that breaker nor sends an initial sample. */
 	wms_metric_fn on_metric;
 	void *metric_ctx;
 	/** Prefix of metric names; NULL = "fulfillment" (seed 000's
@@ -195,8 +201,10 @@ WMS_EXTERN(wms_breaker *) wms_client_breaker(wms_client *client);
  * breaker (README: "What counts as a failure"): SUCCESS for WMS_OK; FAILURE
  * for connect/DNS errors, timeouts, resets, TLS, HTTP 5xx, SOAP faults other
  * than Client/Sender/envelope-level ones, and unusable replies; IGNORED for
- * Client/Sender faults, HTTP 4xx and our own errors. A custom error_filter
- * receives this as `proposed`.
+ * Client/Sender/envelope-level faults, HTTP statuses other than 5xx, and our
+ * own errors: INVALID_ARG, NOMEM, CIRCUIT_OPEN, FIXTURE, CONFIG, INTERNAL
+ * (which the client does not record at all: it hands the permit back). A
+ * custom error_filter receives this as `proposed`.
  */
 WMS_EXTERN(wms_outcome) wms_error_outcome(const wms_error *err);
 

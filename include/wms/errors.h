@@ -33,7 +33,7 @@ typedef enum wms_status {
 	WMS_ERR_TOO_LARGE = 12,       /**< reply larger than max_reply_bytes */
 	WMS_ERR_UNSAFE_XML = 13,      /**< reply carries a DOCTYPE / entity declarations: refused */
 	WMS_ERR_TLS = 14,             /**< TLS handshake or certificate verification failed */
-	WMS_ERR_FIXTURE = 15,         /**< replay transport: no recorded exchange matches, or bad fixture */
+	WMS_ERR_FIXTURE = 15,         /**< replay: no match or bad fixture; recording: file not written */
 	WMS_ERR_CONFIG = 16,          /**< configuration file invalid */
 	WMS_ERR_INTERNAL = 17         /**< a bug in libwms or a dependency; please report */
 } wms_status;
@@ -46,7 +46,8 @@ typedef enum wms_delivery {
 	 *  mid-reply, a reply that could not be read, an HTTP 5xx page from a proxy):
 	 *  resend only with the same order id (idempotent), or query first. */
 	WMS_DELIVERY_UNKNOWN = 1,
-	/** The WMS answered definitively: success, a SOAP fault, or an HTTP 4xx. */
+	/** The WMS answered definitively: success, a SOAP fault, or an HTTP status
+	 *  other than 5xx (1xx, 3xx, 4xx). */
 	WMS_DELIVERY_ANSWERED = 2
 } wms_delivery;
 
@@ -73,7 +74,11 @@ typedef struct wms_error {
 	char fault_string[WMS_ERROR_MESSAGE_MAX];
 	/** The WMS's machine-readable code from the fault detail, e.g. "UNKNOWN_SKU". */
 	char wms_code[WMS_ERROR_FIELD_MAX];
-	/** For WMS_ERR_CIRCUIT_OPEN: milliseconds until the breaker lets a probe through. */
+	/** For WMS_ERR_CIRCUIT_OPEN: milliseconds until the breaker lets a probe
+	 *  through (0 while trial calls are in flight). A breaker forced open gives
+	 *  its open_duration_ms, a hint only: no probe goes until it is reset or
+	 *  forced closed. Also set when retries stopped because the breaker
+	 *  opened; `status` is then the last attempt's. */
 	uint32_t retry_after_ms;
 	/** Name of the operation, e.g. "SubmitOrder"; empty if none. */
 	char operation[32];
@@ -100,10 +105,14 @@ WMS_EXTERN(const char *) wms_delivery_name(wms_delivery delivery);
 WMS_EXTERN(void) wms_error_clear(wms_error *err);
 
 /**
- * Whether the request can be sent again as is. True when nothing was
- * delivered, or when the operation is idempotent on its order id (all the
- * WMS operations are) and the failure says nothing about the request itself
- * (not INVALID_ARG, not a Client/Sender fault).
+ * Whether it is safe to send the same request again as is: nothing was
+ * delivered, or the operation is idempotent on its order id (all the WMS
+ * operations are) and the failure is no rejection of the request itself.
+ * False for OK, INVALID_ARG, CONFIG, FIXTURE and INTERNAL, for a Client/Sender
+ * or envelope-level fault, and for an HTTP status other than 5xx, 408 and
+ * 429; true for every other status. It does not say whether resending will
+ * help: it is true for TLS, TOO_LARGE, UNSAFE_XML and UNEXPECTED_REPLY, where
+ * the fix is on the caller's side.
  */
 WMS_EXTERN(int) wms_error_is_retryable(const wms_error *err);
 
