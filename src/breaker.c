@@ -7,7 +7,10 @@
  * are serialised by a mutex. Every transition bumps `epoch`; a permit
  * carries the epoch it was granted in, so an outcome that arrives after the
  * breaker has moved on (a slow call from before it opened, a trial already
- * written off by max_wait_in_half_open_ms) cannot decide the new state.
+ * written off by max_wait_in_half_open_ms) cannot decide the new state. The
+ * consecutive mode's run of failures shares one atomic word with the low
+ * half of the epoch, so a late outcome cannot slip into a newer run between
+ * an epoch check and the update either.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +19,11 @@
 #include "wms/breaker.h"
 
 #define PERMIT_TRIAL 1u
+#define PERMIT_TIMED 2u /* start_ns is the call's start (0 is a valid clock value) */
+
+/* `run`: the epoch's low 32 bits above the consecutive-failure count. */
+#define RUN_EPOCH(w) ((uint32_t)((w) >> 32))
+#define RUN_COUNT(w) ((uint32_t)(w))
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -30,7 +38,8 @@ struct wms_breaker {
 	_Atomic int state;
 	_Atomic uint64_t epoch;
 	_Atomic uint64_t open_until_ns;
-	_Atomic uint32_t consecutive;
+	_Atomic uint64_t run;         /* see RUN_EPOCH / RUN_COUNT */
+	_Atomic uint64_t reset_epoch; /* permits from before the last reset count nowhere */
 	int track_time; /* read the clock on acquire/record (slow calls, time window) */
 	wms_breaker_options o;
 	uint64_t slow_ns;
@@ -210,6 +219,8 @@ wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 	b->rng = (uint64_t)(uintptr_t)b ^ wms__now_ns() ^ 0x9E3779B97F4A7C15ull;
 	atomic_init(&b->state, WMS_BREAKER_CLOSED);
 	atomic_init(&b->epoch, 1);
+	atomic_init(&b->run, (uint64_t)1 << 32);
+	atomic_init(&b->reset_epoch, 1);
 	*out = b;
 	return WMS_OK;
 fail:
@@ -242,7 +253,14 @@ static void window_clear(wms_breaker *b)
 	b->ring_head = b->ring_count = 0;
 	b->win_failures = b->win_slow = b->win_calls = 0;
 	b->win_last_second = 0;
-	atomic_store_explicit(&b->consecutive, 0, memory_order_relaxed);
+}
+
+/* A new epoch (lock held): every permit granted before it is stale, and the
+ * run of consecutive failures starts again at 0. */
+static void bump_epoch(wms_breaker *b)
+{
+	uint64_t e = atomic_fetch_add(&b->epoch, 1) + 1;
+	atomic_store(&b->run, (uint64_t)(uint32_t)e << 32);
 }
 
 /* Drop time buckets older than the window; amortised O(1): each bucket is
@@ -252,7 +270,9 @@ static void window_advance(wms_breaker *b, uint64_t second)
 	uint32_t n = b->o.sliding_window_size;
 	uint64_t s;
 
-	if (second <= b->win_last_second && b->win_calls)
+	/* Never backwards: a record whose clock was read before a newer one's
+	 * must not relabel (and so empty) the newer seconds' buckets. */
+	if (second <= b->win_last_second && (b->win_calls || b->win_last_second))
 		return;
 	s = b->win_last_second + 1;
 	if (!b->win_calls || second - b->win_last_second >= n)
@@ -386,9 +406,10 @@ static void transition(wms_breaker *b, wms_breaker_state to, const char *reason,
 		window_clear(b);
 		break;
 	}
-	atomic_fetch_add(&b->epoch, 1);
+	bump_epoch(b);
 	atomic_store(&b->state, (int)to);
-	atomic_fetch_add_explicit(&b->n_transitions, 1, memory_order_relaxed);
+	if (from != to)
+		atomic_fetch_add_explicit(&b->n_transitions, 1, memory_order_relaxed);
 	if (pe && b->o.on_state_change) {
 		pe->fire = 1;
 		pe->ev.from = from;
@@ -436,7 +457,7 @@ static void half_open_expire(wms_breaker *b, uint64_t now, pending_event *pe)
 	b->ho_failures += b->ho_in_flight;
 	b->ho_in_flight = 0;
 	/* Their permits are now stale: a late report must not count twice. */
-	atomic_fetch_add(&b->epoch, 1);
+	bump_epoch(b);
 	if (b->o.mode == WMS_BREAKER_CONSECUTIVE)
 		transition(b, WMS_BREAKER_OPEN, "probe did not report in time", now, pe);
 	else if (b->ho_done >= b->o.permitted_calls_in_half_open)
@@ -487,7 +508,10 @@ static wms_status acquire_slow(wms_breaker_permit *out, wms_breaker *b, uint32_t
 		if (b->ho_started < b->o.permitted_calls_in_half_open) {
 			b->ho_started++;
 			b->ho_in_flight++;
-			out->flags = PERMIT_TRIAL;
+			/* Written off only once the newest trial has had its full
+			 * wait: every trial in flight has then had at least that. */
+			b->ho_deadline_ns = now + (uint64_t)b->o.max_wait_in_half_open_ms * NS_PER_MS;
+			out->flags = PERMIT_TRIAL | (b->track_time ? PERMIT_TIMED : 0u);
 			out->epoch = atomic_load(&b->epoch);
 			out->start_ns = now;
 			st = WMS_OK;
@@ -499,7 +523,7 @@ static wms_status acquire_slow(wms_breaker_permit *out, wms_breaker *b, uint32_t
 		retry = b->o.open_duration_ms;
 	} else {
 		/* CLOSED or DISABLED after a concurrent change */
-		out->flags = 0;
+		out->flags = b->track_time ? PERMIT_TIMED : 0u;
 		out->epoch = atomic_load(&b->epoch);
 		out->start_ns = now;
 		st = WMS_OK;
@@ -523,7 +547,7 @@ wms_status wms_breaker_acquire(wms_breaker_permit *out, wms_breaker *b, uint32_t
 		return WMS_ERR_INVALID_ARG;
 	state = atomic_load_explicit(&b->state, memory_order_acquire);
 	if (state == WMS_BREAKER_CLOSED || state == WMS_BREAKER_DISABLED) {
-		out->flags = 0;
+		out->flags = b->track_time ? PERMIT_TIMED : 0u;
 		out->epoch = atomic_load_explicit(&b->epoch, memory_order_acquire);
 		out->start_ns = b->track_time ? now_ns(b) : 0;
 		atomic_fetch_add_explicit(&b->n_permitted, 1, memory_order_relaxed);
@@ -569,9 +593,11 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 		outcome = WMS_OUTCOME_IGNORED;
 	if (b->track_time || (p->flags & PERMIT_TRIAL)) {
 		now = now_ns(b);
-		slow = b->track_time && outcome != WMS_OUTCOME_IGNORED && p->start_ns &&
+		slow = b->track_time && outcome != WMS_OUTCOME_IGNORED && (p->flags & PERMIT_TIMED) &&
 		       now - p->start_ns > b->slow_ns;
 	}
+	if (p->epoch < atomic_load_explicit(&b->reset_epoch, memory_order_acquire))
+		return; /* granted before a reset: counted nowhere, decides nothing */
 	count_outcome(b, outcome, slow);
 	failed = outcome == WMS_OUTCOME_FAILURE;
 
@@ -581,16 +607,20 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	state = atomic_load_explicit(&b->state, memory_order_acquire);
 	if (b->o.mode == WMS_BREAKER_CONSECUTIVE && state == WMS_BREAKER_CLOSED &&
 	    !(p->flags & PERMIT_TRIAL)) {
-		if (p->epoch != atomic_load_explicit(&b->epoch, memory_order_acquire))
+		uint64_t w = atomic_load_explicit(&b->run, memory_order_acquire), nw;
+		if (!failed && outcome != WMS_OUTCOME_SUCCESS)
 			return;
-		if (outcome == WMS_OUTCOME_SUCCESS) {
-			if (atomic_load_explicit(&b->consecutive, memory_order_relaxed))
-				atomic_store_explicit(&b->consecutive, 0, memory_order_relaxed);
-			return;
-		}
-		if (!failed)
-			return;
-		if (atomic_fetch_add(&b->consecutive, 1) + 1 < b->o.failure_threshold)
+		do {
+			if (RUN_EPOCH(w) != (uint32_t)p->epoch)
+				return; /* a newer epoch's run: not this permit's */
+			if (failed)
+				nw = RUN_COUNT(w) == UINT32_MAX ? w : w + 1;
+			else if (RUN_COUNT(w))
+				nw = w & ~(uint64_t)UINT32_MAX;
+			else
+				return;
+		} while (!atomic_compare_exchange_weak(&b->run, &w, nw));
+		if (!failed || RUN_COUNT(nw) < b->o.failure_threshold)
 			return;
 		/* Threshold reached: decide under the lock. */
 	} else if (state == WMS_BREAKER_DISABLED || state == WMS_BREAKER_FORCED_OPEN) {
@@ -621,7 +651,7 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	if (state != WMS_BREAKER_CLOSED)
 		goto unlock;
 	if (b->o.mode == WMS_BREAKER_CONSECUTIVE) {
-		if (failed && atomic_load(&b->consecutive) >= b->o.failure_threshold)
+		if (failed && RUN_COUNT(atomic_load(&b->run)) >= b->o.failure_threshold)
 			transition(b, WMS_BREAKER_OPEN, "consecutive failure threshold reached", now,
 				   &pe);
 		goto unlock;
@@ -643,8 +673,10 @@ void wms_breaker_release(wms_breaker *b, const wms_breaker_permit *p)
 {
 	if (!b || !p)
 		return;
-	/* Undo the permit; a trial slot is freed for the next caller. */
-	atomic_fetch_sub_explicit(&b->n_permitted, 1, memory_order_relaxed);
+	/* Undo the permit (unless a reset has zeroed the counters since it was
+	 * granted); a trial slot is freed for the next caller. */
+	if (p->epoch >= atomic_load_explicit(&b->reset_epoch, memory_order_acquire))
+		atomic_fetch_sub_explicit(&b->n_permitted, 1, memory_order_relaxed);
 	if (!(p->flags & PERMIT_TRIAL))
 		return;
 	pthread_mutex_lock(&b->lock);
@@ -681,8 +713,12 @@ static void manual(wms_breaker *b, wms_breaker_state to, const char *reason, int
 		atomic_store(&b->n_ignored, 0);
 		atomic_store(&b->n_transitions, 0);
 	}
-	if (atomic_load(&b->state) != (int)to || zero)
+	/* CLOSED by hand always starts afresh (window, run, a new epoch), even
+	 * when it was CLOSED already; an event only for a change of state. */
+	if (atomic_load(&b->state) != (int)to || to == WMS_BREAKER_CLOSED)
 		transition(b, to, reason, now, atomic_load(&b->state) != (int)to ? &pe : NULL);
+	if (zero)
+		atomic_store(&b->reset_epoch, atomic_load(&b->epoch));
 	pthread_mutex_unlock(&b->lock);
 	fire(b, &pe);
 }
@@ -713,7 +749,7 @@ void wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *b)
 	out->transitions = atomic_load(&b->n_transitions);
 	window_rates(b, now, &out->failure_rate, &out->slow_call_rate);
 	out->window_calls = b->win_calls;
-	out->consecutive_failures = atomic_load(&b->consecutive);
+	out->consecutive_failures = RUN_COUNT(atomic_load(&b->run));
 	out->half_open_in_flight =
 		out->state == WMS_BREAKER_HALF_OPEN ? b->ho_in_flight : 0;
 	if (out->state == WMS_BREAKER_OPEN)

@@ -276,6 +276,141 @@ static void stale_permit_does_not_count_after_closing(void **state)
 	fx_free(f);
 }
 
+/* A trial granted late in a half-open round (into a slot an IGNORED trial
+ * freed) gets its full max_wait_in_half_open_ms too: it is not written off
+ * with the round's first trial. */
+static void late_trial_gets_its_full_wait(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit p1, p2, other;
+	fx *f;
+	(void)state;
+	o.failure_threshold = 1;
+	o.open_duration_ms = 1000;
+	o.max_wait_in_half_open_ms = 60000;
+	f = fx_new(&o);
+	call(f, WMS_OUTCOME_FAILURE);
+	f->clock.now += 1000 * MS;
+	assert_int_equal(wms_breaker_acquire(&p1, f->b, NULL), WMS_OK);
+	f->clock.now += 59999 * MS;
+	wms_breaker_record(f->b, &p1, WMS_OUTCOME_IGNORED);
+	assert_int_equal(wms_breaker_acquire(&p2, f->b, NULL), WMS_OK);
+	f->clock.now += 59999 * MS; /* p2 has run 59.999 s: still waited for */
+	assert_int_equal(wms_breaker_acquire(&other, f->b, NULL), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	wms_breaker_record(f->b, &p2, WMS_OUTCOME_SUCCESS);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	fx_free(f);
+}
+
+/* force_closed on a breaker that is CLOSED already starts afresh too: the
+ * run of failures (consecutive) and the window (count_based) are cleared. */
+static void force_closed_when_closed_clears(void **state)
+{
+	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,
+						  WMS_BREAKER_COUNT_BASED };
+	(void)state;
+	for (size_t m = 0; m < 2; m++) {
+		wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+		wms_breaker_snapshot snap;
+		fx *f;
+		int i;
+		o.mode = modes[m];
+		o.failure_threshold = 5;
+		o.sliding_window_size = 10;
+		o.minimum_number_of_calls = 5;
+		f = fx_new(&o);
+		for (i = 0; i < 4; i++)
+			call(f, WMS_OUTCOME_FAILURE);
+		wms_breaker_force_closed(f->b);
+		wms_breaker_snapshot_get(&snap, f->b);
+		assert_int_equal(snap.consecutive_failures, 0);
+		assert_int_equal(snap.window_calls, 0);
+		assert_int_equal(f->ev.n, 0); /* no change of state, no event */
+		call(f, WMS_OUTCOME_FAILURE);
+		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+		fx_free(f);
+	}
+}
+
+/* time_based: a record whose clock was read before a snapshot emptied the
+ * window must not relabel the newer second's bucket (which would drop every
+ * call of that second from the window). */
+static void time_window_late_record_keeps_newer_seconds(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit late;
+	wms_breaker_snapshot snap;
+	fx *f;
+	int i;
+	(void)state;
+	o.mode = WMS_BREAKER_TIME_BASED;
+	o.sliding_window_size = 3;
+	o.minimum_number_of_calls = 5;
+	o.failure_rate_threshold = 50;
+	f = fx_new(&o);
+	f->clock.now = 100000 * MS;
+	call(f, WMS_OUTCOME_SUCCESS);
+	f->clock.now = 103999 * MS;
+	assert_int_equal(wms_breaker_acquire(&late, f->b, NULL), WMS_OK);
+	f->clock.now = 104000 * MS;
+	wms_breaker_snapshot_get(&snap, f->b); /* second 100 expires: empty */
+	f->clock.now = 103999 * MS;            /* the late record's clock */
+	wms_breaker_record(f->b, &late, WMS_OUTCOME_SUCCESS);
+	f->clock.now = 104500 * MS;
+	for (i = 0; i < 4; i++)
+		call(f, WMS_OUTCOME_FAILURE);
+	wms_breaker_snapshot_get(&snap, f->b);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN); /* 4 of 5 */
+	fx_free(f);
+}
+
+/* A permit granted before wms_breaker_reset and released or recorded after
+ * it counts nowhere: the zeroed counters stay consistent. */
+static void reset_then_late_permits(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit a, c;
+	wms_breaker_snapshot snap;
+	fx *f;
+	(void)state;
+	f = fx_new(&o);
+	assert_int_equal(wms_breaker_acquire(&a, f->b, NULL), WMS_OK);
+	assert_int_equal(wms_breaker_acquire(&c, f->b, NULL), WMS_OK);
+	wms_breaker_reset(f->b);
+	wms_breaker_release(f->b, &a);
+	wms_breaker_record(f->b, &c, WMS_OUTCOME_FAILURE);
+	wms_breaker_snapshot_get(&snap, f->b);
+	assert_int_equal(snap.permitted, 0);
+	assert_int_equal(snap.failures, 0);
+	assert_int_equal(snap.consecutive_failures, 0);
+	call(f, WMS_OUTCOME_SUCCESS);
+	wms_breaker_snapshot_get(&snap, f->b);
+	assert_int_equal(snap.permitted, 1);
+	assert_int_equal(snap.successes, 1);
+	fx_free(f);
+}
+
+/* A call that started at clock value 0 is timed like any other. */
+static void slow_call_started_at_clock_zero(void **state)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_permit p;
+	wms_breaker_snapshot snap;
+	fx *f;
+	(void)state;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.slow_call_duration_ms = 1000;
+	f = fx_new(&o);
+	f->clock.now = 0;
+	assert_int_equal(wms_breaker_acquire(&p, f->b, NULL), WMS_OK);
+	f->clock.now = 5000 * MS;
+	wms_breaker_record(f->b, &p, WMS_OUTCOME_SUCCESS);
+	wms_breaker_snapshot_get(&snap, f->b);
+	assert_int_equal(snap.slow, 1);
+	fx_free(f);
+}
+
 static void probe_that_never_reports_counts_as_failed(void **state)
 {
 	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
@@ -649,6 +784,11 @@ int main(void)
 		cmocka_unit_test(ignored_probe_frees_the_slot),
 		cmocka_unit_test(stale_permit_decides_nothing),
 		cmocka_unit_test(stale_permit_does_not_count_after_closing),
+		cmocka_unit_test(late_trial_gets_its_full_wait),
+		cmocka_unit_test(force_closed_when_closed_clears),
+		cmocka_unit_test(time_window_late_record_keeps_newer_seconds),
+		cmocka_unit_test(reset_then_late_permits),
+		cmocka_unit_test(slow_call_started_at_clock_zero),
 		cmocka_unit_test(probe_that_never_reports_counts_as_failed),
 		cmocka_unit_test(manual_controls),
 		cmocka_unit_test(open_duration_grows_and_is_capped),
