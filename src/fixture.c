@@ -713,7 +713,8 @@ typedef enum fault_kind {
 	FAULT_TIMEOUT,
 	FAULT_REFUSED,
 	FAULT_RESET,
-	FAULT_DNS
+	FAULT_DNS,
+	FAULT_CONNECT_TIMEOUT /* a timeout before the request left: NOT_SENT */
 } fault_kind;
 
 typedef struct fixture {
@@ -1283,9 +1284,12 @@ static wms_status load_fault(fixture *fx, const xmlNode *f, wms_error *err)
 		fx->fault = FAULT_RESET;
 	else if (kind && strcmp(xs(kind), "dns") == 0)
 		fx->fault = FAULT_DNS;
+	else if (kind && strcmp(xs(kind), "connect-timeout") == 0)
+		fx->fault = FAULT_CONNECT_TIMEOUT;
 	else {
 		st = bad_fixture(err, fx->path, xmlGetLineNo(f),
-				 "<fault kind=\"%.30s\">: expected timeout, refused, reset or dns",
+				 "<fault kind=\"%.30s\">: expected timeout, connect-timeout, refused, "
+				 "reset or dns",
 				 kind ? xs(kind) : "(missing)");
 		goto done;
 	}
@@ -1572,7 +1576,8 @@ static wms_status answer(const replay *r, const fixture *fx, const wms_http_requ
 	else if (fx->has_after)
 		delay = fx->after_ms;
 	else
-		delay = fx->fault == FAULT_TIMEOUT ? deadline : 0;
+		delay = fx->fault == FAULT_TIMEOUT || fx->fault == FAULT_CONNECT_TIMEOUT ? deadline
+											    : 0;
 	late = deadline && delay >= deadline;
 	if (r->real_time && (late ? deadline : delay))
 		sleep_ms(late ? deadline : delay);
@@ -1581,6 +1586,9 @@ static wms_status answer(const replay *r, const fixture *fx, const wms_http_requ
 	case FAULT_TIMEOUT:
 		return wms__fail(err, WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
 				 "replayed timeout (fixture %s)", p);
+	case FAULT_CONNECT_TIMEOUT:
+		return wms__fail(err, WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
+				 "replayed connect timeout, nothing sent (fixture %s)", p);
 	case FAULT_REFUSED:
 		if (late)
 			break;
@@ -2362,6 +2370,7 @@ static const char *fault_name(fault_kind k)
 	case FAULT_REFUSED: return "refused";
 	case FAULT_RESET: return "reset";
 	case FAULT_DNS: return "dns";
+	case FAULT_CONNECT_TIMEOUT: return "connect-timeout";
 	case FAULT_NONE: return "none";
 	}
 	return "none";
@@ -2608,7 +2617,8 @@ static wms_status record_send(wms_transport *self, const wms_http_request *req,
 		fault = FAULT_NONE;
 		break;
 	case WMS_ERR_TIMEOUT:
-		fault = FAULT_TIMEOUT;
+		/* replayed with the delivery the live call had */
+		fault = e->delivery == WMS_DELIVERY_NOT_SENT ? FAULT_CONNECT_TIMEOUT : FAULT_TIMEOUT;
 		break;
 	case WMS_ERR_CONNECT:
 		fault = (e->curl_code == CURL_CODE_RESOLVE_HOST ||

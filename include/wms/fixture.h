@@ -4,7 +4,8 @@
  *
  * A fixture is one file per exchange (format: tests/fixtures/README.md):
  * what the request must look like and the reply that was recorded, or a
- * recorded network fault (timeout, refused, reset, dns). The replay transport
+ * recorded network fault (timeout, connect-timeout, refused, reset, dns),
+ * replayed with the status and delivery the live call had. The replay transport
  * matches each request SOAP-aware: same SOAPAction, and the same XML once
  * canonicalised (namespace prefixes, attribute order, comments and
  * whitespace between elements ignored), with the fixture's named volatile
