@@ -119,6 +119,10 @@ const char *wms__op_content_type(wms__op op, wms_soap_version v);
 /* CancelOrder's optional reason: NULL or "" (omitted), else 1-256 bytes of
  * UTF-8 without control characters. WMS_ERR_INVALID_ARG, delivery NOT_SENT. */
 wms_status wms__validate_reason(const char *reason, wms_error *err);
+/* Text an envelope will carry (WS-Security user name, password as text):
+ * valid UTF-8, XML 1.0 characters only, at most 256 bytes. A `secret`'s
+ * message says what is wrong but never where or which character. */
+wms_status wms__validate_text(const char *s, const char *field, int secret, wms_error *err);
 
 /* For the duration of one libxml2 call sequence on this thread, catch the
  * errors libxml2 raises outside any parser context (encoding conversion,

@@ -538,13 +538,19 @@ static wms_status build(wms__build_ws *bws, wms__buf *out, wms_soap_version v,
 
 static wms_status check_wsse(const wms__wsse *w, wms_error *err)
 {
+	wms_status rc;
 	if (!w || w->mode == WMS_WSSE_NONE)
 		return WMS_OK;
 	if ((w->mode != WMS_WSSE_PASSWORD_TEXT && w->mode != WMS_WSSE_PASSWORD_DIGEST) ||
 	    !w->username || !*w->username || !w->password)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "wsse: a mode, a username and a password are required");
-	return WMS_OK;
+	/* Both go into the envelope as text (a digest only hashes the
+	 * password): what XML cannot carry is refused, not sent malformed. */
+	rc = wms__validate_text(w->username, "wsse username", 0, err);
+	if (rc == WMS_OK && w->mode == WMS_WSSE_PASSWORD_TEXT && *w->password)
+		rc = wms__validate_text(w->password, "wsse password", 1, err);
+	return rc;
 }
 
 wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,

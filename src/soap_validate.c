@@ -106,6 +106,20 @@ static wms_status check_text(const char *s, const char *field, int required, wms
 	return WMS_OK;
 }
 
+wms_status wms__validate_text(const char *s, const char *field, int secret, wms_error *err)
+{
+	wms_error local;
+	wms_status rc;
+	if (!secret)
+		return check_text(s, field, 1, err);
+	rc = check_text(s, field, 1, &local);
+	if (rc != WMS_OK)
+		return wms__fail(err, rc, WMS_DELIVERY_NOT_SENT,
+				 "%s: must be 1-%u bytes of UTF-8 text without control characters",
+				 field, TEXT_MAX);
+	return WMS_OK;
+}
+
 static wms_status check_address(const wms_address *a, wms_error *err)
 {
 	wms_status rc;

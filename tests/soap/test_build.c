@@ -604,6 +604,42 @@ static void workspace_builds_the_same_bytes(void **state)
 	wms__build_ws_free(ws.build);
 }
 
+/* WS-Security credentials go into the envelope as text: a user name (or a
+ * text password) XML cannot carry is refused, never sent malformed, and the
+ * refusal never quotes the password. A digest password may be any bytes. */
+static void wsse_text_is_checked(void **state)
+{
+	static const char *const bad[] = { "bob\x01", "bob\xff", "bob\xef\xbf\xbe", "a\x1b" };
+	wms_order order = golden_order();
+	wms__request r = { WMS__OP_SUBMIT_ORDER, &order, NULL, NULL, NULL, 0 };
+	wms__buf out = { NULL, 0, 0 };
+	wms_error err;
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wms__wsse user = { WMS_WSSE_PASSWORD_DIGEST, bad[i], "s3cret" };
+		wms__wsse pass = { WMS_WSSE_PASSWORD_TEXT, "svc-user", bad[i] };
+		wms__wsse digest = { WMS_WSSE_PASSWORD_DIGEST, "svc-user", bad[i] };
+		assert_int_equal(wms__build_request(&out, WMS_SOAP_11, &r, &user, &err),
+				 WMS_ERR_INVALID_ARG);
+		assert_non_null(strstr(err.message, "wsse username"));
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_int_equal(wms__build_request(&out, WMS_SOAP_11, &r, &pass, &err),
+				 WMS_ERR_INVALID_ARG);
+		assert_non_null(strstr(err.message, "wsse password"));
+		assert_null(strstr(err.message, "at byte")); /* no position, no character */
+		assert_null(strstr(err.message, "U+"));
+		assert_int_equal(wms__build_request(&out, WMS_SOAP_11, &r, &digest, &err), WMS_OK);
+		{
+			xmlDocPtr doc = xmlReadMemory(out.data, (int)out.len, NULL, NULL,
+						      XML_PARSE_NONET | XML_PARSE_NOERROR |
+							      XML_PARSE_NOWARNING);
+			assert_non_null(doc); /* the envelope re-parses */
+			xmlFreeDoc(doc);
+		}
+		wms__buf_free(&out);
+	}
+}
+
 /* WS-Security: a fresh Header per message on a kept tree, and none left
  * behind when the next call goes without. */
 static void workspace_headers(void **state)
@@ -722,6 +758,7 @@ int main(void)
 		cmocka_unit_test(every_failed_allocation),
 		cmocka_unit_test(workspace_builds_the_same_bytes),
 		cmocka_unit_test(workspace_headers),
+		cmocka_unit_test(wsse_text_is_checked),
 		cmocka_unit_test(workspace_failed_allocation),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
