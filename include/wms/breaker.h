@@ -64,7 +64,10 @@ typedef struct wms_breaker_event {
 } wms_breaker_event;
 
 /** Called on every state change, after the change, outside the breaker's
- *  lock; it may call any wms_breaker_* read function. */
+ *  lock; it may call any wms_breaker_* read function. Changes made on
+ *  different threads at nearly the same time may be reported in either
+ *  order: for the state now, read wms_breaker_state_get() in the callback
+ *  rather than keeping the last event's `to`. */
 typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *ctx);
 
 #define WMS_BREAKER_OPTIONS_VERSION 1
