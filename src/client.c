@@ -177,11 +177,18 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 		bo.on_state_change = on_breaker_event;
 		bo.event_ctx = h;
 		st = wms_breaker_new(&c->breakers[i], &bo);
-		if (st != WMS_OK)
+		if (st != WMS_OK) {
+			/* own_breakers is not set yet, so wms_client_free will not
+			 * free the ones already made: free them here */
+			while (i--) {
+				wms_breaker_free(c->breakers[i]);
+				c->breakers[i] = NULL;
+			}
 			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
 					 st == WMS_ERR_INVALID_ARG
 						 ? "breaker_options: a value is out of range"
 						 : "cannot create the breaker");
+		}
 		bo.on_state_change = h->user_fn;
 		bo.event_ctx = h->user_ctx;
 	}
@@ -785,6 +792,34 @@ static wms_status ask_breaker(wms_breaker *b, wms_breaker_permit *permit, wms_er
 	return st;
 }
 
+/* Whether the breaker refuses calls now (a failed attempt may just have
+ * opened it); if so, *retry_after_ms says for how long. OPEN's comes from
+ * the snapshot: the call was made, not refused, so no rejection is counted
+ * (OPEN with no time left lets a probe through: not refused). FORCED_OPEN
+ * has none there, so a rejected acquire gives the hint a new call would
+ * get; a permit granted because it changed meanwhile goes straight back. */
+static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
+{
+	wms_breaker_state state = wms_breaker_state_get(b);
+	wms_breaker_snapshot snap;
+	wms_breaker_permit p;
+
+	if (state == WMS_BREAKER_OPEN) {
+		wms_breaker_snapshot_get(&snap, b);
+		if (snap.state == WMS_BREAKER_OPEN && snap.retry_after_ms) {
+			*retry_after_ms = snap.retry_after_ms;
+			return 1;
+		}
+		state = snap.state;
+	}
+	if (state != WMS_BREAKER_FORCED_OPEN)
+		return 0;
+	if (wms_breaker_acquire(&p, b, retry_after_ms) == WMS_ERR_CIRCUIT_OPEN)
+		return 1;
+	wms_breaker_release(b, &p);
+	return 0;
+}
+
 /* Tell the breaker how an attempt went; returns how it counted. */
 static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker_permit *permit,
 				const wms_error *err, int *recorded)
@@ -953,10 +988,21 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 		rng = start ^ (uint64_t)(uintptr_t)&permit;
 	}
 	for (attempt = 1;; attempt++) {
+		wms_status prev = st; /* the last attempt's status (attempt > 1) */
 		err->attempts = attempt;
 		if (attempt > 1 && c->wsse.mode != WMS_WSSE_NONE &&
 		    (st = build(c, ws, k, &body, err)) != WMS_OK) {
+			/* This attempt was never made, the earlier ones were: the
+			 * call's delivery is theirs, UNKNOWN once one may have
+			 * arrived (NOMEM after the request was sent), and the
+			 * message keeps the last one's status. */
+			size_t n = strlen(err->message);
 			wms_breaker_release(b, &permit);
+			err->attempts = attempt - 1;
+			err->delivery = merge_delivery(delivery, WMS_DELIVERY_NOT_SENT);
+			snprintf(err->message + n, sizeof(err->message) - n,
+				 " (attempt %u not sent; attempt %u: %s)", attempt, attempt - 1,
+				 wms_status_name(prev));
 			break;
 		}
 		st = exchange(c, ws, k->op, &body, k->out, timeout, err);
@@ -970,6 +1016,10 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 		    outcome != WMS_OUTCOME_FAILURE || !recorded)
 			break;
 		if (c->retry.not_sent_only && delivery != WMS_DELIVERY_NOT_SENT)
+			break;
+		/* If this attempt opened the breaker, the retry would be refused:
+		 * stop now rather than after the pause (or at the deadline check). */
+		if (breaker_refuses(b, &err->retry_after_ms))
 			break;
 		{
 			uint64_t now = wms__now_ns();

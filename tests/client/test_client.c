@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include "wms/wms.h"
+#include "wms/sys/alloc.h"
 #include "wms/sys/transport.h"
 
 
@@ -465,6 +467,106 @@ static void shared_breaker_is_not_freed(void **state)
 	wms_breaker_free(b);
 }
 
+/* ---- allocation failures in wms_client_new ------------------------------ */
+
+/* Counts libwms's allocations and live blocks, failing the fail_at-th. */
+static struct {
+	long calls, fail_at, live;
+} A;
+
+static void *a_malloc(size_t n, void *ctx)
+{
+	void *p;
+	(void)ctx;
+	if (++A.calls == A.fail_at)
+		return NULL;
+	p = malloc(n);
+	if (p)
+		A.live++;
+	return p;
+}
+
+static void *a_realloc(void *p, size_t n, void *ctx)
+{
+	if (!p)
+		return a_malloc(n, ctx);
+	if (++A.calls == A.fail_at)
+		return NULL;
+	return realloc(p, n);
+}
+
+static void a_free(void *p, void *ctx)
+{
+	(void)ctx;
+	if (p)
+		A.live--;
+	free(p);
+}
+
+static wms_status new_client(wms_client **c, wms_breaker_scope scope, wms_breaker_mode mode,
+			     wms_error *err)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	fake *t;
+	o.endpoint = "http://wms.invalid/wms";
+	o.transport = fake_transport_new(&t); /* the client's, even when it fails */
+	o.breaker_scope = scope;
+	o.breaker_options.mode = mode;
+	return wms_client_new(c, &o, err);
+}
+
+/* Fail the N-th allocation of wms_client_new for every N a clean run makes:
+ * each run is NOMEM (or OK) and leaves no block behind; in particular a
+ * per-operation breaker that cannot be made frees the ones made before it. */
+static void new_client_frees_everything_on_nomem(void **state)
+{
+	const wms_allocator al = { a_malloc, a_realloc, a_free, NULL };
+	static const wms_breaker_scope scopes[] = { WMS_BREAKER_PER_CLIENT,
+						    WMS_BREAKER_PER_OPERATION };
+	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,
+						  WMS_BREAKER_COUNT_BASED };
+	size_t s, m;
+	(void)state;
+
+	assert_int_equal(wms_set_allocator(&al), WMS_OK);
+	for (s = 0; s < 2; s++)
+		for (m = 0; m < 2; m++) {
+			wms_client *c = NULL;
+			wms_error err;
+			long n, total, breaker_failures = 0;
+
+			memset(&A, 0, sizeof(A));
+			assert_int_equal(new_client(&c, scopes[s], modes[m], &err), WMS_OK);
+			total = A.calls;
+			wms_client_free(c);
+			assert_int_equal(A.live, 0);
+			for (n = 1; n <= total; n++) {
+				wms_status st;
+				memset(&A, 0, sizeof(A));
+				A.fail_at = n;
+				c = NULL;
+				st = new_client(&c, scopes[s], modes[m], &err);
+				if (st == WMS_OK) {
+					wms_client_free(c);
+				} else {
+					assert_int_equal(st, WMS_ERR_NOMEM);
+					assert_int_equal(err.status, WMS_ERR_NOMEM);
+					assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+					assert_null(c);
+					if (strcmp(err.message, "cannot create the breaker") == 0)
+						breaker_failures++;
+				}
+				assert_true(A.calls >= n); /* the failure was reached */
+				assert_int_equal(A.live, 0);
+			}
+			/* every allocation of every breaker was failed once (two or
+			 * more each): past the first one too, per operation */
+			assert_true(breaker_failures >=
+				    (scopes[s] == WMS_BREAKER_PER_OPERATION ? 8 : 2));
+		}
+	assert_int_equal(wms_set_allocator(NULL), WMS_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +586,7 @@ int main(void)
 		cmocka_unit_test(client_options_are_validated),
 		cmocka_unit_test(every_status_has_a_name_and_text),
 		cmocka_unit_test(shared_breaker_is_not_freed),
+		cmocka_unit_test(new_client_frees_everything_on_nomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

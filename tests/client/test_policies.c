@@ -172,6 +172,98 @@ static void retries_fit_in_the_deadline(void **state)
 	wms_client_free(x.c);
 }
 
+/* Wall time may be slow under valgrind: a looser ratio there. */
+static int well_under(uint64_t elapsed_ns, uint32_t backoff_ms)
+{
+	uint64_t ratio = getenv("WMS_UNDER_VALGRIND") ? 4 : 10;
+	return elapsed_ns * ratio < (uint64_t)backoff_ms * MS;
+}
+
+/* The first attempt's failure opens the breaker (threshold 1): the call
+ * returns at once with that error and the breaker's retry-after, without
+ * the 2 s pause, whether or not the pause would fit the deadline. */
+static void no_backoff_once_the_breaker_opened(void **state)
+{
+	static const uint32_t timeouts[] = { 10000, 1500 }; /* the pause fits; may not */
+	size_t i;
+	int round;
+	(void)state;
+	for (i = 0; i < 2; i++)
+		for (round = 0; round < 3; round++) {
+			wms_client_options o = retry_opts(3);
+			wms_breaker_snapshot s;
+			uint64_t t0, elapsed;
+			wms_error err;
+			fx x;
+			o.timeout_ms = timeouts[i];
+			o.retry.initial_backoff_ms = 2000;
+			o.retry.max_backoff_ms = 2000;
+			o.breaker_options.failure_threshold = 1;
+			o.breaker_options.open_duration_ms = 30000;
+			x = setup_client_with(&o);
+			x.t->next = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+			t0 = wms__now_ns();
+			assert_int_equal(submit(&x, NULL, &err), WMS_ERR_CONNECT);
+			elapsed = wms__now_ns() - t0;
+			assert_true(well_under(elapsed, o.retry.initial_backoff_ms));
+			assert_int_equal(x.t->sends, 1);
+			assert_int_equal(err.attempts, 1);
+			assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+			/* the fake clock stands still: the whole open duration is left */
+			assert_true(err.retry_after_ms > 0 && err.retry_after_ms <= 30000);
+			wms_breaker_snapshot_get(&s, wms_client_breaker(x.c));
+			assert_int_equal(s.state, WMS_BREAKER_OPEN);
+			assert_int_equal(s.permitted, 1);
+			assert_int_equal(s.failures, 1);
+			/* no retry was asked for: nothing rejected */
+			assert_int_equal(s.rejected, 0);
+			wms_client_free(x.c);
+		}
+}
+
+/* Forces the breaker open while the attempt is judged, as an operator
+ * might from another thread. */
+static wms_outcome force_open_filter(const wms_error *err, wms_outcome proposed, void *ctx)
+{
+	(void)err;
+	wms_breaker_force_open(ctx);
+	return proposed;
+}
+
+static void no_backoff_once_forced_open(void **state)
+{
+	wms_client_options o = retry_opts(3);
+	wms_breaker_snapshot s;
+	wms_breaker *b;
+	uint64_t t0, elapsed;
+	wms_error err;
+	fx x;
+	(void)state;
+	assert_int_equal(wms_breaker_new(&b, NULL), WMS_OK);
+	o.breaker = b;
+	o.error_filter = force_open_filter;
+	o.error_filter_ctx = b;
+	o.retry.initial_backoff_ms = 2000;
+	o.retry.max_backoff_ms = 2000;
+	x = setup_client_with(&o);
+	x.t->next = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
+	t0 = wms__now_ns();
+	assert_int_equal(submit(&x, NULL, &err), WMS_ERR_TIMEOUT);
+	elapsed = wms__now_ns() - t0;
+	assert_true(well_under(elapsed, o.retry.initial_backoff_ms));
+	assert_int_equal(x.t->sends, 1);
+	assert_int_equal(err.attempts, 1);
+	assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+	/* a forced-open breaker's hint: its open_duration_ms (30 s default) */
+	assert_int_equal(err.retry_after_ms, 30000);
+	wms_breaker_snapshot_get(&s, b);
+	assert_int_equal(s.state, WMS_BREAKER_FORCED_OPEN);
+	assert_int_equal(s.permitted, 1);
+	assert_int_equal(s.rejected, 1); /* the retry's ask, refused as any would be */
+	wms_client_free(x.c);
+	wms_breaker_free(b);
+}
+
 static wms_outcome strict_filter(const wms_error *err, wms_outcome proposed, void *ctx)
 {
 	int *calls = ctx;
@@ -398,6 +490,8 @@ int main(void)
 		cmocka_unit_test(delivery_stays_unknown_once_unknown),
 		cmocka_unit_test(not_sent_only),
 		cmocka_unit_test(retries_fit_in_the_deadline),
+		cmocka_unit_test(no_backoff_once_the_breaker_opened),
+		cmocka_unit_test(no_backoff_once_forced_open),
 		cmocka_unit_test(error_filter_reclassifies),
 		cmocka_unit_test(per_operation_breakers),
 		cmocka_unit_test(fallback_answers_when_open),

@@ -12,6 +12,7 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 #include <openssl/evp.h>
+#include "wms/sys/alloc.h"
 #include "fake_transport.h"
 
 #define SECRET "s3cr3t-P4ss"
@@ -274,6 +275,126 @@ static void tls_options_reach_the_transport(void **state)
 	wms_client_free(x.c);
 }
 
+/* ---- memory running out between attempts ---------------------------------- */
+
+/* Counts live blocks; fails the fail_at-th allocation made after the first
+ * send and before the second (the retry's envelope build). */
+static struct {
+	const fake *t;
+	long calls, fail_at, live;
+} R;
+
+static int retry_alloc_fails(void)
+{
+	return R.t && R.t->sends == 1 && ++R.calls == R.fail_at;
+}
+
+static void *r_malloc(size_t n, void *ctx)
+{
+	void *p;
+	(void)ctx;
+	if (retry_alloc_fails())
+		return NULL;
+	p = malloc(n);
+	if (p)
+		R.live++;
+	return p;
+}
+
+static void *r_realloc(void *p, size_t n, void *ctx)
+{
+	if (!p)
+		return r_malloc(n, ctx);
+	if (retry_alloc_fails())
+		return NULL;
+	return realloc(p, n);
+}
+
+static void r_free(void *p, void *ctx)
+{
+	(void)ctx;
+	if (p)
+		R.live--;
+	free(p);
+}
+
+/* With WS-Security every retry builds its envelope anew. When that build
+ * runs out of memory, the call reports the attempts actually made: the
+ * merged delivery (UNKNOWN after a first attempt that may have arrived),
+ * attempts = 1, status NOMEM (README: UNKNOWN when memory ran out after
+ * the request was sent), the first attempt's status in the message. */
+static void retry_rebuild_out_of_memory(void **state)
+{
+	const wms_allocator al = { r_malloc, r_realloc, r_free, NULL };
+	static const struct {
+		wms_status fail;
+		wms_delivery delivery;
+	} first[] = { { WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN },
+		      { WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT } };
+	size_t f;
+	(void)state;
+
+	assert_int_equal(wms_set_allocator(&al), WMS_OK);
+	for (f = 0; f < 2; f++) {
+		long n, total = -1;
+		for (n = 0; n <= total || total < 0; n++) {
+			wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+			wms_breaker_snapshot snap;
+			wms_error err;
+			wms_status st;
+			char want[64];
+			fx x;
+
+			memset(&R, 0, sizeof(R));
+			R.fail_at = n; /* 0: the clean run, which counts */
+			o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
+			o.wsse_username = "fulfillment";
+			o.wsse_password = SECRET;
+			o.retry.max_attempts = 3;
+			o.retry.initial_backoff_ms = 1;
+			o.retry.max_backoff_ms = 1;
+			x = setup_client_with(&o);
+			x.t->seq[0].fail = first[f].fail;
+			x.t->seq[0].delivery = first[f].delivery;
+			x.t->seq[1].status = 200;
+			x.t->seq[1].content_type = "text/xml";
+			x.t->seq[1].body = submit_ok;
+			x.t->seq_len = 2;
+			R.t = x.t;
+			st = submit(&x, &err);
+			R.t = NULL;
+			wms_breaker_snapshot_get(&snap, wms_client_breaker(x.c));
+			if (n == 0) {
+				assert_int_equal(st, WMS_OK);
+				assert_int_equal(x.t->sends, 2);
+				assert_int_equal(err.attempts, 2);
+				total = R.calls;
+				assert_true(total > 0); /* the rebuild allocates */
+			} else {
+				assert_int_equal(st, WMS_ERR_NOMEM);
+				assert_int_equal(err.status, WMS_ERR_NOMEM);
+				assert_int_equal(err.delivery, first[f].delivery);
+				assert_int_equal(x.t->sends, 1);
+				assert_int_equal(err.attempts, 1);
+				assert_true(wms_error_is_retryable(&err));
+				assert_string_equal(err.operation, "SubmitOrder");
+				assert_true(err.correlation_id[0] != '\0');
+				assert_non_null(strstr(err.message, "out of memory"));
+				snprintf(want, sizeof(want), "attempt 1: %s)",
+					 wms_status_name(first[f].fail));
+				assert_non_null(strstr(err.message, want));
+				/* the unsent attempt's permit went back unused */
+				assert_int_equal(snap.permitted, 1);
+				assert_int_equal(snap.failures, 1);
+				assert_int_equal(snap.rejected, 0);
+			}
+			wms_client_free(x.c);
+			assert_int_equal(R.live, 0);
+		}
+	}
+	assert_int_equal(wms_set_allocator(NULL), WMS_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +404,7 @@ int main(void)
 		cmocka_unit_test(wire_log_is_bounded),
 		cmocka_unit_test(credentials_are_validated),
 		cmocka_unit_test(tls_options_reach_the_transport),
+		cmocka_unit_test(retry_rebuild_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
