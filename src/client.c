@@ -22,6 +22,7 @@
 /* What the state-change hook of one breaker needs. */
 typedef struct breaker_hook {
 	wms_client *client;
+	wms_breaker *breaker;  /* set once made; the gauge reads its state */
 	const char *operation; /* NULL for the client-wide breaker */
 	wms_breaker_event_fn user_fn;
 	void *user_ctx;
@@ -151,7 +152,10 @@ static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state s
 static void on_breaker_event(const wms_breaker_event *ev, void *ctx)
 {
 	breaker_hook *h = ctx;
-	emit_state(h->client, h, ev->to, ev->name);
+	/* The state now, not ev->to: events made on two threads at once may
+	 * arrive in either order, and the gauge must end on the true state. */
+	emit_state(h->client, h, h->breaker ? wms_breaker_state_get(h->breaker) : ev->to,
+		   ev->name);
 	if (h->user_fn)
 		h->user_fn(ev, h->user_ctx);
 }
@@ -189,6 +193,7 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 						 ? "breaker_options: a value is out of range"
 						 : "cannot create the breaker");
 		}
+		h->breaker = c->breakers[i];
 		bo.on_state_change = h->user_fn;
 		bo.event_ctx = h->user_ctx;
 	}
@@ -359,6 +364,12 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 			       "wsse_mode needs wsse_username and wsse_password");
 		goto fail;
 	}
+	/* Refused here, not on every call: what the envelope cannot carry. */
+	if (opts->wsse_mode != WMS_WSSE_NONE &&
+	    ((st = wms__validate_text(opts->wsse_username, "wsse_username", 0, err)) != WMS_OK ||
+	     (opts->wsse_mode == WMS_WSSE_PASSWORD_TEXT && *opts->wsse_password &&
+	      (st = wms__validate_text(opts->wsse_password, "wsse_password", 1, err)) != WMS_OK)))
+		goto fail;
 	if (!opts->client_cert != !opts->client_key) {
 		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 			       "client_cert and client_key go together");

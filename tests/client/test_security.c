@@ -251,6 +251,21 @@ static void credentials_are_validated(void **state)
 	o.wsse_mode = (wms_wsse_mode)9;
 	o.wsse_password = "p";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	/* what the envelope cannot carry is refused at creation */
+	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse_username = "bob\x01";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "wsse_username"));
+	o.wsse_username = "u";
+	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse_password = "p\xff";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "wsse_password"));
+	assert_null(strstr(err.message, "at byte"));
+	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST; /* a digest only hashes it: fine */
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
+	wms_client_free(c);
+	c = NULL;
 	o.wsse_mode = WMS_WSSE_NONE;
 	o.client_cert = "cert.pem";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
