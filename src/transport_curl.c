@@ -21,7 +21,8 @@
  * just said so. Here the pooled handle's multi handle is driven through
  * curl_multi_socket_action() with the readiness our single poll() saw, which
  * saves two system calls per call (five instead of seven on a reused
- * connection). libcurl's timers (deadline, connect timeout, the speed check
+ * connection, before the check for stale input below adds one to both).
+ * libcurl's timers (deadline, connect timeout, the speed check
  * every second) arrive through CURLMOPT_TIMERFUNCTION and bound every wait.
  *
  * Global init: curl_global_init() runs once, on the first
@@ -50,14 +51,36 @@
  * not; one decided on that got no further (the deadline, no memory) fails the
  * call. The callbacks' state and the error buffer live on the pooled handle.
  *
+ * Idle connections with something to read: a server may write to an idle
+ * keep-alive connection unprompted, typically "408 Request Timeout" plus
+ * "Connection: close" before it closes it. Reused, the next call would send
+ * its request there and take those stale bytes for its reply. libcurl 7.88
+ * does check a connection before reuse (poll(POLLIN|POLLPRI|POLLRDNORM|
+ * POLLRDBAND, 0), then recv(1 byte, MSG_PEEK) if readable), on every reuse,
+ * but counts it dead only on a poll error or when the peek reads 0 bytes (a
+ * FIN with nothing before it): unread bytes, even with the FIN behind them,
+ * pass as alive (strace of the 408 case: the poll says POLLIN, the peek
+ * reads "H", the request goes out). Newer libcurl refuses a connection with
+ * input pending; 7.88 cannot be told to. So the socket of the connection a
+ * call leaves in k's cache is noted (note_idle, CURLINFO_ACTIVESOCKET), and
+ * before the next call reuses k it is polled for input with a 0 timeout
+ * (pool_take): readable (bytes, FIN, reset) means k's connections are closed
+ * (its multi handle, and with it its connection cache, is replaced) and the
+ * call connects afresh, before a byte of it is written, which on_sockopt
+ * allows. Cost: one poll() per call on a reused connection (six system calls
+ * instead of five), none on a new one. libcurl's own check still runs after
+ * it and 7.88 has no option to skip it, so the two cannot be merged. On TLS
+ * only what is still in the kernel is seen, not bytes the TLS library has
+ * already read ahead.
+ *
  * Resends: when a reused connection dies before any reply byte, libcurl 7.88
  * sends the request again on a fresh connection of its own accord
  * (Curl_retry_request, "Connection died, retrying a fresh connect"), whether
  * or not the request had been written; a WMS that read it and then closed
  * would see it twice. Only a request that provably did not leave goes again:
  *  - the idle connection was closed by the server and its FIN or RST had
- *    arrived: libcurl's liveness check before reuse finds it dead and opens a
- *    new connection. Nothing was resent.
+ *    arrived: the check before reuse (above) finds it readable, closes it and
+ *    the call opens a new connection. Nothing was resent.
  *  - the send on the reused connection failed before a byte left (EPIPE,
  *    ECONNRESET): libcurl's resend goes ahead, on a fresh connection. Should
  *    that one fail too the call fails NOT_SENT: libcurl resends only on a
@@ -79,7 +102,18 @@
  * nothing has moved for stall_timeout_ms (see on_progress for why both).
  *
  * Signals: CURLOPT_NOSIGNAL is always set; on Linux sends use MSG_NOSIGNAL.
- * The threaded resolver honours the timeouts without SIGALRM.
+ *
+ * Name resolution: libcurl's threaded resolver runs getaddrinfo() on a
+ * thread of its own, which cannot be interrupted. The deadlines do end the
+ * wait for it (curl 28, "Resolving timed out"), but libcurl 7.88 then joins
+ * that thread when the handle leaves its multi handle, so a call would last
+ * as long as the lookup (glibc: 5 s per try and name server when one does
+ * not answer) far past timeout_ms. CURLOPT_QUICK_EXIT (libcurl 7.87 and
+ * later) makes libcurl detach the thread instead: the call returns at its
+ * deadline and the thread frees its own state once getaddrinfo() returns
+ * (libcurl's documented "short-lived leak"). Built against libcurl older
+ * than 7.87 there is no such option: a slow lookup holds the call until
+ * getaddrinfo() returns, whatever timeout_ms says.
  *
  * Nothing here logs.
  */
@@ -118,6 +152,11 @@ struct call {
 	/* Sockets opened, and whether a resend was refused (see on_sockopt). */
 	int sockets;
 	int resend_refused;
+	/* The CURLcode came from the transfer (not from setting it up), and
+	 * whether a libcurl allocation failed on this thread meanwhile (seen
+	 * only with libcurl routed through the allocation seam). */
+	int transferred;
+	int lib_alloc_failed;
 };
 
 /* Sockets libcurl asks us to watch at once: one per connection being set up
@@ -138,6 +177,12 @@ struct conn {
 	uint64_t timer_due_ns;
 	/* A multi call failed: the multi handle may be dead, do not pool it. */
 	int broken;
+	/* Between calls, the socket of the connection m's cache keeps (the
+	 * last call's, CURLINFO_ACTIVESOCKET), CURL_SOCKET_BAD if none; and
+	 * idle_unknown when the cache may hold one we cannot name (see
+	 * note_idle). */
+	curl_socket_t idle_fd;
+	int idle_unknown;
 	struct call c;
 	char errbuf[CURL_ERROR_SIZE];
 	/* errbuf when on_sockopt refused a resend: why the connection died */
@@ -277,33 +322,88 @@ static void conn_free(struct conn *k)
 static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
 static int on_timer(CURLM *multi, long timeout_ms, void *userp);
 
+/* A multi handle for k: its event loop and connection cache. */
+static CURLM *multi_new(struct conn *k)
+{
+	CURLM *m = curl_multi_init();
+	if (m && (curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_socket) != CURLM_OK ||
+		  curl_multi_setopt(m, CURLMOPT_SOCKETDATA, (void *)k) != CURLM_OK ||
+		  curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_timer) != CURLM_OK ||
+		  curl_multi_setopt(m, CURLMOPT_TIMERDATA, (void *)k) != CURLM_OK ||
+		  curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, 1L) != CURLM_OK)) {
+		curl_multi_cleanup(m);
+		m = NULL;
+	}
+	return m;
+}
+
 static struct conn *conn_new(void)
 {
 	struct conn *k = wms__calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
+	k->idle_fd = CURL_SOCKET_BAD;
 	k->h = curl_easy_init();
-	k->m = curl_multi_init();
-	if (!k->h || !k->m ||
-	    curl_multi_setopt(k->m, CURLMOPT_SOCKETFUNCTION, on_socket) != CURLM_OK ||
-	    curl_multi_setopt(k->m, CURLMOPT_SOCKETDATA, (void *)k) != CURLM_OK ||
-	    curl_multi_setopt(k->m, CURLMOPT_TIMERFUNCTION, on_timer) != CURLM_OK ||
-	    curl_multi_setopt(k->m, CURLMOPT_TIMERDATA, (void *)k) != CURLM_OK ||
-	    curl_multi_setopt(k->m, CURLMOPT_MAXCONNECTS, 1L) != CURLM_OK) {
+	k->m = multi_new(k);
+	if (!k->h || !k->m) {
 		conn_free(k);
 		return NULL;
 	}
 	return k;
 }
 
+/* Whether k's idle connection has something to read: bytes the server sent
+ * unasked (a "408 Request Timeout" before it closes), its FIN or a reset.
+ * Reused, the next call would take those bytes for its reply (see "Idle
+ * connections with something to read"). */
+static int conn_idle_readable(const struct conn *k)
+{
+	struct pollfd pfd;
+	if (k->idle_unknown)
+		return 1; /* a connection we cannot check: as if readable */
+	if (k->idle_fd == CURL_SOCKET_BAD)
+		return 0;
+	pfd.fd = k->idle_fd;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	/* > 0: something to read, or POLLHUP/POLLERR/POLLNVAL; < 0: cannot
+	 * tell, so not worth the risk. */
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/* Close k's connections: a new multi handle (a new, empty connection cache)
+ * in place of the old. 0 on success; -1 (no memory) leaves k unusable. */
+static int conn_close_connections(struct conn *k)
+{
+	CURLM *m = multi_new(k);
+	/* The easy handle is in no multi between calls: the old one goes, and
+	 * its connections with it. */
+	curl_multi_cleanup(k->m);
+	k->m = m;
+	k->idle_fd = CURL_SOCKET_BAD;
+	k->idle_unknown = 0;
+	k->watch_count = 0;
+	k->timer_set = 0;
+	return m ? 0 : -1;
+}
+
+/* An idle handle whose connection is fit for reuse, or a new one; NULL: no
+ * memory. */
 static struct conn *pool_take(struct curl_transport *t)
 {
-	struct conn *k = NULL;
-	pthread_mutex_lock(&t->pool_lock);
-	if (t->idle_count)
-		k = t->idle[--t->idle_count];
-	pthread_mutex_unlock(&t->pool_lock);
-	return k ? k : conn_new();
+	struct conn *k;
+	for (;;) {
+		k = NULL;
+		pthread_mutex_lock(&t->pool_lock);
+		if (t->idle_count)
+			k = t->idle[--t->idle_count];
+		pthread_mutex_unlock(&t->pool_lock);
+		if (!k)
+			return conn_new();
+		if (!conn_idle_readable(k) || conn_close_connections(k) == 0)
+			return k;
+		conn_free(k);
+	}
 }
 
 /* Back to the pool, options kept (see "Handle reuse"). Nothing of the
@@ -377,8 +477,11 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
  * is only aborted after ~7 s, and with the defaults (5 s stall, 10 s deadline)
  * the deadline always wins. So this callback also aborts when nothing has
  * moved for stall_timeout_ms once the connection is up (server think time
- * included). "Moved": body bytes either way, or a complete header line (curl
- * hands headers over by the line). libcurl calls it at least once a second.
+ * included). "Moved": body bytes either way, a complete header line (curl
+ * hands headers over by the line), or any bytes arriving: the transfer loop
+ * moves last_move_ns whenever its poll() sees a socket readable, so a header
+ * line that trickles in slower than one line per stall_timeout_ms is not a
+ * stall. libcurl calls this at least once a second.
  */
 static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
@@ -499,6 +602,29 @@ static int events_of(int what, short revents)
 	return ev;
 }
 
+/* What m's cache keeps for the next call, once a transfer is over and before
+ * the handle leaves m (CURLINFO_ACTIVESOCKET needs it there). libcurl keeps
+ * at most one connection (CURLMOPT_MAXCONNECTS 1: one handed back to a cache
+ * of two closes the older), so a kept one is the only one. None kept, the
+ * one from before this call may still be there unseen: this transfer went
+ * elsewhere or failed before it connected, and so evicted nothing. Unless it
+ * provably used that one (no new socket, request bytes written: it is gone
+ * now), the next reuse closes whatever is cached rather than trust it. */
+static void note_idle(struct conn *k)
+{
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	long written = 0;
+	int had = k->idle_fd != CURL_SOCKET_BAD || k->idle_unknown;
+	if (curl_easy_getinfo(k->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK)
+		fd = CURL_SOCKET_BAD;
+	k->idle_fd = fd;
+	k->idle_unknown = 0;
+	if (fd == CURL_SOCKET_BAD && had &&
+	    (k->c.sockets || curl_easy_getinfo(k->h, CURLINFO_REQUEST_SIZE, &written) != CURLE_OK ||
+	     written <= 0))
+		k->idle_unknown = 1;
+}
+
 /* curl_easy_perform(k->h), through k's multi handle with the readiness our
  * poll() reports (see "The transfer loop"). Returns the transfer's result. */
 static CURLcode transfer(struct conn *k)
@@ -552,6 +678,13 @@ static CURLcode transfer(struct conn *k)
 			mc = curl_multi_socket_action(k->m, CURL_SOCKET_TIMEOUT, 0, &running);
 			continue;
 		}
+		/* Bytes in (a header line trickling in, say) are movement for
+		 * the stall guard, whole header lines or not (see on_progress). */
+		for (i = 0; i < n; i++)
+			if (fds[i].revents & POLLIN) {
+				k->c.last_move_ns = wms__now_ns();
+				break;
+			}
 		/* The watch list may change under these calls: fds is a copy. */
 		for (i = 0; i < n && mc == CURLM_OK; i++)
 			if (fds[i].revents)
@@ -563,6 +696,7 @@ static CURLcode transfer(struct conn *k)
 		if (msg->msg == CURLMSG_DONE && msg->easy_handle == k->h) {
 			rc = msg->data.result;
 			done = 1;
+			k->c.transferred = 1;
 		}
 	}
 	if (!done) {
@@ -571,6 +705,7 @@ static CURLcode transfer(struct conn *k)
 		k->broken = 1;
 	}
 remove:
+	note_idle(k);
 	if (curl_multi_remove_handle(k->m, k->h) != CURLM_OK)
 		k->broken = 1;
 	return rc;
@@ -810,6 +945,14 @@ static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
 		return WMS_ERR_INVALID_ARG;
 	case CURLE_OUT_OF_MEMORY:
 		*delivery = maybe;
+		/* A transfer that ended in 27 with no allocation seen failing:
+		 * libcurl says "out of memory" also when a reply header line
+		 * exceeds CURL_MAX_HTTP_HEADER (100 KB), a reply it cannot take,
+		 * which the breaker must count. With libcurl not routed through
+		 * the seam a real allocation failure looks the same and is
+		 * reported as this too. */
+		if (c->transferred && !c->lib_alloc_failed)
+			return WMS_ERR_TRANSPORT;
 		return WMS_ERR_NOMEM;
 	case CURLE_ABORTED_BY_CALLBACK:
 		if (c->stalled) {
@@ -848,6 +991,12 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 	else if (st == WMS_ERR_TOO_LARGE)
 		snprintf(msg, sizeof(msg), "reply body exceeds %zu bytes (curl %d)",
 			 c->resp->max_body, (int)rc);
+	else if (rc == CURLE_OUT_OF_MEMORY && st == WMS_ERR_TRANSPORT)
+		snprintf(msg, sizeof(msg),
+			 "libcurl could not take the reply: a header line over its %d-byte "
+			 "limit, or another of its size limits%s (curl %d)",
+			 (int)CURL_MAX_HTTP_HEADER, global_routed ? "" : ", or out of memory",
+			 (int)rc);
 	else if (st == WMS_ERR_TIMEOUT && c->stalled)
 		snprintf(msg, sizeof(msg), "stall guard: nothing moved for %llu ms (curl %d)",
 			 (unsigned long long)(c->stall_ns / 1000000u), (int)rc);
@@ -945,6 +1094,11 @@ static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_r
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	SETOPT(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
 	SETOPT(CURLOPT_SOCKOPTDATA, (void *)k);
+#if LIBCURL_VERSION_NUM >= 0x075700
+	/* Do not join a resolver thread still in getaddrinfo() (see "Name
+	 * resolution"); older libcurl has no such option and joins it. */
+	SETOPT(CURLOPT_QUICK_EXIT, 1L);
+#endif
 	SETOPT(CURLOPT_ERRORBUFFER, k->errbuf);
 	k->configured = 1;
 	remember(k, &k->ca_file, req->ca_file);
@@ -1014,6 +1168,7 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	wms_status st = WMS_OK;
 	long connect_ms, total_ms, stall_s, http_status = 0;
 	uint32_t stall_ms;
+	unsigned long lib_failures;
 
 	if (!t || !req || !resp)
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
@@ -1100,7 +1255,9 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 			tail->next = &k->corr_node;
 		}
 		c->last_move_ns = wms__now_ns();
+		lib_failures = wms__alloc_lib_failures();
 		rc = transfer(k);
+		c->lib_alloc_failed = wms__alloc_lib_failures() != lib_failures;
 		if (tail)
 			tail->next = NULL;
 	}

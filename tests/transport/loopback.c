@@ -23,12 +23,15 @@
 struct lb_server {
 	lb_script script;
 	char *response;
+	char *unsolicited;
 	acceptor acc;
 	char url[64];
 	pthread_mutex_t lock;
 	unsigned accepted;
 	unsigned requests;
 	unsigned closed;
+	int unsolicited_due;  /* the first answer has yet to be written */
+	int unsolicited_sent;
 	lb_request last;
 	int have_last;
 };
@@ -135,22 +138,51 @@ static void record(lb_server *s, lb_request *r)
 /* Write the scripted answer; 0 if the peer went away or the server stops. */
 static int answer(lb_server *s, int fd)
 {
-	size_t i, from = s->script.trickle_from;
+	size_t i, from = s->script.trickle_from, until = s->script.trickle_until;
+	size_t len = s->script.response_len;
 	if (!s->response)
 		return 1;
 	if (!s->script.trickle_ms)
-		return send_all(fd, s->response, s->script.response_len);
-	if (from > s->script.response_len)
-		from = s->script.response_len;
+		return send_all(fd, s->response, len);
+	if (!until || until > len)
+		until = len;
+	if (from > until)
+		from = until;
 	if (from && !send_all(fd, s->response, from))
 		return 0;
-	for (i = from; i < s->script.response_len; i++) {
+	for (i = from; i < until; i++) {
 		if (i && !pause_ms(s, s->script.trickle_ms))
 			return 0;
 		if (!send_all(fd, s->response + i, 1))
 			return 0;
 	}
-	return 1;
+	return until == len || send_all(fd, s->response + until, len - until);
+}
+
+/* Whether this connection is the one to write the unsolicited bytes on: the
+ * first to have answered, once. */
+static int unsolicited_turn(lb_server *s)
+{
+	int mine;
+	pthread_mutex_lock(&s->lock);
+	mine = s->unsolicited_due;
+	s->unsolicited_due = 0;
+	pthread_mutex_unlock(&s->lock);
+	return mine;
+}
+
+/* Write the unsolicited bytes; 0 if the connection is to be closed now
+ * (unsolicited_close, the peer went away, or the server stops). */
+static int unsolicited(lb_server *s, int fd)
+{
+	int ok = pause_ms(s, s->script.unsolicited_ms) &&
+		 send_all(fd, s->script.unsolicited, strlen(s->script.unsolicited));
+	if (ok) {
+		pthread_mutex_lock(&s->lock);
+		s->unsolicited_sent = 1;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return ok && !s->script.unsolicited_close;
 }
 
 static void serve(void *ctx, int fd)
@@ -193,6 +225,8 @@ static void serve(void *ctx, int fd)
 			break;
 		}
 		if (!pause_ms(s, s->script.delay_ms) || !answer(s, fd))
+			break;
+		if (s->script.unsolicited && unsolicited_turn(s) && !unsolicited(s, fd))
 			break;
 		if (s->script.after != LB_KEEP) {
 			after = s->script.after;
@@ -242,6 +276,7 @@ lb_server *lb_start(const lb_script *script)
 	if (!s)
 		return NULL;
 	s->script = *script;
+	s->unsolicited_due = script->unsolicited != NULL;
 	if (script->response) {
 		if (!s->script.response_len)
 			s->script.response_len = strlen(script->response);
@@ -252,6 +287,9 @@ lb_server *lb_start(const lb_script *script)
 		s->response[s->script.response_len] = '\0';
 	}
 	s->script.response = s->response;
+	if (script->unsolicited && !(s->unsolicited = strdup(script->unsolicited)))
+		goto fail;
+	s->script.unsolicited = s->unsolicited;
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		goto fail;
 	ops.lock = &s->lock;
@@ -262,6 +300,7 @@ lb_server *lb_start(const lb_script *script)
 	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%u/wms", (unsigned)s->acc.port);
 	return s;
 fail:
+	free(s->unsolicited);
 	free(s->response);
 	free(s);
 	return NULL;
@@ -274,6 +313,7 @@ void lb_stop(lb_server *s)
 	acceptor_stop(&s->acc);
 	pthread_mutex_destroy(&s->lock);
 	free(s->last.body);
+	free(s->unsolicited);
 	free(s->response);
 	free(s);
 }
@@ -313,6 +353,22 @@ unsigned lb_closed(lb_server *s)
 	n = s->closed;
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+int lb_wait_unsolicited(lb_server *s, unsigned timeout_ms)
+{
+	uint64_t end = lb_now_ms() + timeout_ms;
+	for (;;) {
+		int sent;
+		pthread_mutex_lock(&s->lock);
+		sent = s->unsolicited_sent;
+		pthread_mutex_unlock(&s->lock);
+		if (sent)
+			return 1;
+		if (lb_now_ms() >= end)
+			return 0;
+		poll(NULL, 0, 1);
+	}
 }
 
 int lb_wait_closed(lb_server *s, unsigned n, unsigned timeout_ms)

@@ -26,6 +26,7 @@ typedef struct lb_script {
 	unsigned delay_ms;        /* wait this long before answering */
 	unsigned trickle_ms;      /* > 0: write the response one byte every trickle_ms */
 	size_t trickle_from;      /* ... after writing its first trickle_from bytes at once */
+	size_t trickle_until;     /* ... and the rest from this offset at once (0: to the end) */
 	lb_after after;
 	int no_read;              /* accept, read nothing, answer nothing; hold */
 	int raw;                  /* not HTTP: read what arrives once, then answer */
@@ -34,6 +35,13 @@ typedef struct lb_script {
 	int close_unread;         /* a 2nd+ request on one connection: close as soon as it starts to
 				   * arrive, unread (the kernel answers with a reset) */
 	unsigned idle_close_ms;   /* > 0: close (FIN) a keep-alive connection idle this long */
+	/* Written unasked unsolicited_ms after the server's first answer (on that
+	 * connection, once per server), e.g. a "408 Request Timeout". Then the
+	 * connection is closed (FIN) if unsolicited_close, else it stays open and
+	 * requests on it are read and answered as usual. Copied by lb_start. */
+	const char *unsolicited;
+	unsigned unsolicited_ms;
+	int unsolicited_close;
 } lb_script;
 
 /* The last request the server read. */
@@ -60,6 +68,8 @@ const char *lb_url(const lb_server *s);
 unsigned lb_accepted(lb_server *s);   /* connections accepted */
 unsigned lb_requests(lb_server *s);   /* requests read in full */
 unsigned lb_closed(lb_server *s);     /* connections the server has closed */
+/* Wait up to timeout_ms until the unsolicited bytes have been written; 1 if so. */
+int lb_wait_unsolicited(lb_server *s, unsigned timeout_ms);
 /* Wait up to timeout_ms until lb_closed(s) >= n; 1 if it got there. */
 int lb_wait_closed(lb_server *s, unsigned n, unsigned timeout_ms);
 

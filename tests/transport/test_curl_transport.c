@@ -3,19 +3,26 @@
  * keep-alive, threads, and every failure the transport must classify, each
  * with its status, delivery and CURLcode.
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
+#include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <curl/curl.h>
 
 #include "internal.h"
+#include "wms/wms.h"
 #include "wms/sys/transport.h"
 #include "loopback.h"
 #include "send_fault.h"
@@ -58,6 +65,47 @@ static const char reply_fault[] =
 static const char html_502[] =
 	"<html><head><title>502 Bad Gateway</title></head>"
 	"<body><h1>Bad Gateway</h1></body></html>";
+
+/* ---- a slow resolver -------------------------------------------------------- */
+
+/* getaddrinfo() for the whole test program (libcurl's resolver thread calls
+ * it): SLOW_HOST takes slow_dns_ms and then resolves as 127.0.0.1, as glibc
+ * does when the first name server does not answer (5 s a try); every other
+ * name goes to the C library's. */
+#define SLOW_HOST "slow.test"
+static atomic_uint slow_dns_ms;
+static atomic_uint slow_dns_running;
+
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		struct addrinfo **res)
+{
+	typedef int (*gai_fn)(const char *, const char *, const struct addrinfo *,
+			      struct addrinfo **);
+	static gai_fn _Atomic real;
+	gai_fn next = atomic_load(&real);
+	int rc;
+
+	if (!next) {
+		void *sym = dlsym(RTLD_NEXT, "getaddrinfo");
+		/* POSIX: a function's address survives the trip through void *. */
+		memcpy(&next, &sym, sizeof(next));
+		if (!next)
+			return EAI_SYSTEM;
+		atomic_store(&real, next);
+	}
+	if (!node || strcmp(node, SLOW_HOST) != 0)
+		return next(node, service, hints, res);
+	atomic_fetch_add(&slow_dns_running, 1);
+	{
+		unsigned ms = atomic_load(&slow_dns_ms);
+		struct timespec ts = { (time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
+	rc = next("127.0.0.1", service, hints, res);
+	atomic_fetch_sub(&slow_dns_running, 1);
+	return rc;
+}
 
 /* ---- fixture ------------------------------------------------------------ */
 
@@ -538,6 +586,96 @@ static void test_idle_timeout_between_calls(void **state)
 	assert_int_equal(lb_accepted(f->srv), 4);
 }
 
+/* A server that writes to the idle connection unasked after the first
+ * reply: "408 Request Timeout", "Connection: close", then closes it (FIN) or
+ * leaves it open. Those bytes are no reply to anything: the next call must
+ * not send its request there and take them for its answer. It goes out on a
+ * new connection, gets its own reply, and the server reads exactly the
+ * requests the calls made; the connection after it is reused as usual. */
+#define REPLY_408 "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+static void unsolicited_on_idle(fx *f, int close_after)
+{
+	lb_script s = { 0 };
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.unsolicited = REPLY_408;
+	s.unsolicited_ms = 20;
+	s.unsolicited_close = close_after;
+	start(f, &s);
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+	assert_true(lb_wait_unsolicited(f->srv, 2000));
+	if (close_after)
+		assert_true(lb_wait_closed(f->srv, 1, 2000));
+	/* loopback: written is as good as arrived; a moment all the same */
+	poll(NULL, 0, 20);
+
+	assert_int_equal(call(f), WMS_OK);
+	assert_int_equal(f->resp.status, 200);
+	assert_string_equal(f->resp.content_type, CT_11);
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(lb_requests(f->srv), 2);
+	assert_int_equal(lb_accepted(f->srv), 2);
+	assert_common_wire(f);
+	/* The stale connection was closed by the client (kept open, the
+	 * server sees its FIN now). */
+	assert_true(lb_wait_closed(f->srv, 1, 2000));
+
+	assert_int_equal(call(f), WMS_OK);
+	assert_string_equal(f->resp.body, reply_ok);
+	assert_int_equal(lb_requests(f->srv), 3);
+	assert_int_equal(lb_accepted(f->srv), 2);
+}
+
+static void test_unsolicited_408_then_close(void **state)
+{
+	unsolicited_on_idle(*state, 1);
+}
+
+static void test_unsolicited_408_kept_open(void **state)
+{
+	unsolicited_on_idle(*state, 0);
+}
+
+/* The same through a client: the second call is answered (ANSWERED, the
+ * status reply of its own request), not failed as HTTP 408. */
+static void test_client_unsolicited_408(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_status_reply r;
+	wms_error e;
+	int i;
+
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.unsolicited = REPLY_408;
+	s.unsolicited_ms = 20;
+	s.unsolicited_close = 1;
+	start(f, &s);
+	o.endpoint = lb_url(f->srv);
+	o.timeout_ms = 5000;
+	assert_int_equal(wms_client_new(&c, &o, &e), WMS_OK);
+	for (i = 0; i < 2; i++) {
+		memset(&r, 0, sizeof(r));
+		if (wms_get_order_status(&r, c, "ORD-1001", &e) != WMS_OK)
+			fail_msg("call %d: %s (%s, HTTP %ld): %s", i + 1, wms_status_name(e.status),
+				 wms_delivery_name(e.delivery), e.http_status, e.message);
+		assert_int_equal(e.delivery, WMS_DELIVERY_ANSWERED);
+		assert_string_equal(r.wms_reference, "WMS-77");
+		if (i == 0) {
+			assert_true(lb_wait_closed(f->srv, 1, 2000));
+			poll(NULL, 0, 20);
+		}
+	}
+	assert_int_equal(lb_requests(f->srv), 2);
+	assert_int_equal(lb_accepted(f->srv), 2);
+	wms_client_free(c);
+}
+
 #define NOT_RESENT "connection closed by the WMS after the request was sent, before any reply; " \
 		   "not resent (it may have been received)"
 
@@ -870,6 +1008,43 @@ static void test_unresolvable_host(void **state)
 	assert_non_null(strstr(f->err.message, "nonexistent.invalid"));
 }
 
+/* A name whose lookup hangs (2 s here, 8 s under valgrind): the call ends at
+ * its deadline, TIMEOUT and NOT_SENT (libcurl's "Resolving timed out", curl
+ * 28), not when getaddrinfo() returns: libcurl leaves its resolver thread to
+ * finish alone (CURLOPT_QUICK_EXIT). The test waits for that thread's lookup
+ * to end, so nothing is left running, and the handle it leaves in the pool
+ * serves the next call. */
+static void test_slow_dns_ends_at_deadline(void **state)
+{
+	fx *f = *state;
+	char url[96];
+	unsigned dns_ms = under_valgrind() ? 8000u : 2000u;
+	uint64_t t0;
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	snprintf(url, sizeof(url), "http://" SLOW_HOST ":%u/wms", (unsigned)lb_port(f->srv));
+	atomic_store(&slow_dns_ms, dns_ms);
+	f->req.url = url;
+	f->req.connect_timeout_ms = 5000;
+	f->req.timeout_ms = 300;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_true(f->elapsed_ms <= 300 + slack_ms());
+	assert_non_null(strstr(f->err.message, "Resolving"));
+	assert_int_equal(lb_accepted(f->srv), 0);
+
+	/* the resolver thread is still in getaddrinfo(); let it finish */
+	t0 = lb_now_ms();
+	while (atomic_load(&slow_dns_running) && lb_now_ms() - t0 < dns_ms + 5000u)
+		poll(NULL, 0, 10);
+	assert_int_equal(atomic_load(&slow_dns_running), 0);
+	poll(NULL, 0, 50); /* and free what it holds */
+
+	f->req.url = lb_url(f->srv);
+	f->req.timeout_ms = 5000;
+	assert_int_equal(call(f), WMS_OK);
+	assert_string_equal(f->resp.body, reply_ok);
+}
+
 /* Credentials in the URL never reach the message. */
 static void test_credentials_not_in_message(void **state)
 {
@@ -1075,6 +1250,113 @@ static void test_stall_guard(void **state)
 	assert_int_equal(f->resp.status, 200);
 }
 
+/* A status line and headers at 4 bytes a second, the whole reply in ~2.5 s:
+ * a header line takes longer than the 1.5 s stall guard to arrive but bytes
+ * keep coming, so that is no stall: the reply is read in full. */
+static void test_trickled_header_line_is_not_a_stall(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: " CT_11 "\r\nX-Slow: ";
+	static const char slow[] = "0123456789";
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: " CT_11 "\r\nX-Slow: "
+				    "0123456789\r\nContent-Length: 2\r\n\r\nok";
+	s.response = reply;
+	s.trickle_from = sizeof(head) - 1;
+	s.trickle_until = sizeof(head) - 1 + sizeof(slow) - 1;
+	s.trickle_ms = 250;
+	start(f, &s);
+	f->req.timeout_ms = 4000;
+	f->req.stall_timeout_ms = 1500;
+	if (call(f) != WMS_OK)
+		fail_msg("%s curl %d after %lu ms: %s", wms_status_name(f->err.status),
+			 f->err.curl_code, (unsigned long)f->elapsed_ms, f->err.message);
+	assert_int_equal(f->resp.status, 200);
+	assert_string_equal(f->resp.content_type, CT_11);
+	assert_string_equal(f->resp.body, "ok");
+	/* the silence between whole header lines was longer than the guard's */
+	assert_true(f->elapsed_ms > f->req.stall_timeout_ms);
+	assert_true(f->elapsed_ms <= 4000 + slack_ms());
+}
+
+/* The whole reply at 4 bytes a second, status line included: never complete
+ * in time. Moving all along, so the deadline ends it (curl 28), not the
+ * 1 s stall guard (curl 42, long before). */
+static void test_trickled_headers_end_at_deadline(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
+	s.response = f->reply;
+	s.trickle_ms = 250;
+	start(f, &s);
+	f->req.timeout_ms = 2500;
+	f->req.stall_timeout_ms = 1000;
+	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
+		      CURLE_OPERATION_TIMEDOUT);
+	assert_null(strstr(f->err.message, "stall"));
+	assert_true(f->elapsed_ms >= 2400);
+	assert_true(f->elapsed_ms <= 2500 + slack_ms());
+}
+
+/* A 200 reply with a Set-Cookie line of n bytes. */
+static char *reply_with_long_header(size_t n)
+{
+	static const char pre[] = "HTTP/1.1 200 OK\r\nContent-Type: " CT_11 "\r\nSet-Cookie: a=";
+	size_t body = strlen(reply_ok), size = sizeof(pre) + n + body + 64;
+	char *r = malloc(size);
+	int len;
+	if (!r)
+		return NULL;
+	memcpy(r, pre, sizeof(pre) - 1);
+	memset(r + sizeof(pre) - 1, 'a', n);
+	len = snprintf(r + sizeof(pre) - 1 + n, size - (sizeof(pre) - 1 + n),
+		       "\r\nContent-Length: %zu\r\n\r\n%s", body, reply_ok);
+	if (len < 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* A reply header line over libcurl's limit (CURL_MAX_HTTP_HEADER, 100 KB):
+ * libcurl reports "out of memory" (27), but nothing ran out of memory. It is
+ * a reply the transport cannot take, like any mid-reply failure: TRANSPORT,
+ * UNKNOWN, and a failure for the client's breaker. */
+static void test_header_line_over_limit(void **state)
+{
+	fx *f = *state;
+	lb_script s = { 0 };
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_status_reply r;
+	wms_error e;
+	int i;
+
+	f->reply = reply_with_long_header(200u * 1024u);
+	assert_non_null(f->reply);
+	s.response = f->reply;
+	start(f, &s);
+	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_OUT_OF_MEMORY);
+	assert_non_null(strstr(f->err.message, "header line"));
+	assert_int_equal(wms_error_outcome(&f->err), WMS_OUTCOME_FAILURE);
+	assert_int_equal(lb_requests(f->srv), 1);
+
+	/* through a client: each one counts, and the breaker opens at 2 */
+	o.endpoint = lb_url(f->srv);
+	o.timeout_ms = 5000;
+	o.breaker_options.failure_threshold = 2;
+	assert_int_equal(wms_client_new(&c, &o, &e), WMS_OK);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(wms_get_order_status(&r, c, "ORD-1001", &e), WMS_ERR_TRANSPORT);
+		assert_int_equal(e.delivery, WMS_DELIVERY_UNKNOWN);
+		assert_int_equal(e.curl_code, CURLE_OUT_OF_MEMORY);
+	}
+	assert_int_equal(wms_get_order_status(&r, c, "ORD-1001", &e), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(lb_requests(f->srv), 3);
+	wms_client_free(c);
+}
+
 static void test_reset_mid_reply(void **state)
 {
 	fx *f = *state;
@@ -1143,6 +1425,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_connection_closed_by_server, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_timeout_between_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_408_then_close, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_408_kept_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_unsolicited_408, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reused_connection_closed_not_resent, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reused_connection_reset_not_resent, setup,
@@ -1159,6 +1444,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unresolvable_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_dns_ends_at_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credentials_not_in_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
@@ -1171,6 +1457,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trickle_body_is_not_a_stall, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stall_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trickled_header_line_is_not_a_stall, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_trickled_headers_end_at_deadline, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_header_line_over_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reset_mid_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_content_length_longer_than_body, setup,
 						teardown),
