@@ -106,14 +106,65 @@ static const char *skip_space(const char *p, const char *end)
 
 typedef enum sniff_kind { SNIFF_EMPTY, SNIFF_TEXT, SNIFF_HTML, SNIFF_XML } sniff_kind;
 
+typedef enum bom_kind { BOM_NONE, BOM_UTF8, BOM_UTF16LE, BOM_UTF16BE } bom_kind;
+
 typedef struct sniff_result {
 	sniff_kind kind;
-	int bom;          /* a byte order mark: it alone decides the encoding */
+	int bom;          /* a byte order mark, or UTF-16/32 without one: the
+			   * header's charset is not used */
+	bom_kind bom_kind; /* the byte order mark itself, if there is one */
 	int declared_enc; /* the XML declaration names an encoding */
+	char enc[41];     /* that name, when it is short and ASCII ("" if not) */
 } sniff_result;
 
+/* The value of the encoding pseudo-attribute of the XML declaration
+ * [decl, decl_end) into dst; "" when there is none or it does not fit (the
+ * parser then has its say on it). */
+static void decl_encoding(const char *decl, const char *decl_end, char *dst, size_t size)
+{
+	const char *p = find_lit(decl, decl_end, "encoding"), *v;
+	size_t n;
+	char quote;
+
+	dst[0] = '\0';
+	if (!p)
+		return;
+	p = skip_space(p + 8, decl_end);
+	if (p == decl_end || *p != '=')
+		return;
+	p = skip_space(p + 1, decl_end);
+	if (p == decl_end || (*p != '"' && *p != '\''))
+		return;
+	quote = *p++;
+	for (v = p; p < decl_end && *p != quote; p++)
+		;
+	n = (size_t)(p - v);
+	if (p == decl_end || n == 0 || n >= size)
+		return;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+/* A UTF-16 body's XML declaration, ASCII only, into dst as single bytes:
+ * what there is of it up to its "?>", the first character outside ASCII or
+ * size - 1 characters. */
+static void utf16_prefix(char *dst, size_t size, const unsigned char *u, size_t len, int big_endian)
+{
+	size_t i, n = 0;
+	for (i = 0; i + 1 < len && n + 1 < size; i += 2) {
+		unsigned hi = u[i + !big_endian], lo = u[i + !!big_endian], c = hi << 8 | lo;
+		if (c == 0 || c >= 0x80)
+			break;
+		dst[n++] = (char)c;
+		if (n >= 2 && dst[n - 2] == '?' && dst[n - 1] == '>')
+			break;
+	}
+	dst[n] = '\0';
+}
+
 /* Classify the start of the body. Only ASCII-compatible bodies are looked
- * at closely; UTF-16/32 are left to the parser. */
+ * at closely; UTF-16/32 are left to the parser, except for the encoding its
+ * declaration names after a UTF-16 byte order mark. */
 static void sniff(sniff_result *r, const char *buf, size_t len)
 {
 	const char *p = buf, *end = buf + len, *q;
@@ -123,10 +174,21 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 	r->kind = SNIFF_XML;
 	if (len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF) {
 		r->bom = 1;
+		r->bom_kind = BOM_UTF8;
 		p += 3;
 	} else if (len >= 2 && ((u[0] == 0xFF && u[1] == 0xFE) || (u[0] == 0xFE && u[1] == 0xFF) ||
 				u[0] == 0 || u[1] == 0)) {
 		r->bom = 1; /* UTF-16/32 (with or without a BOM): the parser decides */
+		if (u[0] == 0xFF || u[0] == 0xFE) {
+			char decl[128];
+			r->bom_kind = u[0] == 0xFE ? BOM_UTF16BE : BOM_UTF16LE;
+			utf16_prefix(decl, sizeof(decl), u + 2, len - 2, u[0] == 0xFE);
+			if (!strncmp(decl, "<?xml", 5) && xml_space((unsigned char)decl[5]) &&
+			    (q = find_lit(decl, decl + strlen(decl), "?>")) != NULL) {
+				r->declared_enc = find_lit(decl, q, "encoding") != NULL;
+				decl_encoding(decl, q, r->enc, sizeof(r->enc));
+			}
+		}
 		return;
 	}
 	p = skip_space(p, end);
@@ -146,6 +208,7 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 			if (!(q = find_lit(p, end, "?>")))
 				return;
 			r->declared_enc = find_lit(p, q, "encoding") != NULL;
+			decl_encoding(p, q, r->enc, sizeof(r->enc));
 			p = q + 2;
 		} else if (end - p >= 2 && !memcmp(p, "<?", 2)) {
 			if (!(q = find_lit(p, end, "?>")))
@@ -168,6 +231,38 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 		   (p + 5 == end || xml_space((unsigned char)p[5]) || p[5] == '>' || p[5] == '/')) {
 		r->kind = SNIFF_HTML;
 	}
+}
+
+/* Whether an XML declaration's encoding name agrees with the byte order
+ * mark. XML 1.0 4.3.3 and Appendix F: an entity presented in an encoding
+ * other than the one its declaration names is a fatal error, and a BOM
+ * says which encoding that is. The names compared are libxml2's own
+ * spellings of the BOM's encoding, in any case; a UTF-16 BOM also agrees
+ * with the UTF-16LE or UTF-16BE of its own byte order. */
+static int bom_agrees(bom_kind bom, const char *enc)
+{
+	switch (bom) {
+	case BOM_NONE:
+		return 1;
+	case BOM_UTF8:
+		return !xmlStrcasecmp(X(enc), X("UTF-8")) || !xmlStrcasecmp(X(enc), X("UTF8"));
+	case BOM_UTF16LE:
+	case BOM_UTF16BE:
+		return !xmlStrcasecmp(X(enc), X("UTF-16")) || !xmlStrcasecmp(X(enc), X("UTF16")) ||
+		       !xmlStrcasecmp(X(enc), X(bom == BOM_UTF16LE ? "UTF-16LE" : "UTF-16BE"));
+	}
+	return 0;
+}
+
+static const char *bom_name(bom_kind bom)
+{
+	switch (bom) {
+	case BOM_NONE: break;
+	case BOM_UTF8: return "UTF-8";
+	case BOM_UTF16LE: return "UTF-16LE";
+	case BOM_UTF16BE: return "UTF-16BE";
+	}
+	return "none";
 }
 
 /* Up to 32 bytes of the body's start, printable ASCII only, for messages. */
@@ -545,6 +640,22 @@ static xmlParserCtxtPtr parser_for(wms__parse_ws *ws, const char *encoding)
 	return ws->push;
 }
 
+/* Bytes libxml2's own US-ASCII decoder left undecoded once the input has
+ * ended. In 2.9 that decoder stops at the first byte past 0x7F as if its
+ * output were full, without an error, and the parser goes on to report
+ * the document it never saw the rest of as cut short. No ASCII character
+ * takes two bytes, so what is left is never one that the end of the input
+ * cut in two: it does not decode. (Every other decoder reports bytes it
+ * cannot decode, and leaves only a cut character's first bytes.) */
+static int ascii_undecoded(xmlParserCtxtPtr ctxt)
+{
+	xmlParserInputBufferPtr in = ctxt->input ? ctxt->input->buf : NULL;
+	if (!in || !in->encoder || !in->encoder->name || !in->raw || !xmlBufUse(in->raw))
+		return 0;
+	return !xmlStrcasecmp(X(in->encoder->name), X("US-ASCII")) ||
+	       !xmlStrcasecmp(X(in->encoder->name), X("ASCII"));
+}
+
 /* Parse the body into ws's arrays, or classify why not. */
 static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, const char *encoding,
 			    int html_type, wms_error *err)
@@ -554,7 +665,7 @@ static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, cons
 	wms__xml_quiet quiet;
 	wms_status rc;
 	size_t off = 0;
-	int parsed = 0;
+	int parsed = 0, feed_decode_errors = 0, undecoded = 0;
 
 	st->phase = st->doctype = st->code = st->code_phase = st->line = st->nomem = 0;
 	st->msg[0] = st->ns_msg[0] = '\0';
@@ -576,9 +687,14 @@ static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, cons
 		xmlParseChunk(ctxt, buf + off, (int)n, 0);
 		off += n;
 	}
+	/* Errors outside the parser context while the body is fed are the
+	 * decoder's: bytes that were all there and do not decode. (A decoder
+	 * that needs bytes past a cut waits for them rather than complain.) */
+	feed_decode_errors = quiet.errors;
 	st->phase = 2;
 	if (!st->doctype && !st->code && !st->nomem)
 		xmlParseChunk(ctxt, NULL, 0, 1);
+	undecoded = !st->doctype && ascii_undecoded(ctxt);
 	parsed = 1;
 done:
 	/* libxml2 2.9 sometimes reports running out of memory as a mere error
@@ -589,18 +705,25 @@ done:
 	else if (st->doctype)
 		rc = wms__fail(err, WMS_ERR_UNSAFE_XML, WMS_DELIVERY_ANSWERED,
 			       "reply carries a DOCTYPE: refused, nothing in it was read");
-	else if (!(st->code || quiet.errors || !ctxt->wellFormed || st->n_els < 2 ||
+	else if (!(st->code || quiet.errors || undecoded || !ctxt->wellFormed || st->n_els < 2 ||
 		   !ctxt->nsWellFormed || st->ns_msg[0]))
 		rc = WMS_OK;
 	else if (html_type)
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 			       "reply is an HTML page (text/html), not XML");
-	else if (st->code && st->code_phase == 2)
-		rc = wms__fail(err, WMS_ERR_TRUNCATED, WMS_DELIVERY_ANSWERED,
-			       "reply ends early: %s (line %d)", st->msg, st->line);
-	else if (st->code)
+	else if (st->code && st->code_phase == 1)
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 			       "reply is not well-formed XML: %s (line %d)", st->msg, st->line);
+	/* Characters that did not decode stop the parser where they are: what
+	 * it then says at the end of the input ("Extra content...", "Premature
+	 * end...") is no truncation. */
+	else if (undecoded)
+		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+			       "reply is not XML: its characters do not decode (a byte past 0x7F "
+			       "in US-ASCII)");
+	else if (st->code && !feed_decode_errors)
+		rc = wms__fail(err, WMS_ERR_TRUNCATED, WMS_DELIVERY_ANSWERED,
+			       "reply ends early: %s (line %d)", st->msg, st->line);
 	else if (quiet.errors)
 		rc = wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 			       "reply is not XML: its characters do not decode (libxml2 error %d)",
@@ -732,21 +855,46 @@ static wms_status unexpected(wms_error *err, const char *fmt, ...)
 
 /* ---- typed values ------------------------------------------------------------ */
 
-/* The trimmed text of the required child {wh}name of parent, at most
- * size - 1 bytes, not empty. `where` names the parent in messages. */
+/* The one child {wh}name of parent, which the schema allows once: NULL and
+ * an error if it is missing or repeated. `where` names the parent. */
+static const rel *single(const rel *parent, const char *where, const char *name, wms_error *err)
+{
+	const rel *el = child(parent, WMS__NS, name), *c;
+
+	if (!el) {
+		unexpected(err, "%s: missing {%s}%s", where, WMS__NS, name);
+		return NULL;
+	}
+	/* A second one makes the reply say two things, and taking the first
+	 * (or the last) would be a guess: refused, whatever either holds. */
+	for (c = el->next; c; c = c->next) {
+		if (is_el(c, WMS__NS, name)) {
+			unexpected(err, "%s/%s: repeated, the schema allows one", where, name);
+			return NULL;
+		}
+	}
+	return el;
+}
+
+/* The trimmed text of the required single child {wh}name of parent, at
+ * most size - 1 bytes, not empty. `where` names the parent in messages;
+ * `type`, when not NULL, is the XML Schema type a bad value is said not to
+ * be. */
 static wms_status value(const rel *parent, const char *where, const char *name, char *dst,
-			size_t size, wms_error *err)
+			size_t size, const char *type, wms_error *err)
 {
 	char tmp[VALUE_MAX + 1];
-	const rel *el = child(parent, WMS__NS, name);
+	const rel *el = single(parent, where, name, err);
 	int rc;
 
 	if (!el)
-		return unexpected(err, "%s: missing {%s}%s", where, WMS__NS, name);
+		return WMS_ERR_UNEXPECTED_REPLY;
 	rc = element_text(el, tmp, sizeof(tmp), 0);
+	trim(tmp);
+	if (type && (rc != TEXT_OK || strlen(tmp) >= size || !tmp[0]))
+		return unexpected(err, "%s/%s: not an %s", where, name, type);
 	if (rc == TEXT_HAS_ELEMENTS)
 		return unexpected(err, "%s/%s: expected text, found child elements", where, name);
-	trim(tmp);
 	if (rc == TEXT_TOO_LONG || strlen(tmp) >= size)
 		return unexpected(err, "%s/%s: value longer than %zu bytes", where, name, size - 1);
 	if (!tmp[0])
@@ -760,7 +908,7 @@ static wms_status value(const rel *parent, const char *where, const char *name, 
 static wms_status id_value(const rel *parent, const char *where, const char *name,
 			   char dst[WMS_ID_MAX + 1], wms_error *err)
 {
-	wms_status rc = value(parent, where, name, dst, WMS_ID_MAX + 1, err);
+	wms_status rc = value(parent, where, name, dst, WMS_ID_MAX + 1, NULL, err);
 	const unsigned char *p;
 	if (rc != WMS_OK)
 		return rc;
@@ -778,7 +926,7 @@ static wms_status state_value(const rel *parent, const char *where, wms_order_st
 		WMS_ORDER_PACKED, WMS_ORDER_SHIPPED, WMS_ORDER_CANCELLED,
 	};
 	char v[WMS_ID_MAX + 1];
-	wms_status rc = value(parent, where, "state", v, sizeof(v), err);
+	wms_status rc = value(parent, where, "state", v, sizeof(v), NULL, err);
 	size_t i;
 	if (rc != WMS_OK)
 		return rc;
@@ -801,9 +949,7 @@ static wms_status bool_value(const rel *parent, const char *where, const char *n
 			     wms_error *err)
 {
 	char v[8];
-	wms_status rc = value(parent, where, name, v, sizeof(v), err);
-	if (rc == WMS_ERR_UNEXPECTED_REPLY && child(parent, WMS__NS, name))
-		return unexpected(err, "%s/%s: not an xs:boolean", where, name);
+	wms_status rc = value(parent, where, name, v, sizeof(v), "xs:boolean", err);
 	if (rc != WMS_OK)
 		return rc;
 	if (!strcmp(v, "true") || !strcmp(v, "1"))
@@ -822,10 +968,8 @@ static wms_status long_value(const rel *parent, const char *where, const char *n
 	const char *p = v;
 	uint64_t mag = 0, limit;
 	int neg = 0;
-	wms_status rc = value(parent, where, name, v, sizeof(v), err);
+	wms_status rc = value(parent, where, name, v, sizeof(v), "xs:long", err);
 
-	if (rc == WMS_ERR_UNEXPECTED_REPLY && child(parent, WMS__NS, name))
-		return unexpected(err, "%s/%s: not an xs:long", where, name);
 	if (rc != WMS_OK)
 		return rc;
 	if (*p == '-' || *p == '+')
@@ -856,34 +1000,90 @@ static int digits(const char *p, int n)
 	return 1;
 }
 
-/* xs:dateTime lexical form: -?YYYY-MM-DDThh:mm:ss(.s+)?(Z|[+-]hh:mm)? */
-static int is_datetime(const char *s)
+static int num2(const char *p)
 {
-	const char *p = s;
-	int year = 0;
+	return (p[0] - '0') * 10 + (p[1] - '0');
+}
+
+/* Whether an xs:dateTime is out of range, and in which field: NULL if it is
+ * not. Its lexical form is
+ *   -?YYYY-MM-DDThh:mm:ss(.s+)?(Z|[+-]hh:mm)?
+ * and a malformed one gives "" ("not an xs:dateTime"). The ranges are XML
+ * Schema's (Part 2, 3.2.7 and 3.3.7 in 1.1): a year of four digits or more,
+ * no leading zero past four and not 0000 (1.0 has no year zero); month
+ * 01-12; day 01 to the month's last (Gregorian leap years, the year's sign
+ * aside); hour 00-23, or 24 for 24:00:00 (with a fraction, only zeros): the
+ * end of that day; minute 00-59; second 00-59 with any fraction, so no leap
+ * second (xs:dateTime has none, and neither has our timestamps); and a zone
+ * of at most 14:00 either way, minutes 00-59. */
+static const char *datetime_error(const char *s)
+{
+	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	const char *p = s, *frac = NULL;
+	int year = 0, y400 = 0, nonzero = 0, bad_year, month, day, hour, minute, second, i, last;
+	int zone_h = 0, zone_m = 0;
+
 	if (*p == '-')
 		p++;
-	while (p[year] >= '0' && p[year] <= '9')
+	while (p[year] >= '0' && p[year] <= '9') {
+		y400 = (y400 * 10 + (p[year] - '0')) % 400;
+		nonzero |= p[year] != '0';
 		year++;
+	}
 	if (year < 4)
-		return 0;
+		return "";
+	bad_year = (year > 4 && p[0] == '0') || !nonzero;
 	p += year;
 	if (!(p[0] == '-' && digits(p + 1, 2) && p[3] == '-' && digits(p + 4, 2) && p[6] == 'T' &&
 	      digits(p + 7, 2) && p[9] == ':' && digits(p + 10, 2) && p[12] == ':' &&
 	      digits(p + 13, 2)))
-		return 0;
+		return "";
+	month = num2(p + 1);
+	day = num2(p + 4);
+	hour = num2(p + 7);
+	minute = num2(p + 10);
+	second = num2(p + 13);
 	p += 15;
 	if (*p == '.') {
 		if (!digits(++p, 1))
-			return 0;
-		while (*p >= '0' && *p <= '9')
-			p++;
+			return "";
+		for (frac = p; *p >= '0' && *p <= '9'; p++)
+			;
 	}
-	if (*p == 'Z')
+	if (*p == 'Z') {
 		p++;
-	else if ((*p == '+' || *p == '-') && digits(p + 1, 2) && p[3] == ':' && digits(p + 4, 2))
+	} else if ((*p == '+' || *p == '-') && digits(p + 1, 2) && p[3] == ':' && digits(p + 4, 2)) {
+		zone_h = num2(p + 1);
+		zone_m = num2(p + 4);
 		p += 6;
-	return *p == '\0';
+	}
+	if (*p != '\0')
+		return "";
+	if (bad_year)
+		return "year out of range";
+	if (month < 1 || month > 12)
+		return "month out of range";
+	last = mdays[month - 1];
+	if (month == 2 && y400 % 4 == 0 && (y400 % 100 != 0 || y400 == 0))
+		last = 29;
+	if (day < 1 || day > last)
+		return "day out of range";
+	if (hour == 24) {
+		int zero = minute == 0 && second == 0;
+		for (i = 0; zero && frac && frac[i] >= '0' && frac[i] <= '9'; i++)
+			zero = frac[i] == '0';
+		if (!zero)
+			return "hour out of range";
+	} else if (hour > 23) {
+		return "hour out of range";
+	}
+	if (minute > 59)
+		return "minute out of range";
+	if (second > 59)
+		return "second out of range";
+	if (zone_h > 14 || zone_m > 59 || (zone_h == 14 && zone_m != 0))
+		return "time zone out of range";
+	return NULL;
 }
 
 /* ---- the four replies ------------------------------------------------------ */
@@ -902,15 +1102,17 @@ static wms_status parse_submit(const rel *r, wms_submit_reply *out, wms_error *e
 
 static wms_status parse_status(const rel *r, wms_status_reply *out, wms_error *err)
 {
-	const char *w = "GetOrderStatusResponse";
+	const char *w = "GetOrderStatusResponse", *bad;
 	wms_status rc;
 	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
 	    (rc = id_value(r, w, "wmsReference", out->wms_reference, err)) != WMS_OK ||
 	    (rc = state_value(r, w, &out->state, err)) != WMS_OK ||
-	    (rc = value(r, w, "updatedAt", out->updated_at, sizeof(out->updated_at), err)) != WMS_OK)
+	    (rc = value(r, w, "updatedAt", out->updated_at, sizeof(out->updated_at), NULL, err)) !=
+		    WMS_OK)
 		return rc;
-	if (!is_datetime(out->updated_at))
-		return unexpected(err, "%s/updatedAt: not an xs:dateTime (\"%s\")", w, out->updated_at);
+	if ((bad = datetime_error(out->updated_at)) != NULL)
+		return unexpected(err, "%s/updatedAt: %s (\"%s\")", w,
+				  *bad ? bad : "not an xs:dateTime", out->updated_at);
 	return WMS_OK;
 }
 
@@ -1049,6 +1251,7 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 {
 	const rel *root = doc->children, *body = NULL, *first, *c;
 	const char *soap_ns;
+	int soap11;
 	union {
 		wms_submit_reply submit;
 		wms_status_reply status;
@@ -1058,7 +1261,7 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 
 	if (!root)
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED, "reply has no root element");
-	if (is_el(root, WMS__SOAP11_NS, "Envelope"))
+	if ((soap11 = is_el(root, WMS__SOAP11_NS, "Envelope")) != 0)
 		soap_ns = WMS__SOAP11_NS;
 	else if (is_el(root, WMS__SOAP12_NS, "Envelope"))
 		soap_ns = WMS__SOAP12_NS;
@@ -1080,6 +1283,16 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 		return unexpected(err, "expected {%s}Body in the SOAP Envelope, found %s%s%s%s",
 				  soap_ns, c ? "{" : "nothing", c ? ns_uri(c) : "", c ? "}" : "",
 				  c ? S(c->name) : "");
+	/* The Body comes last (SOAP 1.2 5.1; the qualified trailers SOAP 1.1
+	 * still allowed after it are sent by no stack we talk to): a second
+	 * Body, a fault or anything else after the answer makes the reply
+	 * ambiguous. */
+	if ((c = body->next) != NULL) {
+		if (is_el(c, soap_ns, "Body"))
+			return unexpected(err, "Envelope/Body: repeated, SOAP allows one");
+		return unexpected(err, "Envelope: {%s}%s after the Body, which must come last",
+				  ns_uri(c), S(c->name));
+	}
 	first = body->children;
 	if (!first)
 		return unexpected(err, "expected {%s}%s in the SOAP Body, found an empty Body", WMS__NS,
@@ -1089,8 +1302,12 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 	if ((c = first->next) != NULL)
 		return unexpected(err, "expected one element in the SOAP Body, found {%s}%s after {%s}%s",
 				  ns_uri(c), S(c->name), ns_uri(first), S(first->name));
-	if (is_el(first, WMS__SOAP11_NS, "Fault") || is_el(first, WMS__SOAP12_NS, "Fault"))
+	if (is_el(first, soap_ns, "Fault"))
 		return parse_fault(first, err);
+	/* The other version's Fault is no fault of this Envelope's. */
+	if (is_el(first, soap11 ? WMS__SOAP12_NS : WMS__SOAP11_NS, "Fault"))
+		return unexpected(err, "Body/Fault: a SOAP %s {%s}Fault in a SOAP %s Envelope",
+				  soap11 ? "1.2" : "1.1", ns_uri(first), soap11 ? "1.1" : "1.2");
 	if (!is_el(first, WMS__NS, response_names[op]))
 		return unexpected(err, "expected {%s}%s in the SOAP Body, found {%s}%s", WMS__NS,
 				  response_names[op], ns_uri(first), S(first->name));
@@ -1175,8 +1392,17 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 	case SNIFF_XML:
 		break;
 	}
-	/* The XML declaration or a BOM decide the encoding; the header's charset
-	 * only when neither does. An encoding libxml2 lacks is ignored. */
+	/* A BOM and an XML declaration naming another encoding: a fatal error
+	 * (XML 1.0 4.3.3, Appendix F), not a guess at which of them is right. */
+	if (sn.bom_kind != BOM_NONE && sn.enc[0] && !bom_agrees(sn.bom_kind, sn.enc)) {
+		snippet(start, sizeof(start), sn.enc, strlen(sn.enc));
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply is not well-formed XML: a %s byte order mark, but the XML "
+				 "declaration says encoding \"%s\"",
+				 bom_name(sn.bom_kind), start);
+	}
+	/* The BOM or else the XML declaration decide the encoding; the header's
+	 * charset only when neither does. An encoding libxml2 lacks is ignored. */
 	if (!sn.bom && !sn.declared_enc && media_charset(content_type, charset, sizeof(charset)) &&
 	    xmlStrcasecmp(X(charset), X("utf-8")) && xmlStrcasecmp(X(charset), X("utf8"))) {
 		wms__xml_quiet quiet;

@@ -87,6 +87,14 @@ static void c_submit_unknown_state(const result *r)
 	assert_string_equal(r->out.submit.wms_reference, "W-1");
 }
 
+static void c_submit_extras(const result *r)
+{
+	assert_string_equal(r->out.submit.order_id, "ORD-3");
+	assert_string_equal(r->out.submit.wms_reference, "W-3");
+	assert_int_equal(r->out.submit.state, WMS_ORDER_PACKED);
+	assert_int_equal(r->out.submit.duplicate, 1);
+}
+
 static void c_status_iso(const result *r)
 {
 	assert_string_equal(r->out.status.order_id, "ORD-7");
@@ -228,6 +236,9 @@ static const reply_case cases[] = {
 	{ "good/get_stock_level_soap12_utf16.xml", STOCK, "application/soap+xml", WMS_OK, NULL,
 	  c_stock_utf16 },
 	{ "bad/wrong_operation.xml", CANCEL, XML11, WMS_OK, NULL, NULL },
+	/* a Header, comments and whitespace anywhere, unknown and foreign
+	 * elements (even repeated, even named like ours): all still read */
+	{ "good/submit_order_soap11_extras.xml", SUBMIT, XML11, WMS_OK, NULL, c_submit_extras },
 
 	/* faults: any operation */
 	{ "fault/soap11_server_overloaded.xml", SUBMIT, XML11, WMS_ERR_SOAP_FAULT, NULL,
@@ -269,6 +280,26 @@ static const reply_case cases[] = {
 	  NULL },
 	{ "bad/trailing_garbage.xml", SUBMIT, XML11, WMS_ERR_NOT_XML, "Extra content", NULL },
 	{ "bad/shift_jis_undecodable.xml", SUBMIT, XML11, WMS_ERR_NOT_XML, NULL, NULL },
+	/* libxml2's US-ASCII decoder stops at a byte past 0x7F without a word:
+	 * still a decoding error, not a reply that ends early */
+	{ "bad/us_ascii_declared_utf8_bytes.xml", SUBMIT, XML11, WMS_ERR_NOT_XML,
+	  "reply is not XML: its characters do not decode", NULL },
+	{ "bad/reference_with_space.xml", SUBMIT, "text/xml; charset=us-ascii", WMS_ERR_UNEXPECTED_REPLY,
+	  "SubmitOrderResponse/wmsReference: invalid identifier \"W 1\"", NULL },
+	{ "bad/reference_too_long.xml", SUBMIT, "text/xml; charset=US-ASCII", WMS_ERR_UNEXPECTED_REPLY,
+	  "SubmitOrderResponse/wmsReference: value longer than 64 bytes", NULL },
+	{ "fault/soap12_sender_no_detail.xml", SUBMIT, "text/xml; charset=us-ascii", WMS_ERR_NOT_XML,
+	  "reply is not XML: its characters do not decode", NULL },
+	/* a byte order mark and an XML declaration that disagree */
+	{ "bad/bom_utf8_declared_latin1.xml", SUBMIT, XML11, WMS_ERR_NOT_XML,
+	  "reply is not well-formed XML: a UTF-8 byte order mark, but the XML declaration says "
+	  "encoding \"ISO-8859-1\"", NULL },
+	{ "bad/bom_utf16_declared_utf8.xml", SUBMIT, XML11, WMS_ERR_NOT_XML,
+	  "reply is not well-formed XML: a UTF-16LE byte order mark, but the XML declaration says "
+	  "encoding \"UTF-8\"", NULL },
+	{ "bad/bom_utf16be_declared_utf16le.xml", SUBMIT, XML11, WMS_ERR_NOT_XML,
+	  "reply is not well-formed XML: a UTF-16BE byte order mark, but the XML declaration says "
+	  "encoding \"UTF-16LE\"", NULL },
 	{ "bad/undeclared_prefix.xml", SUBMIT, XML11, WMS_ERR_NOT_XML,
 	  "reply is not namespace-well-formed XML: Namespace prefix soap on Envelope is not defined",
 	  NULL },
@@ -319,6 +350,33 @@ static const reply_case cases[] = {
 	  "GetStockLevelResponse/level[1]/onHand: not an xs:long (\"12x\")", NULL },
 	{ "bad/stock_long_overflow.xml", STOCK, XML11, WMS_ERR_UNEXPECTED_REPLY,
 	  "GetStockLevelResponse/level[0]/onHand: not an xs:long (\"9223372036854775808\")", NULL },
+	{ "bad/status_datetime_out_of_range.xml", STATUS, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "GetOrderStatusResponse/updatedAt: month out of range (\"2024-13-45T99:99:99Z\")", NULL },
+	{ "bad/status_datetime_february_30.xml", STATUS, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "GetOrderStatusResponse/updatedAt: day out of range (\"2024-02-30T10:00:00Z\")", NULL },
+
+	/* ambiguous: a value the schema allows once given twice, a second
+	 * Body, anything after the Body, the other SOAP version's Fault */
+	{ "bad/duplicate_state.xml", SUBMIT, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "SubmitOrderResponse/state: repeated, the schema allows one", NULL },
+	{ "bad/duplicate_client_order_id.xml", SUBMIT, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "SubmitOrderResponse/clientOrderId: repeated, the schema allows one", NULL },
+	{ "bad/duplicate_already_cancelled.xml", CANCEL, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "CancelOrderResponse/alreadyCancelled: repeated, the schema allows one", NULL },
+	{ "bad/status_duplicate_updated_at.xml", STATUS, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "GetOrderStatusResponse/updatedAt: repeated, the schema allows one", NULL },
+	{ "bad/stock_duplicate_on_hand.xml", STOCK, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "GetStockLevelResponse/level[1]/onHand: repeated, the schema allows one", NULL },
+	{ "bad/envelope_two_bodies.xml", SUBMIT, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "Envelope/Body: repeated, SOAP allows one", NULL },
+	{ "bad/envelope_element_after_body.xml", SUBMIT, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "Envelope: {urn:example:trailer}Trailer after the Body, which must come last", NULL },
+	{ "bad/soap12_fault_in_soap11_envelope.xml", SUBMIT, XML11, WMS_ERR_UNEXPECTED_REPLY,
+	  "Body/Fault: a SOAP 1.2 {http://www.w3.org/2003/05/soap-envelope}Fault in a SOAP 1.1 "
+	  "Envelope", NULL },
+	{ "bad/soap11_fault_in_soap12_envelope.xml", STATUS, XML12, WMS_ERR_UNEXPECTED_REPLY,
+	  "Body/Fault: a SOAP 1.1 {http://schemas.xmlsoap.org/soap/envelope/}Fault in a SOAP 1.2 "
+	  "Envelope", NULL },
 };
 
 static void reply_file(void **state)
@@ -427,6 +485,219 @@ static void truncated_at_every_cut(void **state)
 		free(buf);
 	}
 	assert_true(truncated > 500);
+}
+
+/* A SubmitOrder reply as `enc` (utf-8, utf-16le, utf-16be), with `bom`
+ * bytes first and an XML declaration naming `decl` (NULL: none). */
+static size_t encoded_reply(char *dst, size_t size, const char *bom, const char *decl,
+			    const char *enc)
+{
+	char text[1024];
+	size_t n, i, len = strlen(bom);
+	snprintf(text, sizeof(text),
+		 "%s%s%s<soap:Envelope xmlns:soap=\"" WMS__SOAP11_NS "\"><soap:Body>"
+		 "<SubmitOrderResponse xmlns=\"" WMS__NS "\"><clientOrderId>ORD-1</clientOrderId>"
+		 "<wmsReference>W-1</wmsReference><state>RECEIVED</state><duplicate>0</duplicate>"
+		 "</SubmitOrderResponse></soap:Body></soap:Envelope>",
+		 decl ? "<?xml version=\"1.0\" encoding=\"" : "", decl ? decl : "",
+		 decl ? "\"?>\n" : "");
+	n = strlen(text);
+	assert_true(len + 2 * n <= size);
+	memcpy(dst, bom, len);
+	for (i = 0; i < n; i++) {
+		if (!strcmp(enc, "utf-8")) {
+			dst[len++] = text[i];
+		} else if (!strcmp(enc, "utf-16le")) {
+			dst[len++] = text[i];
+			dst[len++] = '\0';
+		} else {
+			dst[len++] = '\0';
+			dst[len++] = text[i];
+		}
+	}
+	return len;
+}
+
+/* XML 1.0 4.3.3 / Appendix F: a declaration naming another encoding than
+ * the byte order mark's is a fatal error; the same encoding, in any case
+ * and either of libxml2's spellings, is fine. */
+static void bom_and_declaration(void **state)
+{
+	static const struct {
+		const char *bom, *decl, *enc;
+		wms_status want;
+	} rows[] = {
+		{ "\xef\xbb\xbf", "UTF-8", "utf-8", WMS_OK },
+		{ "\xef\xbb\xbf", "utf-8", "utf-8", WMS_OK },
+		{ "\xef\xbb\xbf", "Utf-8", "utf-8", WMS_OK },
+		{ "\xef\xbb\xbf", "UTF8", "utf-8", WMS_OK },
+		{ "\xef\xbb\xbf", NULL, "utf-8", WMS_OK },
+		{ "\xef\xbb\xbf", "ISO-8859-1", "utf-8", WMS_ERR_NOT_XML },
+		{ "\xef\xbb\xbf", "US-ASCII", "utf-8", WMS_ERR_NOT_XML },
+		{ "\xef\xbb\xbf", "windows-1252", "utf-8", WMS_ERR_NOT_XML },
+		{ "\xef\xbb\xbf", "UTF-16", "utf-8", WMS_ERR_NOT_XML },
+		{ "\xff\xfe", "UTF-16", "utf-16le", WMS_OK },
+		{ "\xff\xfe", "utf-16", "utf-16le", WMS_OK },
+		{ "\xff\xfe", "UTF-16LE", "utf-16le", WMS_OK },
+		{ "\xff\xfe", NULL, "utf-16le", WMS_OK },
+		{ "\xff\xfe", "UTF-16BE", "utf-16le", WMS_ERR_NOT_XML },
+		{ "\xff\xfe", "UTF-8", "utf-16le", WMS_ERR_NOT_XML },
+		{ "\xff\xfe", "ISO-8859-1", "utf-16le", WMS_ERR_NOT_XML },
+		{ "\xfe\xff", "UTF-16", "utf-16be", WMS_OK },
+		{ "\xfe\xff", "utf-16be", "utf-16be", WMS_OK },
+		{ "\xfe\xff", "UTF-16LE", "utf-16be", WMS_ERR_NOT_XML },
+		{ "\xfe\xff", "UTF-8", "utf-16be", WMS_ERR_NOT_XML },
+		/* no BOM: the declaration decides, as before */
+		{ "", "ISO-8859-1", "utf-8", WMS_OK },
+		{ "", "US-ASCII", "utf-8", WMS_OK },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char buf[2048], want[160];
+		size_t len = encoded_reply(buf, sizeof(buf), rows[i].bom, rows[i].decl, rows[i].enc);
+		result r;
+		/* the header's charset is never what decides here */
+		parse_bytes(&r, SUBMIT, buf, len, "text/xml; charset=iso-8859-1", MAX);
+		if (r.rc != rows[i].want)
+			fail_msg("row %zu (%s): %s: %s", i, rows[i].decl ? rows[i].decl : "no declaration",
+				 wms_status_name(r.rc), r.err.message);
+		if (r.rc == WMS_OK) {
+			assert_string_equal(r.out.submit.wms_reference, "W-1");
+		} else if (*rows[i].bom) {
+			snprintf(want, sizeof(want),
+				 "reply is not well-formed XML: a %s byte order mark, but the XML "
+				 "declaration says encoding \"%s\"",
+				 !strcmp(rows[i].enc, "utf-8") ? "UTF-8" :
+				 !strcmp(rows[i].enc, "utf-16le") ? "UTF-16LE" : "UTF-16BE",
+				 rows[i].decl);
+			assert_string_equal(r.err.message, want);
+		}
+	}
+}
+
+/* A decoding error is no truncation, wherever the undecodable byte is; an
+ * ASCII body cut short under US-ASCII still ends early. */
+static void us_ascii_decoding(void **state)
+{
+	static const char ok[] =
+		"<soap:Envelope xmlns:soap=\"" WMS__SOAP11_NS "\"><soap:Body>"
+		"<SubmitOrderResponse xmlns=\"" WMS__NS "\"><clientOrderId>ORD-1</clientOrderId>"
+		"<wmsReference>W-1</wmsReference><state>RECEIVED</state><duplicate>0</duplicate>"
+		"</SubmitOrderResponse></soap:Body></soap:Envelope>";
+	char buf[1024];
+	result r;
+	(void)state;
+	parse_bytes(&r, SUBMIT, ok, strlen(ok), "text/xml; charset=us-ascii", MAX);
+	assert_int_equal(r.rc, WMS_OK);
+	/* after the root element, where the parser never looks for more */
+	snprintf(buf, sizeof(buf), "%s<!-- \xc3\xa9 -->", ok);
+	parse_bytes(&r, SUBMIT, buf, strlen(buf), "text/xml; charset=us-ascii", MAX);
+	assert_int_equal(r.rc, WMS_ERR_NOT_XML);
+	assert_non_null(strstr(r.err.message, "its characters do not decode"));
+	snprintf(buf, sizeof(buf), "<?xml version=\"1.0\" encoding=\"ascii\"?>%s\x80", ok);
+	parse_bytes(&r, SUBMIT, buf, strlen(buf), NULL, MAX);
+	assert_int_equal(r.rc, WMS_ERR_NOT_XML);
+	assert_non_null(strstr(r.err.message, "its characters do not decode"));
+	/* a cut is still a cut */
+	parse_bytes(&r, SUBMIT, ok, strlen(ok) - 10, "text/xml; charset=us-ascii", MAX);
+	assert_int_equal(r.rc, WMS_ERR_TRUNCATED);
+	snprintf(buf, sizeof(buf), "<?xml version=\"1.0\" encoding=\"US-ASCII\"?>%s", ok);
+	parse_bytes(&r, SUBMIT, buf, strlen(buf) - 10, NULL, MAX);
+	assert_int_equal(r.rc, WMS_ERR_TRUNCATED);
+}
+
+/* After the Body: no element (a Header, a second Body, the other SOAP
+ * version's Body), while text, comments and processing instructions are
+ * still nothing. Before it, Headers as ever. */
+static void envelope_after_body(void **state)
+{
+	static const struct {
+		const char *ns, *before, *after;
+		wms_status want;
+		const char *message;
+	} rows[] = {
+		{ WMS__SOAP11_NS, "", "\n  <!-- done -->\n  <?pi x?>\n", WMS_OK, "" },
+		{ WMS__SOAP12_NS, "<s:Header/>\n<s:Header><h xmlns=\"urn:h\"/></s:Header>", " ", WMS_OK,
+		  "" },
+		{ WMS__SOAP11_NS, "", "<s:Header/>", WMS_ERR_UNEXPECTED_REPLY,
+		  "Envelope: {" WMS__SOAP11_NS "}Header after the Body, which must come last" },
+		{ WMS__SOAP12_NS, "", "<!-- x --><s:Body/>", WMS_ERR_UNEXPECTED_REPLY,
+		  "Envelope/Body: repeated, SOAP allows one" },
+		{ WMS__SOAP11_NS, "", "<b:Body xmlns:b=\"" WMS__SOAP12_NS "\"/>", WMS_ERR_UNEXPECTED_REPLY,
+		  "Envelope: {" WMS__SOAP12_NS "}Body after the Body, which must come last" },
+		{ WMS__SOAP11_NS, "", "<Body/>", WMS_ERR_UNEXPECTED_REPLY,
+		  "Envelope: {}Body after the Body, which must come last" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char buf[1024];
+		result r;
+		snprintf(buf, sizeof(buf),
+			 "<s:Envelope xmlns:s=\"%s\">%s<s:Body><SubmitOrderResponse xmlns=\"" WMS__NS "\">"
+			 "<clientOrderId>ORD-1</clientOrderId><wmsReference>W-1</wmsReference>"
+			 "<state>RECEIVED</state><duplicate>0</duplicate></SubmitOrderResponse></s:Body>"
+			 "%s</s:Envelope>",
+			 rows[i].ns, rows[i].before, rows[i].after);
+		parse_bytes(&r, SUBMIT, buf, strlen(buf), XML11, MAX);
+		if (r.rc != rows[i].want || strcmp(r.err.message, rows[i].message) != 0)
+			fail_msg("row %zu: %s: \"%s\", expected \"%s\"", i, wms_status_name(r.rc),
+				 r.err.message, rows[i].message);
+	}
+}
+
+/* updatedAt within xs:dateTime's ranges, and not past them. */
+static void datetime_ranges(void **state)
+{
+	static const char *const good[] = {
+		"2024-05-01T10:00:00Z", "2024-02-29T23:59:59Z", "2000-02-29T00:00:00Z",
+		"2023-01-31T00:00:00", "2023-04-30T12:00:00.5", "2023-12-31T24:00:00Z",
+		"2023-12-31T24:00:00.000+01:00", "2024-05-01T12:30:00.250+14:00",
+		"2024-05-01T12:30:59.999999-14:00", "2024-05-01T12:30:00-09:59", "0001-01-01T00:00:00Z",
+		"-0044-03-15T12:00:00Z", "12024-01-01T00:00:00Z", "2400-02-29T00:00:00Z",
+	};
+	static const struct {
+		const char *v, *why;
+	} bad[] = {
+		{ "2024-13-45T99:99:99Z", "month" }, { "2024-00-01T00:00:00Z", "month" },
+		{ "2024-01-00T00:00:00Z", "day" }, { "2024-01-32T00:00:00Z", "day" },
+		{ "2024-04-31T00:00:00Z", "day" }, { "2023-02-29T00:00:00Z", "day" },
+		{ "1900-02-29T00:00:00Z", "day" }, { "2100-02-29T00:00:00Z", "day" },
+		{ "2024-02-30T00:00:00Z", "day" }, { "2024-05-01T25:00:00Z", "hour" },
+		{ "2024-05-01T24:00:01Z", "hour" }, { "2024-05-01T24:01:00Z", "hour" },
+		{ "2024-05-01T24:00:00.001Z", "hour" }, { "2024-05-01T99:00:00Z", "hour" },
+		{ "2024-05-01T10:60:00Z", "minute" }, { "2024-05-01T10:00:60Z", "second" },
+		{ "2024-05-01T10:00:99.5Z", "second" }, { "0000-01-01T00:00:00Z", "year" },
+		{ "-0000-01-01T00:00:00Z", "year" }, { "02024-01-01T00:00:00Z", "year" },
+		{ "2024-05-01T10:00:00+15:00", "time zone" },
+		{ "2024-05-01T10:00:00+14:30", "time zone" },
+		{ "2024-05-01T10:00:00-05:60", "time zone" },
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]) + sizeof(bad) / sizeof(bad[0]); i++) {
+		int ok = i < sizeof(good) / sizeof(good[0]);
+		const char *v = ok ? good[i] : bad[i - sizeof(good) / sizeof(good[0])].v;
+		char buf[1024], want[160];
+		result r;
+		snprintf(buf, sizeof(buf),
+			 "<soap:Envelope xmlns:soap=\"" WMS__SOAP11_NS "\"><soap:Body>"
+			 "<GetOrderStatusResponse xmlns=\"" WMS__NS "\"><clientOrderId>ORD-1</clientOrderId>"
+			 "<wmsReference>W-1</wmsReference><state>PACKED</state>"
+			 "<updatedAt> %s </updatedAt></GetOrderStatusResponse></soap:Body></soap:Envelope>",
+			 v);
+		parse_bytes(&r, STATUS, buf, strlen(buf), XML11, MAX);
+		if (ok) {
+			if (r.rc != WMS_OK)
+				fail_msg("%s: %s: %s", v, wms_status_name(r.rc), r.err.message);
+			assert_string_equal(r.out.status.updated_at, v);
+			continue;
+		}
+		snprintf(want, sizeof(want), "GetOrderStatusResponse/updatedAt: %s out of range (\"%s\")",
+			 bad[i - sizeof(good) / sizeof(good[0])].why, v);
+		if (r.rc != WMS_ERR_UNEXPECTED_REPLY || strcmp(r.err.message, want) != 0)
+			fail_msg("%s: %s: \"%s\", expected \"%s\"", v, wms_status_name(r.rc),
+				 r.err.message, want);
+	}
 }
 
 static char *xxe_reply(const char *kind)
@@ -876,6 +1147,10 @@ int main(void)
 		cmocka_unit_test(empty_and_whitespace_bodies),
 		cmocka_unit_test(size_limit),
 		cmocka_unit_test(truncated_at_every_cut),
+		cmocka_unit_test(bom_and_declaration),
+		cmocka_unit_test(us_ascii_decoding),
+		cmocka_unit_test(datetime_ranges),
+		cmocka_unit_test(envelope_after_body),
 		cmocka_unit_test(long_utf8_fault_cut_on_characters),
 		cmocka_unit_test(external_entities_never_read),
 		cmocka_unit_test(billion_laughs_is_cheap),
