@@ -605,24 +605,30 @@ static int events_of(int what, short revents)
 /* What m's cache keeps for the next call, once a transfer is over and before
  * the handle leaves m (CURLINFO_ACTIVESOCKET needs it there). libcurl keeps
  * at most one connection (CURLMOPT_MAXCONNECTS 1: one handed back to a cache
- * of two closes the older), so a kept one is the only one. None kept, the
- * one from before this call may still be there unseen: this transfer went
- * elsewhere or failed before it connected, and so evicted nothing. Unless it
- * provably used that one (no new socket, request bytes written: it is gone
- * now), the next reuse closes whatever is cached rather than trust it. */
+ * of two closes the older), so a kept one is the only one. None kept: if
+ * this transfer used the cached connection (no new socket, request bytes
+ * written), libcurl has closed it and nothing is cached; otherwise (it
+ * opened a socket of its own, or failed before connecting) the cached one,
+ * if any, is the one noted before, untouched: it stays the one to check. A
+ * stale note is harmless: a closed descriptor polls as POLLNVAL, which drops
+ * nothing that is still there. */
 static void note_idle(struct conn *k)
 {
 	curl_socket_t fd = CURL_SOCKET_BAD;
 	long written = 0;
-	int had = k->idle_fd != CURL_SOCKET_BAD || k->idle_unknown;
 	if (curl_easy_getinfo(k->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK)
 		fd = CURL_SOCKET_BAD;
-	k->idle_fd = fd;
-	k->idle_unknown = 0;
-	if (fd == CURL_SOCKET_BAD && had &&
-	    (k->c.sockets || curl_easy_getinfo(k->h, CURLINFO_REQUEST_SIZE, &written) != CURLE_OK ||
-	     written <= 0))
-		k->idle_unknown = 1;
+	if (fd != CURL_SOCKET_BAD) {
+		k->idle_fd = fd;
+		k->idle_unknown = 0;
+		return;
+	}
+	if (k->c.sockets)
+		return;
+	if (curl_easy_getinfo(k->h, CURLINFO_REQUEST_SIZE, &written) != CURLE_OK)
+		k->idle_unknown = 1; /* cannot tell: the next reuse closes the cache */
+	else if (written > 0)
+		k->idle_fd = CURL_SOCKET_BAD; /* it was used and is gone */
 }
 
 /* curl_easy_perform(k->h), through k's multi handle with the readiness our
