@@ -15,6 +15,7 @@
 
 
 #include "fake_transport.h"
+#include "count_alloc.h"
 
 #define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
 #define ENV_CLOSE "</s:Body></s:Envelope>"
@@ -469,39 +470,8 @@ static void shared_breaker_is_not_freed(void **state)
 
 /* ---- allocation failures in wms_client_new ------------------------------ */
 
-/* Counts libwms's allocations and live blocks, failing the fail_at-th. */
-static struct {
-	long calls, fail_at, live;
-} A;
-
-static void *a_malloc(size_t n, void *ctx)
-{
-	void *p;
-	(void)ctx;
-	if (++A.calls == A.fail_at)
-		return NULL;
-	p = malloc(n);
-	if (p)
-		A.live++;
-	return p;
-}
-
-static void *a_realloc(void *p, size_t n, void *ctx)
-{
-	if (!p)
-		return a_malloc(n, ctx);
-	if (++A.calls == A.fail_at)
-		return NULL;
-	return realloc(p, n);
-}
-
-static void a_free(void *p, void *ctx)
-{
-	(void)ctx;
-	if (p)
-		A.live--;
-	free(p);
-}
+/* libwms's allocations and live blocks, the fail_at-th failing. */
+static count_alloc A;
 
 static wms_status new_client(wms_client **c, wms_breaker_scope scope, wms_breaker_mode mode,
 			     wms_error *err)
@@ -520,7 +490,7 @@ static wms_status new_client(wms_client **c, wms_breaker_scope scope, wms_breake
  * per-operation breaker that cannot be made frees the ones made before it. */
 static void new_client_frees_everything_on_nomem(void **state)
 {
-	const wms_allocator al = { a_malloc, a_realloc, a_free, NULL };
+	const wms_allocator al = count_alloc_hooks(&A);
 	static const wms_breaker_scope scopes[] = { WMS_BREAKER_PER_CLIENT,
 						    WMS_BREAKER_PER_OPERATION };
 	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,

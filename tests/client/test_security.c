@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include "wms/sys/alloc.h"
 #include "fake_transport.h"
+#include "count_alloc.h"
 
 #define SECRET "s3cr3t-P4ss"
 
@@ -294,43 +295,13 @@ static void tls_options_reach_the_transport(void **state)
 
 /* Counts live blocks; fails the fail_at-th allocation made after the first
  * send and before the second (the retry's envelope build). */
-static struct {
-	const fake *t;
-	long calls, fail_at, live;
-} R;
+static count_alloc R;
+static const fake *retry_t;
 
-static int retry_alloc_fails(void)
-{
-	return R.t && R.t->sends == 1 && ++R.calls == R.fail_at;
-}
-
-static void *r_malloc(size_t n, void *ctx)
-{
-	void *p;
-	(void)ctx;
-	if (retry_alloc_fails())
-		return NULL;
-	p = malloc(n);
-	if (p)
-		R.live++;
-	return p;
-}
-
-static void *r_realloc(void *p, size_t n, void *ctx)
-{
-	if (!p)
-		return r_malloc(n, ctx);
-	if (retry_alloc_fails())
-		return NULL;
-	return realloc(p, n);
-}
-
-static void r_free(void *p, void *ctx)
+static int between_the_sends(void *ctx)
 {
 	(void)ctx;
-	if (p)
-		R.live--;
-	free(p);
+	return retry_t && retry_t->sends == 1;
 }
 
 /* With WS-Security every retry builds its envelope anew. When that build
@@ -340,7 +311,7 @@ static void r_free(void *p, void *ctx)
  * the request was sent), the first attempt's status in the message. */
 static void retry_rebuild_out_of_memory(void **state)
 {
-	const wms_allocator al = { r_malloc, r_realloc, r_free, NULL };
+	const wms_allocator al = count_alloc_hooks(&R);
 	static const struct {
 		wms_status fail;
 		wms_delivery delivery;
@@ -361,6 +332,7 @@ static void retry_rebuild_out_of_memory(void **state)
 			fx x;
 
 			memset(&R, 0, sizeof(R));
+			R.counts = between_the_sends;
 			R.fail_at = n; /* 0: the clean run, which counts */
 			o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
 			o.wsse_username = "fulfillment";
@@ -375,9 +347,9 @@ static void retry_rebuild_out_of_memory(void **state)
 			x.t->seq[1].content_type = "text/xml";
 			x.t->seq[1].body = submit_ok;
 			x.t->seq_len = 2;
-			R.t = x.t;
+			retry_t = x.t;
 			st = submit(&x, &err);
-			R.t = NULL;
+			retry_t = NULL;
 			wms_breaker_snapshot_get(&snap, wms_client_breaker(x.c));
 			if (n == 0) {
 				assert_int_equal(st, WMS_OK);

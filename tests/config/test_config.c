@@ -14,6 +14,7 @@
 #include "cfg_util.h"
 #include "wms/config.h"
 #include "wms/sys/alloc.h"
+#include "count_alloc.h"
 
 #define MS 1000000ull
 
@@ -999,45 +1000,13 @@ static void deep_nesting(void **state)
 
 /* ---- allocation failures ------------------------------------------------ */
 
-static struct {
-	long calls, fail_at, live;
-} A;
-
-static void *a_malloc(size_t n, void *ctx)
-{
-	void *p;
-	(void)ctx;
-	if (++A.calls == A.fail_at)
-		return NULL;
-	p = malloc(n);
-	if (p)
-		A.live++;
-	return p;
-}
-
-static void *a_realloc(void *p, size_t n, void *ctx)
-{
-	(void)ctx;
-	if (!p)
-		return a_malloc(n, ctx);
-	if (++A.calls == A.fail_at)
-		return NULL;
-	return realloc(p, n);
-}
-
-static void a_free(void *p, void *ctx)
-{
-	(void)ctx;
-	if (p)
-		A.live--;
-	free(p);
-}
+static count_alloc A;
 
 /* Fail the N-th allocation for every N until loading succeeds: each
  * failure is WMS_ERR_NOMEM and leaves nothing allocated. */
 static void allocation_failures(void **state)
 {
-	const wms_allocator al = { a_malloc, a_realloc, a_free, NULL };
+	const wms_allocator al = count_alloc_hooks(&A);
 	const char *full = cfg_source_path("tests/config/good/full.yaml");
 	char path[4096];
 	int pass;
