@@ -252,6 +252,35 @@ size_t wms__utf8_whole(const char *s, size_t n)
 	return n - (k - 1) < need ? k - 1 : n;
 }
 
+int wms__utf8_text_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		uint32_t c = *p;
+		size_t n, i;
+		if (c < 0x80) {
+			if (c < 0x20 || c == 0x7f)
+				return 0;
+			p++;
+			continue;
+		}
+		n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+		if (!n || c > 0xF4)
+			return 0;
+		c &= n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u;
+		for (i = 1; i < n; i++) {
+			if ((p[i] & 0xC0) != 0x80) /* also stops at the NUL */
+				return 0;
+			c = (c << 6) | (p[i] & 0x3Fu);
+		}
+		if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+		    (c >= 0xD800 && c <= 0xDFFF) || (c >= 0x80 && c <= 0x9F))
+			return 0;
+		p += n;
+	}
+	return 1;
+}
+
 void wms__strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n;

@@ -132,6 +132,9 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 	}
 	if (!o->name)
 		o->name = "wms";
+	/* It goes into JSON and Prometheus labels as it is. */
+	if (!*o->name || !wms__utf8_text_ok(o->name))
+		return WMS_ERR_INVALID_ARG;
 	if (!o->failure_threshold)
 		o->failure_threshold = 5;
 	if (!o->failure_rate_threshold)

@@ -175,7 +175,9 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 		h->user_fn = bo.on_state_change;
 		h->user_ctx = bo.event_ctx;
 		if (n > 1) {
+			/* a long base is cut on a whole character, as a name must be */
 			snprintf(name, sizeof(name), "%s.%s", base, h->operation);
+			name[wms__utf8_whole(name, strlen(name))] = '\0';
 			bo.name = name;
 		}
 		bo.on_state_change = on_breaker_event;

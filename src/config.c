@@ -616,12 +616,18 @@ not_number:
 		       (unsigned long long)d->lo, (unsigned long long)d->hi, got);
 }
 
+/* C0, DEL, and the C1 controls U+0080-U+009F (UTF-8 C2 80..C2 9F). */
 static int has_control(const char *s, size_t n)
 {
 	size_t i;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
 			return 1;
+		if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9F)
+			return 1;
+	}
 	return 0;
 }
 
@@ -796,6 +802,8 @@ static wms_status parse_block(parser *p, enum block block, size_t keyline)
 		if (p->ev.type != YAML_SCALAR_EVENT)
 			return fail_at(p, line, path, NULL, "keys must be scalars, not %s",
 				       node_kind(&p->ev));
+		if (p->ev.data.scalar.tag)
+			return fail_at(p, line, path, NULL, "explicit YAML tags are not supported");
 		d = find_key(block, (const char *)p->ev.data.scalar.value, p->ev.data.scalar.length);
 		if (!d) {
 			echo(got, sizeof(got), (const char *)p->ev.data.scalar.value,

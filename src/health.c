@@ -1,4 +1,6 @@
 /* Health (JSON) and Prometheus renderings of breaker snapshots. */
+#include <locale.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,14 +23,31 @@ static wms_status putf(wms__buf *b, const char *fmt, ...)
 #endif
 	;
 
+/* JSON and the Prometheus text want "33.33" whatever LC_NUMERIC the
+ * application chose ("33,33" under de_DE is neither): numbers are printed
+ * in the C locale, on this thread only, for the one call. */
+static locale_t c_numeric;
+static pthread_once_t c_numeric_once = PTHREAD_ONCE_INIT;
+
+static void c_numeric_init(void)
+{
+	c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
 static wms_status putf(wms__buf *b, const char *fmt, ...)
 {
 	char tmp[512];
+	locale_t old = (locale_t)0;
 	va_list ap;
 	int n;
+	pthread_once(&c_numeric_once, c_numeric_init);
+	if (!c_numeric)
+		return WMS_ERR_NOMEM;
+	old = uselocale(c_numeric);
 	va_start(ap, fmt);
 	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
+	uselocale(old);
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return WMS_ERR_INTERNAL;
 	return wms__buf_append(b, tmp, (size_t)n);

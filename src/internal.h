@@ -38,6 +38,10 @@ void wms__strlcpy(char *dst, const char *src, size_t size);
 /* The length of s[0..n) without a UTF-8 character cut short at its end. */
 size_t wms__utf8_whole(const char *s, size_t n);
 
+/* Whether s is valid UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF) without control characters (C0, DEL, C1). */
+int wms__utf8_text_ok(const char *s);
+
 /* A growable byte buffer (NUL-terminated when non-empty). */
 typedef struct wms__buf {
 	char *data;

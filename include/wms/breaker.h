@@ -76,7 +76,8 @@ typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *ctx);
  *  of its range makes wms_breaker_new() return WMS_ERR_INVALID_ARG. */
 typedef struct wms_breaker_options {
 	unsigned version;
-	/** Name used in events, metrics and health output. Default "wms". Copied. */
+	/** Name used in events, metrics and health output: UTF-8 text without
+	 *  control characters. Default "wms". Copied. */
 	const char *name;
 	wms_breaker_mode mode;                 /**< default CONSECUTIVE */
 	uint32_t failure_threshold;            /**< consecutive: failures to open; default 5; 1-1000000 */

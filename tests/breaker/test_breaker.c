@@ -411,6 +411,24 @@ static void slow_call_started_at_clock_zero(void **state)
 	fx_free(f);
 }
 
+/* The name goes into JSON and Prometheus labels as it is: it must be
+ * UTF-8 text without control characters. */
+static void names_are_text(void **state)
+{
+	static const char *const bad[] = { "", "a\xff", "a\x01", "a\xc2\x85" "b", "a\xed\xa0\x80" };
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker *b = NULL;
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o.name = bad[i];
+		assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
+		assert_null(b);
+	}
+	o.name = "entrep\xc3\xb4t \"est\"";
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_OK);
+	wms_breaker_free(b);
+}
+
 static void probe_that_never_reports_counts_as_failed(void **state)
 {
 	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
@@ -789,6 +807,7 @@ int main(void)
 		cmocka_unit_test(time_window_late_record_keeps_newer_seconds),
 		cmocka_unit_test(reset_then_late_permits),
 		cmocka_unit_test(slow_call_started_at_clock_zero),
+		cmocka_unit_test(names_are_text),
 		cmocka_unit_test(probe_that_never_reports_counts_as_failed),
 		cmocka_unit_test(manual_controls),
 		cmocka_unit_test(open_duration_grows_and_is_capped),

@@ -3,11 +3,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <locale.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "fake_transport.h"
 #include "wms/health.h"
+#include "wms/breaker.h"
 
 static void trip_submit(fx *x)
 {
@@ -86,12 +89,71 @@ static void prometheus_text(void **state)
 	wms_client_free(x.c);
 }
 
+/* A count-based breaker at 1 failure of 3 (33.33 %): its rates as the
+ * documents print them, under whatever LC_NUMERIC is in force. */
+static void rates_documents(char **json, char **prom)
+{
+	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker *b;
+	wms_breaker_permit p;
+	int i;
+	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.sliding_window_size = 10;
+	o.minimum_number_of_calls = 3;
+	o.failure_rate_threshold = 90;
+	o.name = "rates";
+	assert_int_equal(wms_breaker_new(&b, &o), WMS_OK);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_OK);
+		wms_breaker_record(b, &p, i ? WMS_OUTCOME_SUCCESS : WMS_OUTCOME_FAILURE);
+	}
+	assert_int_equal(wms_health_json(json, &b, 1), WMS_OK);
+	assert_int_equal(wms_health_prometheus(prom, &b, 1, NULL), WMS_OK);
+	wms_breaker_free(b);
+}
+
+/* JSON and Prometheus numbers use '.', also when the application runs
+ * under a locale whose decimal separator is ',' (de_DE, built for the test
+ * with localedef; skipped where its definitions are not installed). */
+static void numbers_ignore_the_locale(void **state)
+{
+	char dir[] = "/tmp/wms-locale-XXXXXX", cmd[256], probe[16], *json, *prom;
+	int active;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1",
+		 dir);
+	if (system(cmd) == -1) /* its status may be 1 for mere warnings */
+		skip();
+	setenv("LOCPATH", dir, 1);
+	active = setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL;
+	snprintf(probe, sizeof(probe), "%.1f", 1.5);
+	if (active && strcmp(probe, "1,5") != 0)
+		active = 0;
+	if (active) {
+		rates_documents(&json, &prom);
+		setlocale(LC_NUMERIC, "C");
+	}
+	unsetenv("LOCPATH");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	if (!active)
+		skip(); /* no de_DE definitions here: nothing to show */
+	assert_non_null(strstr(json, "\"failure_rate\":33.33,"));
+	assert_null(strstr(json, "33,33"));
+	assert_non_null(strstr(prom, "failure_rate_percent{breaker=\"rates\"} 33.3"));
+	assert_null(strstr(prom, "33,3"));
+	wms_free(json);
+	wms_free(prom);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_document),
 		cmocka_unit_test(all_open_is_down),
 		cmocka_unit_test(prometheus_text),
+		cmocka_unit_test(numbers_ignore_the_locale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
