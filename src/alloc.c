@@ -252,31 +252,47 @@ size_t wms__utf8_whole(const char *s, size_t n)
 	return n - (k - 1) < need ? k - 1 : n;
 }
 
+/* Decode one UTF-8 sequence at s (strict: no overlongs, no surrogates, at
+ * most U+10FFFF). Returns its length, 0 when malformed. */
+size_t wms__utf8_decode(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t c;
+	size_t n, i;
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	} else if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+		c = s[0] & 0x1Fu;
+		n = 2;
+	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+		c = s[0] & 0x0Fu;
+		n = 3;
+	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+		c = s[0] & 0x07u;
+		n = 4;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
+			return 0;
+		c = (c << 6) | (s[i] & 0x3Fu);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+	    (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*cp = c;
+	return n;
+}
+
 int wms__utf8_text_ok(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		uint32_t c = *p;
-		size_t n, i;
-		if (c < 0x80) {
-			if (c < 0x20 || c == 0x7f)
-				return 0;
-			p++;
-			continue;
-		}
-		n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-		if (!n || c > 0xF4)
+	uint32_t c = 0;
+	size_t n;
+	for (; *p; p += n) {
+		if (!(n = wms__utf8_decode(p, &c)) || c < 0x20 || (c >= 0x7F && c <= 0x9F))
 			return 0;
-		c &= n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u;
-		for (i = 1; i < n; i++) {
-			if ((p[i] & 0xC0) != 0x80) /* also stops at the NUL */
-				return 0;
-			c = (c << 6) | (p[i] & 0x3Fu);
-		}
-		if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-		    (c >= 0xD800 && c <= 0xDFFF) || (c >= 0x80 && c <= 0x9F))
-			return 0;
-		p += n;
 	}
 	return 1;
 }

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "wms/errors.h"
 
 /* The one allocation seam: everything in libwms allocates through these
@@ -37,6 +38,11 @@ void wms__strlcpy(char *dst, const char *src, size_t size);
 
 /* The length of s[0..n) without a UTF-8 character cut short at its end. */
 size_t wms__utf8_whole(const char *s, size_t n);
+
+/* Decode one UTF-8 sequence at s (NUL-terminated; strict: no overlongs,
+ * surrogates or code points past U+10FFFF) into *cp. Returns its length,
+ * 0 when malformed. */
+size_t wms__utf8_decode(const unsigned char *s, uint32_t *cp);
 
 /* Whether s is valid UTF-8 (no overlongs, surrogates or code points past
  * U+10FFFF) without control characters (C0, DEL, C1). */

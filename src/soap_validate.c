@@ -39,39 +39,6 @@ static wms_status check_id(const char *s, const char *field, wms_error *err)
 	return WMS_OK;
 }
 
-/* Decode one UTF-8 sequence at s (strict: no overlongs, no surrogates, at
- * most U+10FFFF). Returns its length, 0 when malformed. */
-static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t c;
-	size_t n, i;
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	} else if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-		c = s[0] & 0x1Fu;
-		n = 2;
-	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-		c = s[0] & 0x0Fu;
-		n = 3;
-	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-		c = s[0] & 0x07u;
-		n = 4;
-	} else {
-		return 0;
-	}
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
-			return 0;
-		c = (c << 6) | (s[i] & 0x3Fu);
-	}
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-	    (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	*cp = c;
-	return n;
-}
-
 /* Free text (address fields, reason): valid UTF-8, at most 256 bytes, no
  * control characters and nothing XML 1.0 cannot carry. `required` rejects
  * NULL and "". */
@@ -90,7 +57,7 @@ static wms_status check_text(const char *s, const char *field, int required, wms
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "%s: must be at most %u bytes (got %zu)", field, TEXT_MAX, len);
 	for (i = 0; i < len; i += n) {
-		n = utf8_decode((const unsigned char *)s + i, &cp);
+		n = wms__utf8_decode((const unsigned char *)s + i, &cp);
 		if (!n)
 			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					 "%s: invalid UTF-8 at byte %zu", field, i);
