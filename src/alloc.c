@@ -310,7 +310,7 @@ void wms__strlcpy(char *dst, const char *src, size_t size)
 	dst[n] = '\0';
 }
 
-wms_status wms__buf_append(wms__buf *b, const void *data, size_t len)
+wms_status wms__buf_reserve(wms__buf *b, size_t len)
 {
 	if (len > SIZE_MAX - b->len - 1)
 		return WMS_ERR_NOMEM;
@@ -325,6 +325,14 @@ wms_status wms__buf_append(wms__buf *b, const void *data, size_t len)
 		b->data = p;
 		b->cap = cap;
 	}
+	return WMS_OK;
+}
+
+wms_status wms__buf_append(wms__buf *b, const void *data, size_t len)
+{
+	wms_status rc = wms__buf_reserve(b, len);
+	if (rc != WMS_OK)
+		return rc;
 	if (len)
 		memcpy(b->data + b->len, data, len);
 	b->len += len;

@@ -56,6 +56,8 @@ typedef struct wms__buf {
 } wms__buf;
 
 wms_status wms__buf_append(wms__buf *b, const void *data, size_t len);
+/* Room for `len` more bytes (and the NUL) without growing again. */
+wms_status wms__buf_reserve(wms__buf *b, size_t len);
 void wms__buf_free(wms__buf *b);
 
 /* A SOAP fault code (prefix stripped) that rejects the request itself:

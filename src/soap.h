@@ -133,6 +133,7 @@ typedef struct wms__xml_quiet {
 	void *saved_structured_ctx;
 	void (*saved_generic)(void);
 	void *saved_generic_ctx;
+	void *slot[4]; /* where this thread's four handler variables live */
 	int errors;     /* errors caught since _begin */
 	int first_code; /* libxml2's xmlParserErrors code of the first one */
 	int nomem;      /* one of them was XML_ERR_NO_MEMORY */

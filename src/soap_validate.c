@@ -57,6 +57,10 @@ static wms_status check_text(const char *s, const char *field, int required, wms
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "%s: must be at most %u bytes (got %zu)", field, TEXT_MAX, len);
 	for (i = 0; i < len; i += n) {
+		unsigned char c = (unsigned char)s[i];
+		n = 1;
+		if (c >= 0x20 && c < 0x7F)
+			continue; /* printable ASCII: most text, decoded without a call */
 		n = wms__utf8_decode((const unsigned char *)s + i, &cp);
 		if (!n)
 			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,

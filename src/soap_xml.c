@@ -85,24 +85,42 @@ static void quiet_generic(void *ctx, const char *msg, ...)
 		q->first_code = XML_ERR_INTERNAL_ERROR;
 }
 
+/* libxml2's four handler variables are per-thread slots, each reached
+ * through a function call (its globals.h macros): looked up once a guard,
+ * then read and written in place, as xmlSetStructuredErrorFunc and
+ * xmlSetGenericErrorFunc do. */
 void wms__xml_quiet_begin(wms__xml_quiet *q)
 {
+	xmlStructuredErrorFunc *structured = &xmlStructuredError;
+	void **structured_ctx = &xmlStructuredErrorContext;
+	xmlGenericErrorFunc *generic = &xmlGenericError;
+	void **generic_ctx = &xmlGenericErrorContext;
+
 	memset(q, 0, sizeof(*q));
+	q->slot[0] = structured;
+	q->slot[1] = structured_ctx;
+	q->slot[2] = generic;
+	q->slot[3] = generic_ctx;
 	/* Function pointers are stored as another function pointer type and
 	 * converted back before use, which C allows. */
-	q->saved_structured = (void (*)(void))xmlStructuredError;
-	q->saved_structured_ctx = xmlStructuredErrorContext;
-	q->saved_generic = (void (*)(void))xmlGenericError;
-	q->saved_generic_ctx = xmlGenericErrorContext;
-	xmlSetStructuredErrorFunc(q, quiet_structured);
-	xmlSetGenericErrorFunc(q, quiet_generic);
+	q->saved_structured = (void (*)(void))*structured;
+	q->saved_structured_ctx = *structured_ctx;
+	q->saved_generic = (void (*)(void))*generic;
+	q->saved_generic_ctx = *generic_ctx;
+	*structured_ctx = q;
+	*structured = quiet_structured;
+	*generic_ctx = q;
+	*generic = quiet_generic;
 }
 
 void wms__xml_quiet_end(wms__xml_quiet *q)
 {
-	xmlSetStructuredErrorFunc(q->saved_structured_ctx,
-				  (xmlStructuredErrorFunc)q->saved_structured);
-	/* NULL would install libxml2's default (stderr) handler, which is what
-	 * a NULL saved value meant anyway. */
-	xmlSetGenericErrorFunc(q->saved_generic_ctx, (xmlGenericErrorFunc)q->saved_generic);
+	*(void **)q->slot[1] = q->saved_structured_ctx;
+	*(xmlStructuredErrorFunc *)q->slot[0] = (xmlStructuredErrorFunc)q->saved_structured;
+	*(void **)q->slot[3] = q->saved_generic_ctx;
+	/* never NULL (libxml2 starts with its default), but NULL would mean it */
+	if (q->saved_generic)
+		*(xmlGenericErrorFunc *)q->slot[2] = (xmlGenericErrorFunc)q->saved_generic;
+	else
+		xmlSetGenericErrorFunc(q->saved_generic_ctx, NULL);
 }

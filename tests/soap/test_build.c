@@ -689,7 +689,9 @@ static void workspace_failed_allocation(void **state)
 
 	order.lines = lines;
 	order.line_count = 4;
-	order.ship_to.line2 = "x";
+	/* markup and non-ASCII: a save context made anew after a failure
+	 * must escape as the first one did (see "The frame") */
+	order.ship_to.line2 = "Z\xc3\xbcrich & <Hof> \xe2\x82\xac";
 	order.order_id = "ORD-OTHER";
 	assert_int_equal(wms__build_request(&ref, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
 	for (n = 1;; n++) {
@@ -721,6 +723,62 @@ static void workspace_failed_allocation(void **state)
 		wms__buf_free(&b);
 	}
 	assert_true(nomem > 5);
+	wms__buf_free(&ref);
+	wms__build_ws_free(ws.build);
+}
+
+/* The frame a kept envelope learnt outlives the save context it came from:
+ * when another operation's failed serialisation closes that context, the
+ * next call is written inside the frame by a new one, which must escape
+ * as the first did (markup escaped, non-ASCII as it is: see "The frame"). */
+static void workspace_frame_survives_a_new_save_context(void **state)
+{
+	static char skus[WMS_MAX_SKUS][24];
+	static const char *sku_ptrs[WMS_MAX_SKUS];
+	wms_order order = golden_order();
+	wms__request r = { WMS__OP_SUBMIT_ORDER, &order, NULL, NULL, NULL, 0 };
+	wms__request big = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, sku_ptrs, WMS_MAX_SKUS };
+	wms__xml_ws ws = { NULL, NULL };
+	wms__buf ref = { NULL, 0, 0 }, b = { NULL, 0, 0 };
+	long n, base, renewed = 0, nomem = 0;
+	(void)state;
+
+	for (size_t i = 0; i < WMS_MAX_SKUS; i++) {
+		snprintf(skus[i], sizeof(skus[i]), "SKU-%06zu-ABCDEFGH", i);
+		sku_ptrs[i] = skus[i];
+	}
+	order.ship_to.name = "Z\xc3\xbcrich & <Hof> \xe2\x82\xac";
+	assert_int_equal(wms__build_request(&ref, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	/* learn the frame, then what a framed call allocates in libxml2 */
+	assert_int_equal(wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	wms__buf_free(&b);
+	util_xml_mem_fail_at(0);
+	assert_int_equal(wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	base = util_xml_mem_count();
+	wms__buf_free(&b);
+	for (n = 1; n < 5000; n++) {
+		wms_status rc;
+		util_xml_mem_fail_at(n);
+		rc = wms__build_request_ws(&ws, &b, WMS_SOAP_11, &big, NULL, NULL);
+		util_xml_mem_reset();
+		wms__buf_free(&b);
+		if (rc != WMS_OK) {
+			assert_int_equal(rc, WMS_ERR_NOMEM);
+			nomem++;
+		}
+		util_xml_mem_fail_at(0);
+		assert_int_equal(wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+		if (util_xml_mem_count() > base)
+			renewed++; /* a new save context (or a tree built anew) */
+		util_xml_mem_reset();
+		assert_int_equal(b.len, ref.len);
+		assert_memory_equal(b.data, ref.data, b.len);
+		wms__buf_free(&b);
+		if (rc == WMS_OK && nomem)
+			break;
+	}
+	assert_true(nomem > 0);
+	assert_true(renewed > 0);
 	wms__buf_free(&ref);
 	wms__build_ws_free(ws.build);
 }
@@ -760,6 +818,7 @@ int main(void)
 		cmocka_unit_test(workspace_headers),
 		cmocka_unit_test(wsse_text_is_checked),
 		cmocka_unit_test(workspace_failed_allocation),
+		cmocka_unit_test(workspace_frame_survives_a_new_save_context),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
 	regenerate = r && *r && strcmp(r, "0") != 0;
