@@ -574,10 +574,10 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 	(snprintf(name, sizeof(name), "e2e_%s_%s", what, tag), figure(name, v, d))
 	E2E_FIGURE("wms_calls_per_s", median(wms_rate, rounds), 0);
 	E2E_FIGURE("raw_curl_calls_per_s", median(raw_rate, rounds), 0);
-	E2E_FIGURE("ratio_vs_raw_curl", median(ratio, rounds), 2);
+	E2E_FIGURE("ratio_vs_raw_curl", median(ratio, rounds), 3);
 	E2E_FIGURE("wms_caller_cpu_us_per_call", median(wms_cpu, rounds), 2);
 	E2E_FIGURE("raw_curl_caller_cpu_us_per_call", median(raw_cpu, rounds), 2);
-	E2E_FIGURE("raw_curl_with_libwms_xml_ratio_vs_raw_curl", median(xml_ratio, rounds), 2);
+	E2E_FIGURE("raw_curl_with_libwms_xml_ratio_vs_raw_curl", median(xml_ratio, rounds), 3);
 #undef E2E_FIGURE
 	printf("# e2e %s: server on CPU %d, callers on CPU %d (-1: not pinned); %d rounds of %llu ms "
 	       "each side; the server saw %llu requests on %llu connections (keep-alive)\n",

@@ -86,12 +86,20 @@ static int starts_ci(const char *p, const char *end, const char *lit)
 	return 1;
 }
 
+/* The first `lit` in [p, end), or NULL. */
 static const char *find_lit(const char *p, const char *end, const char *lit)
 {
 	size_t n = strlen(lit);
-	for (; (size_t)(end - p) >= n; p++)
-		if (!memcmp(p, lit, n))
-			return p;
+	if (!n)
+		return p;
+	while ((size_t)(end - p) >= n) {
+		const char *q = memchr(p, lit[0], (size_t)(end - p) - n + 1);
+		if (!q)
+			return NULL;
+		if (!memcmp(q, lit, n))
+			return q;
+		p = q + 1;
+	}
 	return NULL;
 }
 

@@ -212,6 +212,9 @@ struct conn {
 	int headers_soap11;
 };
 
+_Static_assert(sizeof(((struct conn *)0)->corr_line) >= sizeof("X-Correlation-Id: ") + 60,
+	       "corr_line holds the header name and 60 bytes of id");
+
 struct curl_transport {
 	wms_transport parent;
 	CURLSH *share;
@@ -1254,8 +1257,13 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 			tail = tail->next;
 		if (tail && req->correlation_id && *req->correlation_id &&
 		    !has_crlf(req->correlation_id)) {
-			snprintf(k->corr_line, sizeof(k->corr_line), "X-Correlation-Id: %.60s",
-				 req->correlation_id);
+			/* "X-Correlation-Id: " and at most 60 bytes of the id
+			 * (as "%.60s" would, without a printf per call) */
+			static const char name[] = "X-Correlation-Id: ";
+			size_t n = strnlen(req->correlation_id, 60);
+			memcpy(k->corr_line, name, sizeof(name) - 1);
+			memcpy(k->corr_line + sizeof(name) - 1, req->correlation_id, n);
+			k->corr_line[sizeof(name) - 1 + n] = '\0';
 			k->corr_node.data = k->corr_line;
 			k->corr_node.next = NULL;
 			tail->next = &k->corr_node;

@@ -394,6 +394,13 @@ static void test_wire_correlation_and_basic(void **state)
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "X-Correlation-Id", v, sizeof(v)), 1);
 	assert_string_equal(v, "wms-0badc0de-000002");
+	/* a caller's own id longer than 60 bytes goes out cut to 60 */
+	f->req.correlation_id = "0123456789abcdefghij0123456789ABCDEFGHIJ0123456789klmnopqrstTAIL";
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "X-Correlation-Id", v, sizeof(v)), 1);
+	assert_string_equal(v, "0123456789abcdefghij0123456789ABCDEFGHIJ0123456789klmnopqrst");
+	f->req.correlation_id = "wms-0badc0de-000002";
 	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
 	assert_string_equal(v, "\"" ACTION "\"");
 	/* credentials dropped: no Authorization any more */
