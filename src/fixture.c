@@ -714,7 +714,8 @@ typedef enum fault_kind {
 	FAULT_REFUSED,
 	FAULT_RESET,
 	FAULT_DNS,
-	FAULT_CONNECT_TIMEOUT /* a timeout before the request left: NOT_SENT */
+	FAULT_CONNECT_TIMEOUT, /* a timeout before the request left: NOT_SENT */
+	FAULT_RESET_BEFORE_SEND /* a reset before the request left: NOT_SENT */
 } fault_kind;
 
 typedef struct fixture {
@@ -1282,6 +1283,8 @@ static wms_status load_fault(fixture *fx, const xmlNode *f, wms_error *err)
 		fx->fault = FAULT_REFUSED;
 	else if (kind && strcmp(xs(kind), "reset") == 0)
 		fx->fault = FAULT_RESET;
+	else if (kind && strcmp(xs(kind), "reset-before-send") == 0)
+		fx->fault = FAULT_RESET_BEFORE_SEND;
 	else if (kind && strcmp(xs(kind), "dns") == 0)
 		fx->fault = FAULT_DNS;
 	else if (kind && strcmp(xs(kind), "connect-timeout") == 0)
@@ -1289,7 +1292,7 @@ static wms_status load_fault(fixture *fx, const xmlNode *f, wms_error *err)
 	else {
 		st = bad_fixture(err, fx->path, xmlGetLineNo(f),
 				 "<fault kind=\"%.30s\">: expected timeout, connect-timeout, refused, "
-				 "reset or dns",
+				 "reset, reset-before-send or dns",
 				 kind ? xs(kind) : "(missing)");
 		goto done;
 	}
@@ -1604,6 +1607,13 @@ static wms_status answer(const replay *r, const fixture *fx, const wms_http_requ
 			break;
 		return wms__fail(err, WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN,
 				 "replayed connection reset by peer (fixture %s)", p);
+	case FAULT_RESET_BEFORE_SEND:
+		if (late)
+			break;
+		return wms__fail(err, WMS_ERR_TRANSPORT, WMS_DELIVERY_NOT_SENT,
+				 "replayed connection reset before the request left, nothing sent "
+				 "(fixture %s)",
+				 p);
 	case FAULT_NONE:
 		if (late)
 			return wms__fail(err, WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
@@ -1629,8 +1639,9 @@ static wms_status answer(const replay *r, const fixture *fx, const wms_http_requ
 			return wms__fail(err, st, WMS_DELIVERY_ANSWERED, "out of memory");
 		return WMS_OK;
 	}
-	/* A connect-phase fault recorded after the deadline: the deadline wins,
-	 * and the request still never left. */
+	/* A fault recorded after the deadline: the deadline wins, and a
+	 * connect-phase fault's request (refused, dns, reset-before-send)
+	 * still never left. */
 	return wms__fail(err, WMS_ERR_TIMEOUT,
 			 fx->fault == FAULT_RESET ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT,
 			 "replayed fault after %u ms, past the %u ms timeout (fixture %s)",
@@ -2371,6 +2382,7 @@ static const char *fault_name(fault_kind k)
 	case FAULT_RESET: return "reset";
 	case FAULT_DNS: return "dns";
 	case FAULT_CONNECT_TIMEOUT: return "connect-timeout";
+	case FAULT_RESET_BEFORE_SEND: return "reset-before-send";
 	case FAULT_NONE: return "none";
 	}
 	return "none";
@@ -2625,7 +2637,8 @@ static wms_status record_send(wms_transport *self, const wms_http_request *req,
 			 e->curl_code == CURL_CODE_RESOLVE_PROXY) ? FAULT_DNS : FAULT_REFUSED;
 		break;
 	case WMS_ERR_TRANSPORT:
-		fault = FAULT_RESET;
+		/* a reset before any byte left keeps NOT_SENT: safe to resend */
+		fault = e->delivery == WMS_DELIVERY_NOT_SENT ? FAULT_RESET_BEFORE_SEND : FAULT_RESET;
 		break;
 	case WMS_ERR_INVALID_ARG:
 	case WMS_ERR_NOMEM:

@@ -4,14 +4,15 @@
  *
  * A fixture is one file per exchange (format: tests/fixtures/README.md):
  * what the request must look like and the reply that was recorded, or a
- * recorded network fault (timeout, connect-timeout, refused, reset, dns),
- * replayed with the status and delivery the live call had. The replay transport
- * matches each request SOAP-aware: same SOAPAction, and the same XML once
- * canonicalised (namespace prefixes, attribute order, comments and
- * whitespace between elements ignored), with the fixture's named volatile
- * elements masked. A request that matches nothing gets WMS_ERR_FIXTURE
- * (delivery NOT_SENT), a one-line summary on the error message and a
- * unified diff against the nearest fixture through the mismatch callback.
+ * recorded network fault (timeout, connect-timeout, refused, reset,
+ * reset-before-send, dns), replayed with the status and delivery the live
+ * call had. The replay transport matches each request SOAP-aware: same
+ * SOAPAction, and the same XML once canonicalised (namespace prefixes,
+ * attribute order, comments and whitespace between elements ignored), with
+ * the fixture's named volatile elements masked. A request that matches
+ * nothing gets WMS_ERR_FIXTURE (delivery NOT_SENT), a one-line summary on
+ * the error message and a unified diff against the nearest fixture through
+ * the mismatch callback.
  *
  *     wms_replay_options ro = WMS_REPLAY_OPTIONS_INIT;
  *     const char *files[] = { "tests/fixtures/good/submit-order-ok.xml" };
@@ -125,11 +126,12 @@ WMS_EXTERN(wms_status) wms_record_options_init(wms_record_options *opts, unsigne
  * forwards every request and writes the exchange to opts->directory: the
  * request body with WS-Security Password and Nonce contents replaced by
  * "REDACTED" (and masked), the reply's status, Content-Type and body, or a
- * <fault> for TIMEOUT (timeout), CONNECT (refused or dns) and TRANSPORT
- * (reset) failures; other failures are passed on unrecorded. Each file is
- * written atomically (temporary file + rename). When the inner transport
- * succeeded but the file cannot be written, `send` fails with
- * WMS_ERR_FIXTURE (delivery ANSWERED, the reply still filled in).
+ * <fault> for TIMEOUT (timeout or connect-timeout), CONNECT (refused or dns)
+ * and TRANSPORT (reset, or reset-before-send when NOT_SENT) failures; other
+ * failures are passed on unrecorded. Each file is written atomically
+ * (temporary file + rename). When the inner transport succeeded but the file
+ * cannot be written, `send` fails with WMS_ERR_FIXTURE (delivery ANSWERED,
+ * the reply still filled in).
  */
 WMS_EXTERN(wms_status) wms_record_transport_new(wms_transport **out, wms_transport *inner,
 						const wms_record_options *opts, wms_error *err);
