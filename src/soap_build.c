@@ -445,8 +445,11 @@ static wms_status serialise(wms__buf *out, envelope *e, wms__build_ws *ws)
 		if (ws)
 			ws->save = NULL;
 	}
+	/* The request element is never empty: nothing after the frame's first
+	 * half means libxml2 wrote nothing (see finish). */
 	if (framed && rc >= 0 && end_rc >= 0 &&
-	    wms__buf_append(sink, e->frame + e->frame_split, e->frame_len - e->frame_split) != WMS_OK)
+	    (sink->len <= e->frame_split ||
+	     wms__buf_append(sink, e->frame + e->frame_split, e->frame_len - e->frame_split) != WMS_OK))
 		rc = -1;
 	if (rc < 0 || end_rc < 0 || !sink->len) {
 		if (ws)
@@ -477,6 +480,13 @@ static wms_status finish(wms__buf *out, envelope *e, wms__build_ws *kept, wms_st
 	 * encoding) and carries on: never hand out such an envelope. */
 	if (rc == WMS_OK && quiet->errors)
 		rc = quiet->nomem ? WMS_ERR_NOMEM : WMS_ERR_INTERNAL;
+	/* An output buffer that could not grow keeps its error and writes
+	 * nothing ever after, while the save functions go on returning
+	 * success: a kept save context that saw any libxml2 error goes. */
+	if (kept && kept->save && quiet->errors) {
+		xmlSaveClose(kept->save);
+		kept->save = NULL;
+	}
 	if (rc == WMS_OK && kept && !e->frame && !e->body->prev && body.len <= KEEP_BODY_BYTES)
 		learn_frame(e, kept, &body, quiet);
 	if (!kept || rc != WMS_OK || quiet->errors || body.len > KEEP_BODY_BYTES)

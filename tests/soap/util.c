@@ -70,6 +70,7 @@ double util_now_ms(void)
 static _Atomic long mem_count, mem_fail_at;
 static _Atomic size_t mem_bytes;
 static _Atomic int mem_failed;
+static _Atomic size_t mem_failed_size;
 
 static int mem_should_fail(size_t n)
 {
@@ -77,6 +78,7 @@ static int mem_should_fail(size_t n)
 	mem_bytes += n;
 	if (mem_fail_at > 0 && count == mem_fail_at) {
 		mem_failed = 1;
+		mem_failed_size = n;
 		return 1;
 	}
 	return 0;
@@ -112,6 +114,7 @@ void util_xml_mem_fail_at(long n)
 	mem_count = 0;
 	mem_bytes = 0;
 	mem_failed = 0;
+	mem_failed_size = 0;
 	mem_fail_at = n;
 }
 
@@ -123,6 +126,7 @@ void util_xml_mem_reset(void)
 long util_xml_mem_count(void) { return mem_count; }
 size_t util_xml_mem_bytes(void) { return mem_bytes; }
 int util_xml_mem_failed(void) { return mem_failed; }
+size_t util_xml_mem_failed_size(void) { return mem_failed_size; }
 
 /* ---- stderr capture ---- */
 

@@ -31,6 +31,8 @@ long util_xml_mem_count(void);
 size_t util_xml_mem_bytes(void);
 /* Whether the injected failure has happened since the last fail_at. */
 int util_xml_mem_failed(void);
+/* The size asked for by the allocation that was failed (0: none). */
+size_t util_xml_mem_failed_size(void);
 
 /* Capture what is written to file descriptor 2 between _begin and _end;
  * _end returns the number of bytes written and copies up to size-1 of
