@@ -310,6 +310,21 @@ void wms__strlcpy(char *dst, const char *src, size_t size)
 	dst[n] = '\0';
 }
 
+const char *wms__find(const char *p, const char *end, const char *s, size_t n)
+{
+	if (!n)
+		return p;
+	while ((size_t)(end - p) >= n) {
+		const char *q = memchr(p, s[0], (size_t)(end - p) - n + 1);
+		if (!q)
+			return NULL;
+		if (!memcmp(q, s, n))
+			return q;
+		p = q + 1;
+	}
+	return NULL;
+}
+
 wms_status wms__buf_reserve(wms__buf *b, size_t len)
 {
 	if (len > SIZE_MAX - b->len - 1)

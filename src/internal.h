@@ -48,6 +48,9 @@ size_t wms__utf8_decode(const unsigned char *s, uint32_t *cp);
  * U+10FFFF) without control characters (C0, DEL, C1). */
 int wms__utf8_text_ok(const char *s);
 
+/* The first n bytes equal to s in [p, end), or NULL (n == 0: p). */
+const char *wms__find(const char *p, const char *end, const char *s, size_t n);
+
 /* A growable byte buffer (NUL-terminated when non-empty). */
 typedef struct wms__buf {
 	char *data;

@@ -393,7 +393,6 @@ static void learn_frame(envelope *e, wms__build_ws *ws, const wms__buf *full,
 	wms__xml_quiet before = *quiet;
 	wms__buf *req = &ws->sink;
 	const char *at = NULL;
-	size_t i;
 
 	if (!ws->save)
 		return;
@@ -406,9 +405,8 @@ static void learn_frame(envelope *e, wms__build_ws *ws, const wms__buf *full,
 		*quiet = before;
 		return;
 	}
-	for (i = 0; req->len && i + req->len <= full->len && !at; i++)
-		if (full->data[i] == req->data[0] && !memcmp(full->data + i, req->data, req->len))
-			at = full->data + i;
+	if (req->len)
+		at = wms__find(full->data, full->data + full->len, req->data, req->len);
 	if (at && (e->frame = wms__malloc(full->len - req->len + 1)) != NULL) {
 		e->frame_split = (size_t)(at - full->data);
 		e->frame_len = full->len - req->len;

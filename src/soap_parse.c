@@ -86,21 +86,9 @@ static int starts_ci(const char *p, const char *end, const char *lit)
 	return 1;
 }
 
-/* The first `lit` in [p, end), or NULL. */
 static const char *find_lit(const char *p, const char *end, const char *lit)
 {
-	size_t n = strlen(lit);
-	if (!n)
-		return p;
-	while ((size_t)(end - p) >= n) {
-		const char *q = memchr(p, lit[0], (size_t)(end - p) - n + 1);
-		if (!q)
-			return NULL;
-		if (!memcmp(q, lit, n))
-			return q;
-		p = q + 1;
-	}
-	return NULL;
+	return wms__find(p, end, lit, strlen(lit));
 }
 
 static const char *skip_space(const char *p, const char *end)
