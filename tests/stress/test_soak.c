@@ -5,7 +5,8 @@
  * healthy, hang, reply-lost (stored, then the connection dies before any
  * reply byte) and refuse. The service loop acts on the delivery verdict
  * only, as a real one would:
- *   NOT_SENT (refused, CIRCUIT_OPEN) -> resubmit later (after retry_after);
+ *   NOT_SENT (refused, reset before the request left, CIRCUIT_OPEN) ->
+ *              resubmit later (after retry_after);
  *   UNKNOWN -> resubmit with the same order id (even orders), or ask
  *              GetOrderStatus first and resubmit only if the WMS has no
  *              such order (odd orders);
@@ -135,7 +136,10 @@ static void retry_later(worker *w, int32_t i, wms_status st, const wms_error *er
 			w->c.resub_circuit_open++;
 			w->pause_until = now + wait;
 			push(w, i, now + wait);
-		} else if (st == WMS_ERR_CONNECT || st == WMS_ERR_TIMEOUT) {
+		} else if (st == WMS_ERR_CONNECT || st == WMS_ERR_TIMEOUT ||
+			   st == WMS_ERR_TRANSPORT) {
+			/* TRANSPORT: a connection the refuse fault cut before a
+			 * byte of the request left (curl 55, reset on send) */
 			w->c.resub_not_sent++;
 			w->pause_until = now + 5.0;
 			push(w, i, now + 5.0);
