@@ -691,6 +691,11 @@ void wms_breaker_release(wms_breaker *b, const wms_breaker_permit *p)
 	pthread_mutex_unlock(&b->lock);
 }
 
+int wms_breaker_permit_is_trial(const wms_breaker_permit *p)
+{
+	return p && (p->flags & PERMIT_TRIAL) ? 1 : 0;
+}
+
 wms_breaker_state wms_breaker_state_get(const wms_breaker *b)
 {
 	if (!b)

@@ -121,7 +121,9 @@ WMS_EXTERN(wms_status) wms_breaker_new(wms_breaker **out, const wms_breaker_opti
 /** NULL-safe. No call may be in flight on the breaker. */
 WMS_EXTERN(void) wms_breaker_free(wms_breaker *breaker);
 
-/** What acquire hands out; pass it back to record. Plain data, no cleanup. */
+/** What acquire hands out; pass it back to record. Plain data, no cleanup.
+ *  Its fields are the breaker's own (a non-zero `flags` does not make a
+ *  half-open trial): ask wms_breaker_permit_is_trial(). */
 typedef struct wms_breaker_permit {
 	uint64_t start_ns;
 	uint64_t epoch;
@@ -147,6 +149,16 @@ WMS_EXTERN(void) wms_breaker_record(wms_breaker *breaker, const wms_breaker_perm
 
 /** Hand back a permit without an outcome (the call was never made). */
 WMS_EXTERN(void) wms_breaker_release(wms_breaker *breaker, const wms_breaker_permit *permit);
+
+/**
+ * Whether a permit acquire granted (WMS_OK) is a half-open trial: 1 when it
+ * was granted in HALF_OPEN, as one of the permitted_calls_in_half_open
+ * calls whose outcomes decide the round; 0 for a call granted in CLOSED or
+ * DISABLED, and for NULL. It says how the permit was granted: a trial whose
+ * round is over (decided, or written off after max_wait_in_half_open_ms)
+ * still reads 1, though its outcome no longer decides anything.
+ */
+WMS_EXTERN(int) wms_breaker_permit_is_trial(const wms_breaker_permit *permit);
 
 /** The current state (OPEN whose duration has passed still reads OPEN until
  *  the next acquire moves it to HALF_OPEN). */

@@ -791,6 +791,55 @@ static void half_open_trials_decide_by_rate(void **state)
 	fx_free(f);
 }
 
+/* wms_breaker_permit_is_trial says what the breaker granted, not what the
+ * flags look like: in the rate modes every permit carries a start time, so
+ * its flags are non-zero in CLOSED too. A trial stays one after its round. */
+static void permit_is_trial_only_in_half_open(void **state)
+{
+	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,
+						  WMS_BREAKER_COUNT_BASED,
+						  WMS_BREAKER_TIME_BASED };
+	size_t m;
+	(void)state;
+	assert_int_equal(wms_breaker_permit_is_trial(NULL), 0);
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+		wms_breaker_permit closed, t[2], after, disabled;
+		uint32_t trials = modes[m] == WMS_BREAKER_CONSECUTIVE ? 1 : 2, i;
+		fx *f;
+		o.mode = modes[m];
+		o.failure_threshold = 1;
+		o.sliding_window_size = modes[m] == WMS_BREAKER_TIME_BASED ? 10 : 4;
+		o.minimum_number_of_calls = 1;
+		o.failure_rate_threshold = 100;
+		o.open_duration_ms = 1000;
+		o.permitted_calls_in_half_open = trials;
+		f = fx_new(&o);
+		assert_int_equal(wms_breaker_acquire(&closed, f->b, NULL), WMS_OK);
+		assert_int_equal(wms_breaker_permit_is_trial(&closed), 0);
+		wms_breaker_record(f->b, &closed, WMS_OUTCOME_FAILURE); /* opens */
+		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+		f->clock.now += 1000 * MS;
+		for (i = 0; i < trials; i++) {
+			assert_int_equal(wms_breaker_acquire(&t[i], f->b, NULL), WMS_OK);
+			assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+			assert_int_equal(wms_breaker_permit_is_trial(&t[i]), 1);
+		}
+		for (i = 0; i < trials; i++)
+			wms_breaker_record(f->b, &t[i], WMS_OUTCOME_SUCCESS);
+		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+		assert_int_equal(wms_breaker_permit_is_trial(&t[0]), 1);
+		assert_int_equal(wms_breaker_acquire(&after, f->b, NULL), WMS_OK);
+		assert_int_equal(wms_breaker_permit_is_trial(&after), 0);
+		wms_breaker_record(f->b, &after, WMS_OUTCOME_SUCCESS);
+		wms_breaker_disable(f->b);
+		assert_int_equal(wms_breaker_acquire(&disabled, f->b, NULL), WMS_OK);
+		assert_int_equal(wms_breaker_permit_is_trial(&disabled), 0);
+		wms_breaker_record(f->b, &disabled, WMS_OUTCOME_FAILURE);
+		fx_free(f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +869,7 @@ int main(void)
 		cmocka_unit_test(count_based_slow_calls_open),
 		cmocka_unit_test(time_based_window_forgets_old_seconds),
 		cmocka_unit_test(half_open_trials_decide_by_rate),
+		cmocka_unit_test(permit_is_trial_only_in_half_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
