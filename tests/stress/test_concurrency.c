@@ -17,8 +17,8 @@
  * The permits: the client calls wms_breaker_acquire/record/release from
  * src/client.c. The test links with -Wl,--wrap for those three (the cmocka
  * way of intercepting a call between two objects of a static library), so
- * it sees every permit the client gets: a trial permit (flags != 0, as in
- * tests/breaker/test_breaker_threads.c) is counted in flight from the moment
+ * it sees every permit the client gets: a trial permit
+ * (wms_breaker_permit_is_trial) is counted in flight from the moment
  * acquire grants it until just before it is recorded - a window inside the
  * breaker's own, so more than one at a time is a breaker bug. */
 #include <inttypes.h>
@@ -83,7 +83,7 @@ wms_status __wrap_wms_breaker_acquire(wms_breaker_permit *out, wms_breaker *b,
 	wms_status st = __real_wms_breaker_acquire(out, b, retry_after_ms);
 	if (st == WMS_OK) {
 		atomic_fetch_add(&perm.permitted, 1);
-		if (out->flags)
+		if (wms_breaker_permit_is_trial(out))
 			trial_enter();
 	} else if (st == WMS_ERR_CIRCUIT_OPEN) {
 		atomic_fetch_add(&perm.rejected, 1);
@@ -95,7 +95,7 @@ void __wrap_wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_
 {
 	if ((unsigned)o < 3u)
 		atomic_fetch_add(&perm.recorded[o], 1);
-	if (p->flags)
+	if (wms_breaker_permit_is_trial(p))
 		atomic_fetch_sub(&perm.trials_in_flight, 1);
 	__real_wms_breaker_record(b, p, o);
 }
@@ -103,7 +103,7 @@ void __wrap_wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_
 void __wrap_wms_breaker_release(wms_breaker *b, const wms_breaker_permit *p)
 {
 	atomic_fetch_add(&perm.released, 1);
-	if (p->flags)
+	if (wms_breaker_permit_is_trial(p))
 		atomic_fetch_sub(&perm.trials_in_flight, 1);
 	__real_wms_breaker_release(b, p);
 }
