@@ -326,7 +326,7 @@ static double envelope_run(wms__xml_ws *ws, int what, uint64_t iters)
 		if ((what & 2) &&
 		    wms__parse_reply_ws(ws, WMS__OP_SUBMIT_ORDER, &reply, submit_reply,
 					sizeof(submit_reply) - 1, "text/xml; charset=utf-8",
-					WMS_DEFAULT_MAX_REPLY_BYTES, &err) != WMS_OK)
+					WMS_DEFAULT_MAX_REPLY_BYTES, 0, &err) != WMS_OK)
 			die("wms__parse_reply_ws", err.message);
 	}
 	return (double)(now_ns() - t0) / (double)iters / 1000.0;
@@ -457,7 +457,7 @@ static void raw_curl_call_with_xml(raw_curl *rc, wms__xml_ws *ws, const wms_orde
 	wms__buf_free(&body); /* raw curl posts its own copy of the same bytes */
 	raw_curl_call(rc);
 	if (wms__parse_reply_ws(ws, WMS__OP_SUBMIT_ORDER, &reply, rc->reply.data, rc->reply.len,
-				"text/xml; charset=utf-8", WMS_DEFAULT_MAX_REPLY_BYTES, &err) != WMS_OK)
+				"text/xml; charset=utf-8", WMS_DEFAULT_MAX_REPLY_BYTES, 0, &err) != WMS_OK)
 		die("wms__parse_reply_ws", err.message);
 }
 

@@ -569,7 +569,8 @@ static const char *reason_phrase(long status)
 
 /* Interpret an HTTP reply: a SOAP answer, a SOAP fault, or an HTTP error. */
 static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
-			    const wms_http_response *resp, size_t max, wms_error *err)
+			    const wms_http_response *resp, size_t max, uint64_t deadline_ns,
+			    wms_error *err)
 {
 	wms_status st;
 	long code = resp->status;
@@ -580,7 +581,7 @@ static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
 				 "reply exceeds max_reply_bytes (%zu)", max);
 	if (ok_status || (code >= 400 && resp->body_len)) {
 		st = wms__parse_reply_ws(ws, op, out, resp->body ? resp->body : "", resp->body_len,
-					 resp->content_type, max, err);
+					 resp->content_type, max, deadline_ns, err);
 		if (st == WMS_ERR_SOAP_FAULT) {
 			err->delivery = WMS_DELIVERY_ANSWERED;
 			err->http_status = code;
@@ -691,7 +692,8 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 {
 	wms_http_request req;
 	wms_http_response resp;
-	uint64_t start;
+	/* What is done with the reply's bytes keeps the attempt's deadline too. */
+	uint64_t start, deadline = wms__now_ns() + (uint64_t)timeout_ms * 1000000u;
 	wms_status st;
 
 	memset(&req, 0, sizeof(req));
@@ -724,7 +726,7 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 	start = c->on_wire ? wms__now_ns() : 0;
 	st = c->transport->send(c->transport, &req, &resp, err);
 	if (st == WMS_OK)
-		st = interpret(ws, op, out, &resp, c->max_reply_bytes, err);
+		st = interpret(ws, op, out, &resp, c->max_reply_bytes, deadline, err);
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
 	if (c->on_wire)

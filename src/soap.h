@@ -101,10 +101,28 @@ wms_status wms__build_request_ws(wms__xml_ws *ws, wms__buf *out, wms_soap_versio
 wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
 			    const char *content_type, size_t max_bytes, wms_error *err);
 
-/* wms__parse_reply with a workspace (NULL: a temporary one). */
+/* wms__parse_reply with a workspace (NULL: a temporary one) and a deadline
+ * on wms__now_ns()'s clock (0: none): past it, parsing stops between two
+ * chunks of the body with WMS_ERR_TIMEOUT. The structural limits of
+ * xml_limits.h are crossed with WMS_ERR_UNEXPECTED_REPLY, a UCS-4 body is
+ * WMS_ERR_NOT_XML. */
 wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
 			       size_t len, const char *content_type, size_t max_bytes,
-			       wms_error *err);
+			       uint64_t deadline_ns, wms_error *err);
+
+/* Past these, a workspace gives back what a parse grew, after the parse,
+ * so that one large reply does not pin memory in a client's pool: element
+ * (and text run) arrays past KEEP_ELS entries, a text array past KEEP_TEXT
+ * bytes, a parser context whose dictionary (every name it has met: a WMS
+ * that invents element names) holds more than KEEP_NAMES. */
+#define WMS__PARSE_KEEP_ELS 256
+#define WMS__PARSE_KEEP_TEXT 16384
+#define WMS__PARSE_KEEP_NAMES 512
+
+/* What a workspace kept from its last parse, for tests: 1 if a parser
+ * context, with the names in its dictionary, and the capacities of the
+ * element and text arrays. */
+size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, size_t *text);
 
 /* Once per process (thread-safe): libxml2's global set-up. */
 void wms__xml_init(void);

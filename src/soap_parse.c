@@ -15,6 +15,26 @@
  * parses, so a client's steady state allocates next to nothing here.
  *
  * Every element is matched by namespace URI and local name, never by prefix.
+ *
+ * Cost is bounded before libxml2 runs: the bytes (decoded first when their
+ * encoding is not ASCII-compatible) are scanned for the limits of
+ * xml_limits.h, and the body is fed in chunks with the call's deadline
+ * checked between them.
+ *
+ * Lifetimes (what each pointer a parse leaves behind may be read until):
+ *  - rel.name and rel.uri point into the kept parser context's dictionary.
+ *    xmlCtxtResetPush keeps the dictionary (a reused context interns each
+ *    name once), so they stay valid until the context is freed. The context
+ *    is freed or kept only in release(), after check_reply and the fault
+ *    reader (every reader of those names) have returned: never inside
+ *    parse_xml.
+ *  - rseg.p and the rel/rseg links point into the workspace's arrays, which
+ *    move while they grow: links are indexes until link_elements(), once the
+ *    parse is over, and the arrays are emptied or given back only by the
+ *    next parse's reset_elements() or by release().
+ *  - The SAX callbacks read attribute values only during the callback.
+ *  - What outlives the call (the reply struct, the error's fields) is
+ *    copied out of the arrays, never pointed into them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +44,7 @@
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 #include "soap.h"
+#include "xml_limits.h"
 
 #define X(s) ((const xmlChar *)(s))
 #define S(s) ((const char *)(s))
@@ -33,7 +54,6 @@
  * collected per call through the context's structured handler). */
 #define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
 
-#define CHUNK_MAX (1 << 30)
 #define VALUE_MAX 256 /* longest simple value we look at, after trimming */
 
 static const char *const response_names[WMS__OP_COUNT] = {
@@ -109,8 +129,12 @@ typedef struct sniff_result {
 	int bom;          /* a byte order mark, or UTF-16/32 without one: the
 			   * header's charset is not used */
 	bom_kind bom_kind; /* the byte order mark itself, if there is one */
+	bom_kind utf16;   /* UTF-16 by its BOM or, as libxml2 detects it, by "<?" */
+	int ucs4;         /* UCS-4 by its first four bytes (libxml2's detection) */
 	int declared_enc; /* the XML declaration names an encoding */
 	char enc[41];     /* that name, when it is short and ASCII ("" if not) */
+	size_t decl_end;  /* just past an XML declaration at the very start
+			   * (after a UTF-8 BOM); 0 if there is none */
 } sniff_result;
 
 /* The value of the encoding pseudo-attribute of the XML declaration
@@ -176,9 +200,23 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 				u[0] == 0 || u[1] == 0)) {
 		r->bom = 1; /* UTF-16/32 (with or without a BOM): the parser decides */
 		if (u[0] == 0xFF || u[0] == 0xFE) {
-			char decl[128];
 			r->bom_kind = u[0] == 0xFE ? BOM_UTF16BE : BOM_UTF16LE;
-			utf16_prefix(decl, sizeof(decl), u + 2, len - 2, u[0] == 0xFE);
+			r->utf16 = r->bom_kind;
+		} else if (len >= 4) {
+			switch (xmlDetectCharEncoding(u, 4)) {
+			case XML_CHAR_ENCODING_UTF16LE: r->utf16 = BOM_UTF16LE; break;
+			case XML_CHAR_ENCODING_UTF16BE: r->utf16 = BOM_UTF16BE; break;
+			case XML_CHAR_ENCODING_UCS4LE:
+			case XML_CHAR_ENCODING_UCS4BE:
+			case XML_CHAR_ENCODING_UCS4_2143:
+			case XML_CHAR_ENCODING_UCS4_3412: r->ucs4 = 1; break;
+			default: break;
+			}
+		}
+		if (r->utf16 != BOM_NONE) {
+			char decl[128];
+			size_t skip = r->bom_kind != BOM_NONE ? 2 : 0;
+			utf16_prefix(decl, sizeof(decl), u + skip, len - skip, r->utf16 == BOM_UTF16BE);
 			if (!strncmp(decl, "<?xml", 5) && xml_space((unsigned char)decl[5]) &&
 			    (q = find_lit(decl, decl + strlen(decl), "?>")) != NULL) {
 				r->declared_enc = find_lit(decl, q, "encoding") != NULL;
@@ -198,6 +236,7 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 	}
 	/* Skip the XML declaration, comments and processing instructions. */
 	for (;;) {
+		const char *at = p;
 		p = skip_space(p, end);
 		if (end - p >= 5 && !memcmp(p, "<?xml", 5) && p + 5 < end &&
 		    xml_space((unsigned char)p[5])) {
@@ -205,6 +244,9 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 				return;
 			r->declared_enc = find_lit(p, q, "encoding") != NULL;
 			decl_encoding(p, q, r->enc, sizeof(r->enc));
+			/* libxml2 switches encodings only for one that opens the body */
+			if (at == buf + (r->bom_kind == BOM_UTF8 ? 3 : 0) && p == at)
+				r->decl_end = (size_t)(q + 2 - buf);
 			p = q + 2;
 		} else if (end - p >= 2 && !memcmp(p, "<?", 2)) {
 			if (!(q = find_lit(p, end, "?>")))
@@ -353,6 +395,11 @@ typedef struct parse_state {
 	int code_phase; /* the phase it happened in */
 	int line;
 	int nomem;      /* libxml2 or a callback ran out of memory */
+	int too_many_names; /* the document crossed WMS__XML_MAX_NAMES */
+	int timed_out;  /* the deadline passed before the body was all fed */
+	int dirty;      /* the context saw a parse that did not end cleanly */
+	size_t dict_base; /* names in the kept dictionary before this parse */
+	size_t fed;     /* bytes handed to libxml2 */
 	char msg[120];
 	char ns_msg[120]; /* the first namespace error (undeclared prefix...) */
 	rel *els;
@@ -371,17 +418,14 @@ struct wms__parse_ws {
 	parse_state st;
 };
 
-/* libxml2's own limit (xmlParserMaxDepth without XML_PARSE_HUGE), which
- * only its tree builder enforces in push mode: ours, since we build none. */
-#define MAX_DEPTH 256
+#define KEEP_ELS WMS__PARSE_KEEP_ELS
+#define KEEP_TEXT WMS__PARSE_KEEP_TEXT
+#define KEEP_DICT_NAMES WMS__PARSE_KEEP_NAMES
 
-/* Past these, a workspace gives its arrays back after the parse, so that
- * one large reply does not pin memory in a client's pool. */
-#define KEEP_ELS 256
-#define KEEP_TEXT 16384
-/* A reused parser's dictionary holds every name it has met; past this many
- * (a WMS that invents element names) the context is dropped. */
-#define KEEP_DICT_NAMES 512
+/* The body goes to libxml2 in pieces this large, the deadline checked
+ * between them. Within the limits of xml_limits.h a piece costs libxml2 a
+ * few milliseconds at most, so a call overruns its deadline by no more. */
+#define CHUNK_BYTES (64u * 1024u)
 
 static int grow(void **arr, size_t *cap, size_t need, size_t size)
 {
@@ -421,14 +465,21 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 	(void)nb_namespaces;
 	(void)namespaces;
 	(void)nb_defaulted;
-	if (++st->depth > MAX_DEPTH) {
+	if (++st->depth > WMS__XML_MAX_DEPTH) {
 		if (!st->code) {
 			st->code = XML_ERR_INTERNAL_ERROR;
 			st->code_phase = st->phase;
 			st->line = xmlSAX2GetLineNumber(ctx);
 			snprintf(st->msg, sizeof(st->msg), "Excessive depth in document: %d",
-				 MAX_DEPTH);
+				 WMS__XML_MAX_DEPTH);
 		}
+		xmlStopParser(pctx);
+		return;
+	}
+	/* Names are interned as the start tag is read; the scan's limits bound
+	 * how many one tag can add before this check sees them. */
+	if (pctx->dict && xmlDictSize(pctx->dict) - st->dict_base > WMS__XML_MAX_NAMES) {
+		st->too_many_names = 1;
 		xmlStopParser(pctx);
 		return;
 	}
@@ -652,43 +703,53 @@ static int ascii_undecoded(xmlParserCtxtPtr ctxt)
 	       !xmlStrcasecmp(X(in->encoder->name), X("ASCII"));
 }
 
-/* Parse the body into ws's arrays, or classify why not. */
+/* Parse the body into ws's arrays, or classify why not. `deadline_ns`
+ * (wms__now_ns() time, 0 for none) is checked between chunks: the first is
+ * always parsed, so a reply that arrived in time is never refused for a
+ * deadline it reached while arriving. */
 static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, const char *encoding,
-			    int html_type, wms_error *err)
+			    int html_type, uint64_t deadline_ns, wms_error *err)
 {
 	parse_state *st = &ws->st;
 	xmlParserCtxtPtr ctxt;
 	wms__xml_quiet quiet;
 	wms_status rc;
-	size_t off = 0;
 	int parsed = 0, feed_decode_errors = 0, undecoded = 0;
 
 	st->phase = st->doctype = st->code = st->code_phase = st->line = st->nomem = 0;
+	st->too_many_names = st->timed_out = 0;
+	st->fed = 0;
 	st->msg[0] = st->ns_msg[0] = '\0';
 
 	wms__xml_quiet_begin(&quiet);
 	ctxt = reset_elements(st) ? parser_for(ws, encoding) : NULL;
 	if (!ctxt)
 		goto done;
+	st->dirty = 1; /* until this parse ends cleanly */
 	ctxt->_private = st;
 	xmlCtxtUseOptions(ctxt, PARSE_OPTIONS);
 	/* These follow process-wide defaults an application may have changed. */
 	ctxt->replaceEntities = 0;
 	ctxt->loadsubset = 0;
 	ctxt->validate = 0;
+	st->dict_base = ctxt->dict && xmlDictSize(ctxt->dict) > 0 ? (size_t)xmlDictSize(ctxt->dict) : 0;
 
 	st->phase = 1;
-	while (off < len && !st->doctype && !st->code && !st->nomem) {
-		size_t n = len - off < (size_t)CHUNK_MAX ? len - off : (size_t)CHUNK_MAX;
-		xmlParseChunk(ctxt, buf + off, (int)n, 0);
-		off += n;
+	while (st->fed < len && !st->doctype && !st->code && !st->nomem && !st->too_many_names) {
+		size_t n = len - st->fed < CHUNK_BYTES ? len - st->fed : CHUNK_BYTES;
+		if (st->fed && deadline_ns && wms__now_ns() >= deadline_ns) {
+			st->timed_out = 1;
+			break;
+		}
+		xmlParseChunk(ctxt, buf + st->fed, (int)n, 0);
+		st->fed += n;
 	}
 	/* Errors outside the parser context while the body is fed are the
 	 * decoder's: bytes that were all there and do not decode. (A decoder
 	 * that needs bytes past a cut waits for them rather than complain.) */
 	feed_decode_errors = quiet.errors;
 	st->phase = 2;
-	if (!st->doctype && !st->code && !st->nomem)
+	if (!st->doctype && !st->code && !st->nomem && !st->too_many_names && !st->timed_out)
 		xmlParseChunk(ctxt, NULL, 0, 1);
 	undecoded = !st->doctype && ascii_undecoded(ctxt);
 	parsed = 1;
@@ -701,6 +762,15 @@ done:
 	else if (st->doctype)
 		rc = wms__fail(err, WMS_ERR_UNSAFE_XML, WMS_DELIVERY_ANSWERED,
 			       "reply carries a DOCTYPE: refused, nothing in it was read");
+	else if (st->too_many_names)
+		rc = wms__fail(err, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_ANSWERED,
+			       "reply refused: more than %u distinct names in it (libwms's limit)",
+			       WMS__XML_MAX_NAMES);
+	else if (st->timed_out)
+		rc = wms__fail(err, WMS_ERR_TIMEOUT, WMS_DELIVERY_ANSWERED,
+			       "reading the reply ran past the call's deadline: stopped after %zu "
+			       "of %zu bytes",
+			       st->fed, len);
 	else if (!(st->code || quiet.errors || undecoded || !ctxt->wellFormed || st->n_els < 2 ||
 		   !ctxt->nsWellFormed || st->ns_msg[0]))
 		rc = WMS_OK;
@@ -732,16 +802,29 @@ done:
 			       "reply is not well-formed XML");
 	if (ctxt)
 		ctxt->_private = NULL;
-	/* Only a context that finished a clean parse is kept for the next. */
-	if (ws->push && (rc != WMS_OK || !ws->push->dict ||
-			 xmlDictSize(ws->push->dict) > KEEP_DICT_NAMES)) {
-		xmlFreeParserCtxt(ws->push);
-		ws->push = NULL;
-	}
+	if (rc == WMS_OK)
+		st->dirty = 0;
 	wms__xml_quiet_end(&quiet);
 	if (rc == WMS_OK)
 		link_elements(st);
 	return rc;
+}
+
+/* After the last reader of this parse (check_reply, the fault reader) is
+ * done: keep the context only if its parse ended cleanly and its dictionary
+ * is small; give back arrays that one large reply grew. `tmp` workspaces
+ * keep nothing. */
+static void release(wms__parse_ws *ws, int tmp)
+{
+	if (ws->push && (tmp || ws->st.dirty || !ws->push->dict ||
+			 xmlDictSize(ws->push->dict) > KEEP_DICT_NAMES)) {
+		xmlFreeParserCtxt(ws->push);
+		ws->push = NULL;
+		ws->st.dirty = 0;
+	}
+	if (tmp || ws->st.cap_els > KEEP_ELS || ws->st.cap_segs > KEEP_ELS ||
+	    ws->st.cap_text > KEEP_TEXT)
+		free_elements(&ws->st);
 }
 
 /* ---- tree helpers ----------------------------------------------------------- */
@@ -1337,6 +1420,140 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 	return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_ANSWERED, "bad operation %d", (int)op);
 }
 
+/* ---- the limits, checked before libxml2 reads a byte ---------------------- */
+
+/* Encodings in which every byte below 0x80 is that ASCII character, so the
+ * body's own bytes show its markup: the scan reads them as they are. */
+static int ascii_compatible(const char *enc)
+{
+	static const char *const prefixes[] = { "ISO-8859-", "ISO8859-", "ISO_8859-", "WINDOWS-125",
+						"CP125" };
+	size_t i, n;
+	if (!xmlStrcasecmp(X(enc), X("UTF-8")) || !xmlStrcasecmp(X(enc), X("UTF8")) ||
+	    !xmlStrcasecmp(X(enc), X("US-ASCII")) || !xmlStrcasecmp(X(enc), X("ASCII")) ||
+	    !xmlStrcasecmp(X(enc), X("LATIN1")) || !xmlStrcasecmp(X(enc), X("ISO-LATIN-1")))
+		return 1;
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		n = strlen(prefixes[i]);
+		if (!xmlStrncasecmp(X(enc), X(prefixes[i]), (int)n) && enc[n] &&
+		    strspn(enc + n, "0123456789") == strlen(enc + n))
+			return 1;
+	}
+	return 0;
+}
+
+/* [buf, buf + len) decoded to UTF-8 into out, by slices, as far as it
+ * decodes: libxml2 stops at the first byte that does not, so what follows
+ * is never parsed. NOMEM if memory ran out on the way. */
+static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const char *buf,
+			      size_t len)
+{
+	enum { SLICE = 256 * 1024 };
+	xmlBufferPtr in = xmlBufferCreateSize(SLICE + 64), dec = xmlBufferCreateSize(3 * SLICE + 64);
+	unsigned long failures = wms__alloc_lib_failures();
+	wms__xml_quiet quiet;
+	wms_status rc = WMS_OK;
+	size_t off = 0;
+
+	wms__xml_quiet_begin(&quiet);
+	if (!in || !dec) {
+		rc = WMS_ERR_NOMEM;
+		goto done;
+	}
+	for (;;) {
+		size_t n = len - off < SLICE ? len - off : SLICE;
+		int pending;
+		if (n && xmlBufferAdd(in, X(buf + off), (int)n) != 0) {
+			rc = WMS_ERR_NOMEM;
+			break;
+		}
+		off += n;
+		pending = xmlBufferLength(in);
+		xmlBufferEmpty(dec);
+		xmlCharEncInFunc(h, dec, in);
+		if (xmlBufferLength(dec) > 0 &&
+		    (rc = wms__buf_append(out, xmlBufferContent(dec), (size_t)xmlBufferLength(dec))) !=
+			    WMS_OK)
+			break;
+		/* All of it, or stuck: a byte that does not decode, or a character
+		 * the end of the body cut short. */
+		if ((off == len && !xmlBufferLength(in)) || xmlBufferLength(in) == pending)
+			break;
+	}
+done:
+	wms__xml_quiet_end(&quiet);
+	if (quiet.nomem || wms__alloc_lib_failures() != failures)
+		rc = WMS_ERR_NOMEM;
+	if (in)
+		xmlBufferFree(in);
+	if (dec)
+		xmlBufferFree(dec);
+	return rc;
+}
+
+static wms_status limit_crossed(const wms__xml_scan *scan, wms_error *err)
+{
+	return unexpected(err, "reply refused: <%s> crosses libwms's limit of %u %s", scan->element,
+			  scan->max, scan->limit);
+}
+
+/* Scan the body for the limits of xml_limits.h as libxml2 will read it: its
+ * own bytes when its encoding is ASCII-compatible, else decoded to UTF-8
+ * from where libxml2 switches to its encoding. `encoding` is the header's
+ * charset the parser will be given, or NULL. */
+static wms_status check_limits(const char *buf, size_t len, const sniff_result *sn,
+			       const char *encoding, wms_error *err)
+{
+	xmlCharEncodingHandlerPtr h = NULL;
+	const char *name = NULL;
+	wms__xml_scan scan;
+	wms__buf dec = { 0 };
+	size_t from = 0;
+	wms_status rc;
+
+	if (sn->ucs4)
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply is in UCS-4 (UTF-32), which libwms does not read");
+	if (sn->utf16 != BOM_NONE) {
+		name = sn->utf16 == BOM_UTF16LE ? "UTF-16LE" : "UTF-16BE";
+		from = sn->bom_kind != BOM_NONE ? 2 : 0;
+	} else if (sn->decl_end && sn->enc[0]) {
+		/* A UTF-16 label on bytes that are not: libxml2 says so and reads on
+		 * as UTF-8. */
+		if (!ascii_compatible(sn->enc) && xmlStrcasecmp(X(sn->enc), X("UTF-16")) &&
+		    xmlStrcasecmp(X(sn->enc), X("UTF16"))) {
+			name = sn->enc;
+			from = sn->decl_end;
+		}
+	} else if (!sn->declared_enc && encoding && !ascii_compatible(encoding)) {
+		name = encoding;
+	}
+	if (name) {
+		wms__xml_quiet quiet;
+		wms__xml_quiet_begin(&quiet);
+		h = xmlFindCharEncodingHandler(name);
+		wms__xml_quiet_end(&quiet);
+	}
+	/* No decoder: libxml2 has none either, fails on the declaration and
+	 * reads on as UTF-8, as the scan then does. */
+	if (!h) {
+		if (wms__xml_scan_limits(&scan, buf, len))
+			return limit_crossed(&scan, err);
+		return WMS_OK;
+	}
+	rc = decode_utf8(&dec, h, buf + from, len - from);
+	xmlCharEncCloseFunc(h);
+	if (rc != WMS_OK) {
+		wms__buf_free(&dec);
+		return wms__fail(err, rc, WMS_DELIVERY_ANSWERED,
+				 "decoding the reply for its limits: out of memory");
+	}
+	rc = wms__xml_scan_limits(&scan, dec.data ? dec.data : "", dec.len) ? limit_crossed(&scan, err)
+									     : WMS_OK;
+	wms__buf_free(&dec);
+	return rc;
+}
+
 static size_t out_size(wms__op op)
 {
 	switch (op) {
@@ -1350,7 +1567,8 @@ static size_t out_size(wms__op op)
 }
 
 static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const char *buf, size_t len,
-			      const char *content_type, size_t max_bytes, wms_error *err)
+			      const char *content_type, size_t max_bytes, uint64_t deadline_ns,
+			      wms_error *err)
 {
 	char charset[64], start[40];
 	const char *encoding = NULL;
@@ -1389,13 +1607,19 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 		break;
 	}
 	/* A BOM and an XML declaration naming another encoding: a fatal error
-	 * (XML 1.0 4.3.3, Appendix F), not a guess at which of them is right. */
-	if (sn.bom_kind != BOM_NONE && sn.enc[0] && !bom_agrees(sn.bom_kind, sn.enc)) {
+	 * (XML 1.0 4.3.3, Appendix F), not a guess at which of them is right.
+	 * The same for UTF-16 without a BOM, which libxml2 tells by its first
+	 * bytes: it would switch to the declared encoding after the declaration,
+	 * reading the rest as something else than what its start was. */
+	if ((sn.bom_kind != BOM_NONE || sn.utf16 != BOM_NONE) && sn.enc[0] &&
+	    !bom_agrees(sn.bom_kind != BOM_NONE ? sn.bom_kind : sn.utf16, sn.enc)) {
 		snippet(start, sizeof(start), sn.enc, strlen(sn.enc));
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-				 "reply is not well-formed XML: a %s byte order mark, but the XML "
-				 "declaration says encoding \"%s\"",
-				 bom_name(sn.bom_kind), start);
+				 "reply is not well-formed XML: %s %s%s, but the XML declaration says "
+				 "encoding \"%s\"",
+				 sn.bom_kind != BOM_NONE ? "a" : "",
+				 bom_name(sn.bom_kind != BOM_NONE ? sn.bom_kind : sn.utf16),
+				 sn.bom_kind != BOM_NONE ? " byte order mark" : " content", start);
 	}
 	/* The BOM or else the XML declaration decide the encoding; the header's
 	 * charset only when neither does. An encoding libxml2 lacks is ignored. */
@@ -1411,14 +1635,15 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 			encoding = charset;
 		}
 	}
-	if ((rc = parse_xml(ws, buf, len, encoding, html_type, err)) != WMS_OK)
+	if ((rc = check_limits(buf, len, &sn, encoding, err)) != WMS_OK ||
+	    (rc = parse_xml(ws, buf, len, encoding, html_type, deadline_ns, err)) != WMS_OK)
 		return rc;
 	return check_reply(op, out, &ws->st.els[0], html_type, err);
 }
 
 wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
 			       size_t len, const char *content_type, size_t max_bytes,
-			       wms_error *err)
+			       uint64_t deadline_ns, wms_error *err)
 {
 	wms__parse_ws tmp, *p = NULL;
 	wms_status rc;
@@ -1431,19 +1656,25 @@ wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const cha
 		memset(&tmp, 0, sizeof(tmp));
 		p = &tmp;
 	}
-	rc = parse_reply(p, op, out, buf, len, content_type, max_bytes, err);
-	if (p == &tmp) {
-		if (tmp.push)
-			xmlFreeParserCtxt(tmp.push);
-		free_elements(&tmp.st);
-	} else if (p->st.cap_els > KEEP_ELS || p->st.cap_text > KEEP_TEXT) {
-		free_elements(&p->st);
-	}
+	rc = parse_reply(p, op, out, buf, len, content_type, max_bytes, deadline_ns, err);
+	/* Every reader of the parse's names and arrays has returned. */
+	release(p, p == &tmp);
 	return rc;
+}
+
+size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, size_t *text)
+{
+	const wms__parse_ws *p = ws ? ws->parse : NULL;
+	*names = p && p->push && p->push->dict && xmlDictSize(p->push->dict) > 0
+			 ? (size_t)xmlDictSize(p->push->dict)
+			 : 0;
+	*els = p ? p->st.cap_els : 0;
+	*text = p ? p->st.cap_text : 0;
+	return p && p->push ? 1 : 0;
 }
 
 wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
 			    const char *content_type, size_t max_bytes, wms_error *err)
 {
-	return wms__parse_reply_ws(NULL, op, out, buf, len, content_type, max_bytes, err);
+	return wms__parse_reply_ws(NULL, op, out, buf, len, content_type, max_bytes, 0, err);
 }

@@ -361,7 +361,7 @@ static wms__xml_ws reused_ws;
 static wms_status parse_reused(wms__op op, void *out, const char *buf, size_t len,
 			       const char *content_type, size_t max_bytes, wms_error *err)
 {
-	return wms__parse_reply_ws(&reused_ws, op, out, buf, len, content_type, max_bytes, err);
+	return wms__parse_reply_ws(&reused_ws, op, out, buf, len, content_type, max_bytes, 0, err);
 }
 
 /* One parse into fresh, poisoned storage. */

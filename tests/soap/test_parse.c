@@ -1044,7 +1044,7 @@ static void workspace_parses_the_same(void **state)
 		parse_bytes(&a, op, r->buf, len, ct, MAX);
 		memset(&b, 0xA5, sizeof(b));
 		wms_error_clear(&b.err);
-		b.rc = wms__parse_reply_ws(&ws, op, &b.out, r->buf, len, ct, MAX, &b.err);
+		b.rc = wms__parse_reply_ws(&ws, op, &b.out, r->buf, len, ct, MAX, 0, &b.err);
 		if (a.rc != b.rc || strcmp(a.err.message, b.err.message) != 0)
 			fail_msg("%s: fresh %d \"%s\", reused %d \"%s\"", what, (int)a.rc,
 				 a.err.message, (int)b.rc, b.err.message);

@@ -1,0 +1,153 @@
+/* The structural limits of src/xml_limits.h, counted on the bytes. */
+#include <stdint.h>
+#include <string.h>
+#include "internal.h"
+#include "xml_limits.h"
+
+static int space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* A byte that ends an attribute name or a tag's name. */
+static int name_end(char c)
+{
+	return space(c) || c == '=' || c == '>' || c == '/' || c == '"' || c == '\'' || c == '<';
+}
+
+static int hit(wms__xml_scan *out, const char *limit, unsigned max, const char *buf,
+	       const char *tag, const char *end)
+{
+	const char *p = tag + 1;
+	size_t n = 0;
+
+	out->limit = limit;
+	out->max = max;
+	out->offset = (size_t)(tag - buf);
+	while (p < end && !name_end(*p) && n + 1 < sizeof(out->element)) {
+		unsigned char c = (unsigned char)*p++;
+		out->element[n++] = c > 0x20 && c < 0x7F ? (char)c : '.';
+	}
+	out->element[n] = '\0';
+	return 1;
+}
+
+/* An element, with its namespace declarations, enters the scope. */
+static int open_element(unsigned char *ns_of, size_t *depth, unsigned *scope, unsigned ns)
+{
+	if ((*scope += ns) > WMS__XML_MAX_NS_SCOPE)
+		return 0;
+	ns_of[(*depth)++] = (unsigned char)ns;
+	return 1;
+}
+
+int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len)
+{
+	/* Namespace declarations of each open element, to leave the scope with
+	 * it; a little deeper than the parsers go (they stop at their depth
+	 * limit, with an error), so the scan stops where it is full. */
+	unsigned char ns_of[WMS__XML_MAX_DEPTH + 8];
+	const char *p = buf, *end = buf + len;
+	size_t depth = 0, elements = 0;
+	unsigned scope = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (p < end && (p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+		const char *tag = p++;
+		unsigned attrs = 0, ns = 0;
+		int is_ns = 0;
+
+		if (p == end)
+			break;
+		if (*p == '/') {
+			/* An end tag: libxml2 closes the element even when it is
+			 * malformed, and goes on at a '<' before any '>'. */
+			if (depth)
+				scope -= ns_of[--depth];
+			while (p < end && *p != '>' && *p != '<')
+				p++;
+			if (p < end && *p == '>')
+				p++;
+			continue;
+		}
+		if (*p == '?') {
+			if (!(p = wms__find(p + 1, end, "?>", 2)))
+				break;
+			p += 2;
+			continue;
+		}
+		if (*p == '!') {
+			if (end - p >= 3 && p[1] == '-' && p[2] == '-') {
+				if (!(p = wms__find(p + 3, end, "-->", 3)))
+					break;
+				p += 3;
+				continue;
+			}
+			if (end - p >= 8 && !memcmp(p, "![CDATA[", 8)) {
+				if (!(p = wms__find(p + 8, end, "]]>", 3)))
+					break;
+				p += 3;
+				continue;
+			}
+			break; /* a DOCTYPE (refused) or not XML: libxml2 goes no further */
+		}
+		/* A start tag: its name, then attributes up to '>' or "/>". A '<'
+		 * before either (in a value too, where it is not allowed) ends it
+		 * as libxml2 does: the element stays open and markup goes on at
+		 * that '<'. */
+		if (++elements > WMS__XML_MAX_ELEMENTS)
+			return hit(out, "elements in one document", WMS__XML_MAX_ELEMENTS, buf, tag, end);
+		while (p < end && !name_end(*p))
+			p++;
+		for (;;) {
+			while (p < end && space(*p))
+				p++;
+			if (p == end)
+				return 0; /* cut short: never parsed as a start tag */
+			if (*p == '<' || *p == '>' || (*p == '/' && p + 1 < end && p[1] == '>')) {
+				int empty = *p == '/';
+				if (*p != '<')
+					p += empty ? 2 : 1;
+				if (depth == sizeof(ns_of))
+					return 0; /* past where the parsers stop */
+				if (!open_element(ns_of, &depth, &scope, ns))
+					return hit(out, "namespace declarations in scope",
+						   WMS__XML_MAX_NS_SCOPE, buf, tag, end);
+				if (empty)
+					scope -= ns_of[--depth];
+				break;
+			}
+			if (*p == '"' || *p == '\'') {
+				char quote = *p++;
+				while (p < end && *p != quote && *p != '<')
+					p++;
+				if (p == end)
+					return 0; /* a value never closed: libxml2 stops in it */
+				if (*p == quote)
+					p++;
+			} else if (*p == '=') {
+				/* One '=' per attribute outside its value. */
+				if (is_ns) {
+					if (++ns > WMS__XML_MAX_NS_DECLS)
+						return hit(out, "namespace declarations on one element",
+							   WMS__XML_MAX_NS_DECLS, buf, tag, end);
+				} else if (++attrs > WMS__XML_MAX_ATTRS) {
+					return hit(out, "attributes on one element", WMS__XML_MAX_ATTRS,
+						   buf, tag, end);
+				}
+				is_ns = 0;
+				p++;
+			} else {
+				/* An attribute's name (or a stray byte: not well-formed). */
+				const char *n = p;
+				while (p < end && !name_end(*p))
+					p++;
+				if (p == n)
+					p++; /* a lone '/' */
+				is_ns = (p - n == 5 && !memcmp(n, "xmlns", 5)) ||
+					(p - n > 6 && !memcmp(n, "xmlns:", 6));
+			}
+		}
+	}
+	return 0;
+}

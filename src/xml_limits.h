@@ -1,0 +1,44 @@
+/* Structural limits on the XML libwms reads (replies, fixture files),
+ * checked on the bytes before libxml2 sees them. libxml2 2.9 compares every
+ * attribute of an element with every other, every namespace declaration
+ * with every other, and looks each prefix up through every declaration in
+ * scope: costs quadratic in what one start tag carries, paid before any
+ * SAX callback could object. The scan is linear and knows no libxml2. */
+#ifndef WMS_XML_LIMITS_H
+#define WMS_XML_LIMITS_H
+
+#include <stddef.h>
+
+/* libxml2's own depth limit (xmlParserMaxDepth without XML_PARSE_HUGE), which
+ * only its tree builder enforces: the reply parser, which builds no tree,
+ * enforces it itself. */
+#define WMS__XML_MAX_DEPTH 256
+#define WMS__XML_MAX_ELEMENTS 100000u /* elements in one document */
+#define WMS__XML_MAX_ATTRS 256u       /* attributes on one element */
+#define WMS__XML_MAX_NS_DECLS 64u     /* namespace declarations on one element */
+#define WMS__XML_MAX_NS_SCOPE 128u    /* namespace declarations in scope at once */
+#define WMS__XML_MAX_NAMES 4096u      /* distinct names in one document (checked while parsing) */
+
+/* What a scan found: `limit` NULL when the document keeps every limit. */
+typedef struct wms__xml_scan {
+	const char *limit; /* "attributes on one element", ... (static) */
+	unsigned max;      /* that limit's value */
+	size_t offset;     /* where the start tag that crossed it begins */
+	char element[48];  /* its name, printable ASCII ('.' for anything else), cut */
+} wms__xml_scan;
+
+/*
+ * Scan [buf, buf + len) as XML in an encoding where every byte below 0x80 is
+ * the ASCII character (UTF-8, US-ASCII, ISO-8859-*, windows-125*): count
+ * elements, attributes and namespace declarations per start tag, and the
+ * declarations in scope. Comments, CDATA sections and processing
+ * instructions are skipped; the scan stops at a DOCTYPE (libxml2 reads
+ * nothing past one: the parsers refuse it). On XML that is not well-formed
+ * it may count more than libxml2 would, never less: the parsers stop
+ * libxml2 at its first fatal error, and up to that point the two read the
+ * same markup. Returns 1 and fills `out`
+ * when a limit is crossed, 0 otherwise.
+ */
+int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len);
+
+#endif

@@ -1,0 +1,807 @@
+/* The structural limits (src/xml_limits.h). First the scan on its own:
+ * each limit at its value and one past it, in every place markup can carry
+ * it, the constructs the scan must skip, and the ones where libxml2
+ * recovers from an error and reads on (which the scan must count as
+ * libxml2 reads them). Then the reply parser with them: the shapes of
+ * TESTING.md's hostile-reply table, on both sides of each bound, twice on
+ * one workspace, in every encoding the parser decodes for the scan; what a
+ * workspace keeps between parses; the deadline between chunks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "soap.h"
+#include "xml_limits.h"
+#include "util.h"
+#include "hostile_xml.h"
+
+static const char *scan(const hx_buf *b, wms__xml_scan *s)
+{
+	return wms__xml_scan_limits(s, b->data ? b->data : "", b->len) ? s->limit : NULL;
+}
+
+/* `<e` + n attributes + tail, inside a root element. */
+static void tag_with_attrs(hx_buf *b, unsigned n, const char *tail)
+{
+	hx_put(b, "<r><e");
+	hx_attrs(b, n, "a");
+	hx_put(b, "%s</r>", tail);
+}
+
+static void attributes_at_and_past_the_limit(void **state)
+{
+	static const char *const tails[] = { "/>", "></e>", " />", ">text</e>" };
+	wms__xml_scan s;
+	size_t t;
+	(void)state;
+	for (t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+		hx_buf b = { 0 };
+		tag_with_attrs(&b, WMS__XML_MAX_ATTRS, tails[t]);
+		assert_null(scan(&b, &s));
+		hx_free(&b);
+		tag_with_attrs(&b, WMS__XML_MAX_ATTRS + 1, tails[t]);
+		assert_non_null(scan(&b, &s));
+		assert_string_equal(s.limit, "attributes on one element");
+		assert_int_equal(s.max, WMS__XML_MAX_ATTRS);
+		assert_string_equal(s.element, "e");
+		assert_int_equal(s.offset, 3);
+		hx_free(&b);
+	}
+}
+
+/* Many elements at the limit each is fine: the count is per element. */
+static void attributes_count_per_element(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	unsigned i;
+	(void)state;
+	hx_put(&b, "<r>");
+	for (i = 0; i < 50; i++) {
+		hx_put(&b, "<e");
+		hx_attrs(&b, WMS__XML_MAX_ATTRS, "a");
+		hx_put(&b, i % 2 ? "/>" : "></e>");
+	}
+	hx_put(&b, "</r>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+}
+
+/* Values hold '=', '>', '/' and the other quote; none of it is markup. */
+static void values_are_not_counted(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	unsigned i;
+	(void)state;
+	hx_put(&b, "<r");
+	for (i = 0; i < WMS__XML_MAX_ATTRS; i++)
+		if (i % 2)
+			hx_put(&b, " a%u=\"x=y>z/'w\"", i);
+		else
+			hx_put(&b, " a%u = 'p=q>\"/>'", i);
+	hx_put(&b, "/>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+}
+
+static void namespace_declarations(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	(void)state;
+	/* On one element: the default namespace counts as one. */
+	hx_put(&b, "<r xmlns='urn:d'");
+	hx_ns_decls(&b, WMS__XML_MAX_NS_DECLS - 1, 0);
+	hx_put(&b, "/>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+	hx_put(&b, "<r xmlns='urn:d'");
+	hx_ns_decls(&b, WMS__XML_MAX_NS_DECLS, 0);
+	hx_put(&b, "/>");
+	assert_non_null(scan(&b, &s));
+	assert_string_equal(s.limit, "namespace declarations on one element");
+	hx_free(&b);
+	/* Declarations are not attributes: 256 of those beside 64 of these. */
+	hx_put(&b, "<r");
+	hx_ns_decls(&b, WMS__XML_MAX_NS_DECLS, 0);
+	hx_attrs(&b, WMS__XML_MAX_ATTRS, "a");
+	hx_put(&b, "/>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+	/* A name that only starts like one is an attribute. */
+	hx_put(&b, "<r");
+	hx_attrs(&b, WMS__XML_MAX_NS_DECLS + 10, "xmlnsx");
+	hx_put(&b, "/>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+}
+
+static void namespace_scope(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	unsigned i;
+	(void)state;
+	/* Nested: 64 + 64 in scope, then one more inside. */
+	hx_put(&b, "<a");
+	hx_ns_decls(&b, 64, 0);
+	hx_put(&b, "><b");
+	hx_ns_decls(&b, 64, 64);
+	hx_put(&b, "><c/></b></a>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+	hx_put(&b, "<a");
+	hx_ns_decls(&b, 64, 0);
+	hx_put(&b, "><b");
+	hx_ns_decls(&b, 64, 64);
+	hx_put(&b, "><c xmlns:z='urn:z'/></b></a>");
+	assert_non_null(scan(&b, &s));
+	assert_string_equal(s.limit, "namespace declarations in scope");
+	assert_int_equal(s.max, WMS__XML_MAX_NS_SCOPE);
+	assert_string_equal(s.element, "c");
+	hx_free(&b);
+	/* Siblings leave the scope as they close, empty or not. */
+	hx_put(&b, "<a");
+	hx_ns_decls(&b, 64, 0);
+	hx_put(&b, ">");
+	for (i = 0; i < 20; i++) {
+		hx_put(&b, "<b");
+		hx_ns_decls(&b, 64, 64);
+		hx_put(&b, i % 2 ? "/>" : "></b>");
+	}
+	hx_put(&b, "</a>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+}
+
+static void elements(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	(void)state;
+	hx_put(&b, "<r>");
+	hx_elements(&b, WMS__XML_MAX_ELEMENTS - 1, 0);
+	hx_put(&b, "</r>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+	hx_put(&b, "<r>");
+	hx_elements(&b, WMS__XML_MAX_ELEMENTS, 0);
+	hx_put(&b, "</r>");
+	assert_non_null(scan(&b, &s));
+	assert_string_equal(s.limit, "elements in one document");
+	assert_string_equal(s.element, "e");
+	hx_free(&b);
+}
+
+/* Comments, CDATA, processing instructions and text are not markup. */
+static void skipped_constructs(void **state)
+{
+	static const char *const wraps[][2] = {
+		{ "<!--", "-->" }, { "<![CDATA[", "]]>" }, { "<?pi ", "?>" }, { "", "" },
+	};
+	wms__xml_scan s;
+	size_t w;
+	(void)state;
+	for (w = 0; w < sizeof(wraps) / sizeof(wraps[0]); w++) {
+		hx_buf b = { 0 };
+		hx_put(&b, "<?xml version='1.0'?><r>%s", wraps[w][0]);
+		/* Inside them: what would be a tag with too many attributes, if
+		 * it were markup (as text, spelled without its '<'). */
+		hx_put(&b, w == 3 ? "e " : "<e");
+		hx_attrs(&b, WMS__XML_MAX_ATTRS + 5, "a");
+		hx_put(&b, "/>%s</r>", wraps[w][1]);
+		assert_null(scan(&b, &s));
+		hx_free(&b);
+	}
+}
+
+/* A DOCTYPE ends the scan: the parsers refuse it and read nothing past. */
+static void doctype_ends_the_scan(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	(void)state;
+	hx_put(&b, "<!DOCTYPE r><r><e");
+	hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
+	hx_put(&b, "/></r>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+}
+
+/* Where libxml2 recovers from an error and reads on, the scan reads on the
+ * same way: a '<' in a value or in a start tag ends that tag, and an end
+ * tag without its '>' ends at the next '<'. */
+static void recovery_like_libxml2(void **state)
+{
+	static const char *const openers[] = {
+		"<r><x a='v<",   /* '<' inside a value */
+		"<r><x a=\"v<",
+		"<r><x a='v' <", /* '<' between attributes */
+		"<r><x<",        /* '<' in the name */
+		"<r></x <",      /* an end tag cut short */
+		"<r><x a='1'/",  /* no '>' after '/' */
+	};
+	wms__xml_scan s;
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(openers) / sizeof(openers[0]); i++) {
+		hx_buf b = { 0 };
+		hx_put(&b, "%s", openers[i]);
+		if (openers[i][strlen(openers[i]) - 1] == '/')
+			hx_put(&b, " <");
+		hx_put(&b, "e");
+		hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
+		hx_put(&b, "/></r>");
+		if (!scan(&b, &s))
+			fail_msg("opener %zu (%s): the attributes after it were not counted", i,
+				 openers[i]);
+		assert_string_equal(s.limit, "attributes on one element");
+		hx_free(&b);
+	}
+}
+
+/* Cut anywhere, a document never counts more than it holds and never
+ * reads past its end (ASan checks the reads). */
+static void every_cut(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	size_t n;
+	(void)state;
+	hx_put(&b, "<?xml version='1.0'?><!-- c --><r xmlns:p='u' a='1' b=\"2\"><![CDATA[x]]>"
+		   "<?p i?><e a='>'/></r >");
+	for (n = 0; n <= b.len; n++) {
+		char *copy = malloc(n ? n : 1);
+		assert_non_null(copy);
+		memcpy(copy, b.data, n);
+		assert_int_equal(wms__xml_scan_limits(&s, copy, n), 0);
+		free(copy);
+	}
+	hx_free(&b);
+}
+
+/* Past the depth where the parsers stop, the scan stops too; up to it,
+ * the scope is counted through the nesting. */
+static void depth(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	unsigned i;
+	(void)state;
+	for (i = 0; i < WMS__XML_MAX_DEPTH + 20; i++)
+		hx_put(&b, "<d>");
+	hx_put(&b, "<e");
+	hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
+	hx_put(&b, "/>");
+	assert_null(scan(&b, &s));
+	hx_free(&b);
+	for (i = 0; i < WMS__XML_MAX_DEPTH - 10; i++)
+		hx_put(&b, "<d>");
+	hx_put(&b, "<e");
+	hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
+	hx_put(&b, "/>");
+	assert_non_null(scan(&b, &s));
+	hx_free(&b);
+	for (i = 0; i < WMS__XML_MAX_NS_SCOPE; i++)
+		hx_put(&b, "<d xmlns:p='u'>");
+	assert_null(scan(&b, &s));
+	hx_put(&b, "<d xmlns:p='u'>");
+	assert_non_null(scan(&b, &s));
+	assert_string_equal(s.limit, "namespace declarations in scope");
+	hx_free(&b);
+}
+
+/* The element's name in the report is printable and cut to fit. */
+static void reported_name(void **state)
+{
+	hx_buf b = { 0 };
+	wms__xml_scan s;
+	(void)state;
+	hx_put(&b, "<r><ns:\xc3\xa9l\xc3\xa9ment-with-a-very-long-name-that-goes-on-and-on-and-on");
+	hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
+	hx_put(&b, "/></r>");
+	assert_non_null(scan(&b, &s));
+	assert_true(strlen(s.element) == sizeof(s.element) - 1);
+	assert_int_equal(strncmp(s.element, "ns:..l..ment-with", 17), 0);
+	hx_free(&b);
+}
+
+/* ---- the reply parser with the limits ------------------------------------- */
+
+typedef struct parsed {
+	wms_status rc;
+	wms_error err;
+	wms_submit_reply submit;
+} parsed;
+
+static void parse_ws(parsed *p, wms__xml_ws *ws, const hx_buf *b, const char *ct,
+		     uint64_t deadline)
+{
+	memset(p, 0xA5, sizeof(*p));
+	wms_error_clear(&p->err);
+	p->rc = wms__parse_reply_ws(ws, WMS__OP_SUBMIT_ORDER, &p->submit, b->data, b->len, ct,
+				    8u << 20, deadline, &p->err);
+	assert_int_equal(p->rc, p->err.status);
+	assert_null(strchr(p->err.message, '\n'));
+	if (p->rc != WMS_OK)
+		assert_int_equal(p->err.delivery, WMS_DELIVERY_ANSWERED);
+}
+
+/* One shape, built by the caller into `b`. */
+typedef struct shape {
+	const char *name;
+	wms_status want;
+	const char *message; /* a substring of err.message, or NULL */
+	const char *ct;
+} shape;
+
+/* The shape three times: fresh, then twice on one workspace (the second
+ * reuses what the first left), each time the same answer; then a plain
+ * reply on that workspace still parses. */
+static void expect(const shape *sh, const hx_buf *b, wms__xml_ws *ws)
+{
+	hx_buf plain = { 0 };
+	parsed p;
+	int i;
+	for (i = 0; i < 3; i++) {
+		parse_ws(&p, i ? ws : NULL, b, sh->ct, 0);
+		if (p.rc != sh->want)
+			fail_msg("%s (run %d): got %s (%s), want %s", sh->name, i,
+				 wms_status_name(p.rc), p.err.message, wms_status_name(sh->want));
+		if (sh->message && !strstr(p.err.message, sh->message))
+			fail_msg("%s: message \"%s\" lacks \"%s\"", sh->name, p.err.message,
+				 sh->message);
+		if (p.rc == WMS_OK) {
+			assert_string_equal(p.submit.order_id, "H-1");
+			assert_string_equal(p.submit.wms_reference, "WMS-H1");
+		}
+		if (p.rc == WMS_ERR_SOAP_FAULT)
+			assert_string_equal(p.err.wms_code, "INTERNAL");
+	}
+	hx_submit_reply(&plain, "H-1", NULL);
+	parse_ws(&p, ws, &plain, NULL, 0);
+	assert_int_equal(p.rc, WMS_OK);
+	hx_free(&plain);
+}
+
+#define ATTRS_MSG "256 attributes on one element"
+#define NS_MSG "64 namespace declarations on one element"
+#define SCOPE_MSG "128 namespace declarations in scope"
+
+static void reply_shapes(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	hx_buf b = { 0 }, x = { 0 }, y = { 0 };
+	hx_parts pt;
+	(void)state;
+
+#define SHAPE(nm, w, m) \
+	do { shape sh_ = { (nm), (w), (m), NULL }; expect(&sh_, &b, &ws); hx_free(&b); } while (0)
+#define RESET() (hx_free(&x), hx_free(&y), memset(&pt, 0, sizeof(pt)))
+	RESET();
+
+	/* Many distinct names next to the fields. */
+	hx_elements(&x, 3000, 1);
+	pt.resp_before = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("3000 distinct empty elements", WMS_OK, NULL);
+	RESET();
+	hx_elements(&x, 5000, 1);
+	pt.resp_before = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("5000 distinct empty elements", WMS_ERR_UNEXPECTED_REPLY, "4096 distinct names");
+	RESET();
+
+	/* Attributes on the response, in the Header, on the Body. */
+	hx_attrs(&x, 256, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("256 attributes on the response", WMS_OK, NULL);
+	RESET();
+	hx_attrs(&x, 257, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("257 attributes on the response", WMS_ERR_UNEXPECTED_REPLY,
+	      "<wh:SubmitOrderResponse> crosses libwms's limit of " ATTRS_MSG);
+	RESET();
+	hx_attrs(&x, 1000, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("1000 attributes on the response", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG);
+	RESET();
+	hx_put(&x, "<h:Trace xmlns:h='urn:trace'");
+	hx_attrs(&x, 256, "a");
+	hx_put(&x, "/>");
+	pt.header = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("256 attributes in the Header", WMS_OK, NULL);
+	RESET();
+	hx_put(&x, "<h:Trace xmlns:h='urn:trace'");
+	hx_attrs(&x, 1000, "a");
+	hx_put(&x, "/>");
+	pt.header = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("1000 attributes in the Header", WMS_ERR_UNEXPECTED_REPLY, "<h:Trace> crosses");
+	RESET();
+	hx_attrs(&x, 257, "a");
+	pt.body_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("257 attributes on the Body", WMS_ERR_UNEXPECTED_REPLY, "<soap:Body> crosses");
+	RESET();
+	hx_attrs(&x, 200000, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	assert_true(b.len > 1500000);
+	SHAPE("200 000 attributes on the response (1.6 MB)", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG);
+	RESET();
+
+	/* Namespace declarations: per element, and in scope. */
+	hx_ns_decls(&x, 64, 0);
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("64 namespace declarations on the response", WMS_OK, NULL);
+	RESET();
+	hx_ns_decls(&x, 65, 0);
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("65 namespace declarations on the response", WMS_ERR_UNEXPECTED_REPLY, NS_MSG);
+	RESET();
+	hx_ns_decls(&x, 600, 0);
+	pt.env_attrs = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("600 namespace declarations on the Envelope", WMS_ERR_UNEXPECTED_REPLY,
+	      "<soap:Envelope> crosses libwms's limit of " NS_MSG);
+	RESET();
+	hx_ns_decls(&x, 62, 0);
+	hx_ns_decls(&y, 64, 100);
+	pt.body_attrs = x.data;
+	pt.resp_attrs = y.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("128 namespace declarations in scope", WMS_OK, NULL);
+	pt.resp_before = "<z xmlns:z='urn:z'/>";
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("129 namespace declarations in scope", WMS_ERR_UNEXPECTED_REPLY, SCOPE_MSG);
+	RESET();
+
+	/* Elements in the whole reply: Envelope, Body, the response and its
+	 * four fields are 7. */
+	hx_elements(&x, WMS__XML_MAX_ELEMENTS - 7, 0);
+	pt.resp_before = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("100 000 elements", WMS_OK, NULL);
+	hx_put(&x, "<e/>");
+	pt.resp_before = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	SHAPE("100 001 elements", WMS_ERR_UNEXPECTED_REPLY, "100000 elements in one document");
+	RESET();
+
+	/* Faults carrying them: read after the parse, the fault's names too. */
+	hx_elements(&x, 3000, 1);
+	hx_fault_reply(&b, 0, x.data, NULL);
+	SHAPE("SOAP 1.1 fault, 3000 distinct elements in its detail", WMS_ERR_SOAP_FAULT,
+	      "SOAP fault Server: warehouse closed [INTERNAL]");
+	hx_fault_reply(&b, 1, x.data, NULL);
+	SHAPE("SOAP 1.2 fault, 3000 distinct elements in its detail", WMS_ERR_SOAP_FAULT,
+	      "SOAP fault Receiver: warehouse closed [INTERNAL]");
+	RESET();
+	hx_put(&x, "<d");
+	hx_attrs(&x, 1000, "a");
+	hx_put(&x, "/>");
+	hx_fault_reply(&b, 0, x.data, NULL);
+	SHAPE("fault detail, 1000 attributes on an element", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG);
+	RESET();
+#undef SHAPE
+#undef RESET
+	wms__parse_ws_free(ws.parse);
+}
+
+/* The bound of the names in one reply, found exactly: n distinct names
+ * next to the reply's own parse, n + 1 do not; back and forth on one
+ * workspace. */
+static void names_at_their_bound(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	unsigned lo = 3000, hi = 5000, n, round;
+	(void)state;
+	while (hi - lo > 1) { /* lo parses, hi does not */
+		hx_buf x = { 0 }, b = { 0 };
+		hx_parts pt = { 0 };
+		parsed p;
+		unsigned mid = (lo + hi) / 2;
+		hx_elements(&x, mid, 1);
+		pt.resp_before = x.data;
+		hx_submit_reply(&b, "H-1", &pt);
+		parse_ws(&p, NULL, &b, NULL, 0);
+		if (p.rc == WMS_OK)
+			lo = mid;
+		else
+			hi = mid;
+		hx_free(&x);
+		hx_free(&b);
+	}
+	/* The reply's own names (prefixes, URIs, its eight element names) and
+	 * libxml2's few make up the rest. */
+	if (lo > WMS__XML_MAX_NAMES || lo < WMS__XML_MAX_NAMES - 32)
+		fail_msg("%u distinct elements parse, %u do not: the limit is %u names", lo, hi,
+			 WMS__XML_MAX_NAMES);
+	for (round = 0; round < 4; round++) {
+		hx_buf x = { 0 }, b = { 0 };
+		hx_parts pt = { 0 };
+		parsed p;
+		n = round % 2 ? hi : lo;
+		hx_elements(&x, n, 1);
+		pt.resp_before = x.data;
+		hx_submit_reply(&b, "H-1", &pt);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		assert_int_equal(p.rc, round % 2 ? WMS_ERR_UNEXPECTED_REPLY : WMS_OK);
+		hx_free(&x);
+		hx_free(&b);
+	}
+	wms__parse_ws_free(ws.parse);
+}
+
+/* Other encodings are scanned as libxml2 reads them: decoded. */
+static void encodings(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	hx_buf x = { 0 }, b = { 0 }, e = { 0 };
+	hx_parts pt = { 0 };
+	unsigned n, i;
+	(void)state;
+	for (n = 256; n <= 257; n++) {
+		wms_status want = n == 256 ? WMS_OK : WMS_ERR_UNEXPECTED_REPLY;
+		hx_attrs(&x, n, "a");
+		pt.resp_attrs = x.data;
+		/* UTF-16 with a BOM, both byte orders, and without one (libxml2
+		 * knows it from "<?"). */
+		for (i = 0; i < 4; i++) {
+			shape sh = { "UTF-16", want, n == 256 ? NULL : ATTRS_MSG, NULL };
+			pt.decl = i < 2 ? NULL : "<?xml version='1.0' encoding='UTF-16'?>";
+			hx_submit_reply(&b, "H-1", &pt);
+			hx_utf16(&e, b.data, b.len, i % 2, i < 2);
+			expect(&sh, &e, &ws);
+			hx_free(&b);
+			hx_free(&e);
+		}
+		/* Declared encodings that are not ASCII-compatible. */
+		{
+			shape sh = { "Shift_JIS", want, n == 256 ? NULL : ATTRS_MSG, NULL };
+			pt.decl = "<?xml version='1.0' encoding='Shift_JIS'?>";
+			hx_submit_reply(&b, "H-1", &pt);
+			expect(&sh, &b, &ws);
+			hx_free(&b);
+		}
+		{
+			shape sh = { "EUC-JP by the header", want, n == 256 ? NULL : ATTRS_MSG,
+				     "text/xml; charset=EUC-JP" };
+			pt.decl = NULL;
+			hx_submit_reply(&b, "H-1", &pt);
+			expect(&sh, &b, &ws);
+			hx_free(&b);
+		}
+		hx_free(&x);
+		pt.resp_attrs = NULL;
+	}
+	/* UTF-7 spells '=' as "+AD0-": only the decoded text shows the
+	 * attributes, which libxml2 reads. */
+	hx_put(&x, " xmlns:wh='" HX_WH "'");
+	for (i = 0; i < 300; i++)
+		hx_put(&x, " a%u+AD0-''", i);
+	hx_put(&b, "<?xml version='1.0' encoding='UTF-7'?><soap:Envelope xmlns:soap='" HX_SOAP11
+		   "'><soap:Body><wh:SubmitOrderResponse%s/></soap:Body></soap:Envelope>",
+	       x.data);
+	{
+		size_t eq = 0, k;
+		for (k = 0; k < b.len; k++)
+			eq += b.data[k] == '=';
+		assert_true(eq < 10); /* as bytes: the declarations' few */
+	}
+	{
+		shape sh = { "UTF-7 with its '=' encoded", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG, NULL };
+		expect(&sh, &b, &ws);
+	}
+	hx_free(&b);
+	hx_free(&x);
+	/* UCS-4: not read at all. */
+	{
+		static const char ucs4[] = "\0\0\0<\0\0\0?\0\0\0x\0\0\0m\0\0\0l";
+		shape sh = { "UCS-4", WMS_ERR_NOT_XML, "UCS-4", NULL };
+		hx_bytes(&b, ucs4, sizeof(ucs4) - 1);
+		expect(&sh, &b, &ws);
+		hx_free(&b);
+	}
+	/* UTF-16 without a BOM that declares another byte order: libxml2 would
+	 * switch to it after the declaration. */
+	{
+		shape sh = { "UTF-16LE declaring UTF-16BE", WMS_ERR_NOT_XML, "UTF-16LE content", NULL };
+		pt.decl = "<?xml version='1.0' encoding='UTF-16BE'?>";
+		hx_submit_reply(&b, "H-1", &pt);
+		hx_utf16(&e, b.data, b.len, 0, 0);
+		expect(&sh, &e, &ws);
+		hx_free(&b);
+		hx_free(&e);
+	}
+	wms__parse_ws_free(ws.parse);
+}
+
+/* What a workspace keeps: the context while its dictionary holds at most
+ * KEEP_NAMES names, the arrays while they are at most KEEP_ELS elements and
+ * KEEP_TEXT bytes; each crossed both ways, twice. */
+static void what_a_workspace_keeps(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	size_t names, els, text;
+	int round;
+	(void)state;
+	for (round = 0; round < 4; round++) {
+		hx_buf x = { 0 }, b = { 0 };
+		hx_parts pt = { 0 };
+		parsed p;
+		int big = round % 2;
+		/* names: the reply's own (about 20) plus these */
+		hx_elements(&x, big ? WMS__PARSE_KEEP_NAMES : WMS__PARSE_KEEP_NAMES - 100, 1);
+		pt.resp_before = x.data;
+		hx_submit_reply(&b, "H-1", &pt);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		assert_int_equal(p.rc, WMS_OK);
+		if (big) {
+			assert_int_equal(wms__parse_ws_kept(&ws, &names, &els, &text), 0);
+		} else {
+			assert_int_equal(wms__parse_ws_kept(&ws, &names, &els, &text), 1);
+			assert_true(names > WMS__PARSE_KEEP_NAMES - 100 && names <= WMS__PARSE_KEEP_NAMES);
+		}
+		hx_free(&x);
+		hx_free(&b);
+		/* elements */
+		hx_elements(&x, big ? WMS__PARSE_KEEP_ELS : WMS__PARSE_KEEP_ELS - 50, 0);
+		pt.resp_before = x.data;
+		hx_submit_reply(&b, "H-1", &pt);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		assert_int_equal(p.rc, WMS_OK);
+		assert_int_equal(wms__parse_ws_kept(&ws, &names, &els, &text), 1);
+		if (big)
+			assert_int_equal(els, 0);
+		else
+			assert_true(els > 0 && els <= WMS__PARSE_KEEP_ELS);
+		hx_free(&x);
+		hx_free(&b);
+		/* text */
+		hx_put(&x, "<t>");
+		while (x.len < (big ? WMS__PARSE_KEEP_TEXT + 100 : WMS__PARSE_KEEP_TEXT - 2000))
+			hx_put(&x, "0123456789");
+		hx_put(&x, "</t>");
+		pt.resp_before = x.data;
+		hx_submit_reply(&b, "H-1", &pt);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		assert_int_equal(p.rc, WMS_OK);
+		wms__parse_ws_kept(&ws, &names, &els, &text);
+		if (big)
+			assert_int_equal(text, 0);
+		else
+			assert_true(text > 0 && text <= WMS__PARSE_KEEP_TEXT);
+		hx_free(&x);
+		hx_free(&b);
+	}
+	wms__parse_ws_free(ws.parse);
+}
+
+/* The deadline is checked between chunks: past it, a reply longer than one
+ * chunk stops with TIMEOUT after the first; one chunk is always read. */
+static void deadline_between_chunks(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	hx_buf x = { 0 }, b = { 0 }, small = { 0 };
+	hx_parts pt = { 0 };
+	char want[96];
+	parsed p;
+	int round;
+	(void)state;
+	while (x.len < 300000) {
+		hx_put(&x, "<e");
+		hx_attrs(&x, 200, "a");
+		hx_put(&x, "/>");
+	}
+	pt.resp_before = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	hx_submit_reply(&small, "H-1", NULL);
+	snprintf(want, sizeof(want), "ran past the call's deadline: stopped after 65536 of %zu bytes",
+		 b.len);
+	for (round = 0; round < 2; round++) {
+		parse_ws(&p, &ws, &b, NULL, 1); /* long past */
+		assert_int_equal(p.rc, WMS_ERR_TIMEOUT);
+		if (!strstr(p.err.message, want))
+			fail_msg("message \"%s\" lacks \"%s\"", p.err.message, want);
+		parse_ws(&p, &ws, &small, NULL, 1);
+		assert_int_equal(p.rc, WMS_OK);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		assert_int_equal(p.rc, WMS_OK);
+		parse_ws(&p, &ws, &b, NULL, (uint64_t)(util_now_ms() * 1e6) + 60000000000ull);
+		assert_int_equal(p.rc, WMS_OK);
+	}
+	hx_free(&x);
+	hx_free(&b);
+	hx_free(&small);
+	wms__parse_ws_free(ws.parse);
+}
+
+/* Refused before libxml2 reads it: refusing 200 000 attributes costs far
+ * less than parsing a reply of the same size without them (medians of 5,
+ * measured here, in the same run). */
+static double median5(double *v)
+{
+	int i, j;
+	for (i = 1; i < 5; i++)
+		for (j = i; j > 0 && v[j] < v[j - 1]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v[2];
+}
+
+static void refusal_costs_less_than_a_parse(void **state)
+{
+	hx_buf x = { 0 }, hostile = { 0 }, plain = { 0 };
+	hx_parts pt = { 0 };
+	double th[5], tp[5];
+	parsed p;
+	int i;
+	(void)state;
+	hx_attrs(&x, 200000, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&hostile, "H-1", &pt);
+	hx_free(&x);
+	memset(&pt, 0, sizeof(pt));
+	hx_put(&x, "<t>");
+	while (x.len < hostile.len)
+		hx_put(&x, "a=''a=''a=''");
+	hx_put(&x, "</t>");
+	pt.resp_before = x.data;
+	hx_submit_reply(&plain, "H-1", &pt);
+	for (i = 0; i < 5; i++) {
+		double t0 = util_now_ms();
+		parse_ws(&p, NULL, &hostile, NULL, 0);
+		th[i] = util_now_ms() - t0;
+		assert_int_equal(p.rc, WMS_ERR_UNEXPECTED_REPLY);
+		t0 = util_now_ms();
+		parse_ws(&p, NULL, &plain, NULL, 0);
+		tp[i] = util_now_ms() - t0;
+		assert_int_equal(p.rc, WMS_OK);
+	}
+	if (median5(th) > median5(tp))
+		fail_msg("refusing took %.3f ms, parsing as much text %.3f ms", median5(th),
+			 median5(tp));
+	hx_free(&x);
+	hx_free(&hostile);
+	hx_free(&plain);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(attributes_at_and_past_the_limit),
+		cmocka_unit_test(attributes_count_per_element),
+		cmocka_unit_test(values_are_not_counted),
+		cmocka_unit_test(namespace_declarations),
+		cmocka_unit_test(namespace_scope),
+		cmocka_unit_test(elements),
+		cmocka_unit_test(skipped_constructs),
+		cmocka_unit_test(doctype_ends_the_scan),
+		cmocka_unit_test(recovery_like_libxml2),
+		cmocka_unit_test(every_cut),
+		cmocka_unit_test(depth),
+		cmocka_unit_test(reported_name),
+		cmocka_unit_test(reply_shapes),
+		cmocka_unit_test(names_at_their_bound),
+		cmocka_unit_test(encodings),
+		cmocka_unit_test(what_a_workspace_keeps),
+		cmocka_unit_test(deadline_between_chunks),
+		cmocka_unit_test(refusal_costs_less_than_a_parse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
