@@ -30,6 +30,8 @@ void hx_put(hx_buf *b, const char *fmt, ...)
 	va_list ap;
 	char probe[1];
 	int n;
+	if (!fmt) /* never; says so to GCC's null checks under UBSan */
+		abort();
 	va_start(ap, fmt);
 	n = vsnprintf(probe, sizeof(probe), fmt, ap);
 	va_end(ap);
