@@ -126,8 +126,10 @@ void hx_utf16(hx_buf *out, const char *ascii, size_t len, int big_endian, int bo
 	if (bom)
 		hx_bytes(out, big_endian ? "\xfe\xff" : "\xff\xfe", 2);
 	for (i = 0; i < len; i++) {
-		char u[2] = { 0, 0 };
-		u[big_endian ? 1 : 0] = ascii[i];
+		unsigned cp = ascii[i] == '\x01' ? 0x3D00u : (unsigned char)ascii[i];
+		char u[2];
+		u[big_endian ? 0 : 1] = (char)(cp >> 8);
+		u[big_endian ? 1 : 0] = (char)(cp & 0xFF);
 		hx_bytes(out, u, 2);
 	}
 }

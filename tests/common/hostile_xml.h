@@ -52,7 +52,9 @@ void hx_submit_reply(hx_buf *out, const char *id, const hx_parts *parts);
  * (parts->resp_before is ignored) and then WmsFault code "INTERNAL". */
 void hx_fault_reply(hx_buf *out, int soap12, const char *detail_before, const hx_parts *parts);
 
-/* ASCII text as UTF-16 (big or little endian), with a BOM or without. */
+/* ASCII text as UTF-16 (big or little endian), with a BOM or without. The
+ * byte 0x01 stands for U+3D00, a CJK letter whose UTF-16 holds the byte of
+ * '=': names that only a scan of the decoded text reads right. */
 void hx_utf16(hx_buf *out, const char *ascii, size_t len, int big_endian, int bom);
 
 #endif

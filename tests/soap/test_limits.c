@@ -587,6 +587,21 @@ static void encodings(void **state)
 		hx_free(&x);
 		pt.resp_attrs = NULL;
 	}
+	/* 200 attribute names holding U+3D00: as bytes, two '=' each. */
+	for (i = 0; i < 4; i++) {
+		shape sh = { "UTF-16, names with U+3D00", WMS_OK, NULL, NULL };
+		for (n = 0; n < 200; n++)
+			hx_put(&x, " a\x01%u=''", n);
+		pt.resp_attrs = x.data;
+		pt.decl = i < 2 ? NULL : "<?xml version='1.0' encoding='UTF-16'?>";
+		hx_submit_reply(&b, "H-1", &pt);
+		hx_utf16(&e, b.data, b.len, i % 2, i < 2);
+		expect(&sh, &e, &ws);
+		hx_free(&b);
+		hx_free(&e);
+		hx_free(&x);
+	}
+	memset(&pt, 0, sizeof(pt));
 	/* UTF-7 spells '=' as "+AD0-": only the decoded text shows the
 	 * attributes, which libxml2 reads. */
 	hx_put(&x, " xmlns:wh='" HX_WH "'");
