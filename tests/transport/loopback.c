@@ -34,6 +34,10 @@ struct lb_server {
 	int unsolicited_sent;
 	lb_request last;
 	int have_last;
+	/* lb_gate: requests numbered up to gate_end wait for request gate_end */
+	unsigned gate_end;
+	unsigned gate_timeout_ms;
+	unsigned gate_missed;
 };
 
 uint64_t lb_now_ms(void)
@@ -124,15 +128,46 @@ static int read_request(lb_server *s, int fd, char *buf, size_t *len, lb_request
 	return 1;
 }
 
-static void record(lb_server *s, lb_request *r)
+/* Keep r as the last request; returns its number (1 for the first). */
+static unsigned record(lb_server *s, lb_request *r)
 {
+	unsigned n;
 	pthread_mutex_lock(&s->lock);
 	free(s->last.body);
 	s->last = *r;
 	s->have_last = 1;
-	s->requests++;
+	n = ++s->requests;
 	pthread_mutex_unlock(&s->lock);
 	r->body = NULL;
+	return n;
+}
+
+/* Request number `seq` has been read: if a gate holds it, wait until the
+ * gate's last request has arrived too, or its time is up (counted). 0 when
+ * the server is stopping. */
+static int gate_wait(lb_server *s, unsigned seq)
+{
+	uint64_t end;
+	unsigned gate_end;
+	pthread_mutex_lock(&s->lock);
+	gate_end = s->gate_end;
+	end = lb_now_ms() + s->gate_timeout_ms;
+	pthread_mutex_unlock(&s->lock);
+	if (seq > gate_end)
+		return 1;
+	for (;;) {
+		unsigned have = lb_requests(s);
+		if (have >= gate_end)
+			return 1;
+		if (lb_now_ms() >= end) {
+			pthread_mutex_lock(&s->lock);
+			s->gate_missed++;
+			pthread_mutex_unlock(&s->lock);
+			return 1;
+		}
+		if (!pause_ms(s, 1))
+			return 0;
+	}
 }
 
 /* Write the scripted answer; 0 if the peer went away or the server stops. */
@@ -190,7 +225,7 @@ static void serve(void *ctx, int fd)
 	lb_server *s = ctx;
 	char *buf = malloc(MAX_HEAD + 1);
 	size_t len = 0;
-	unsigned nreq = 0;
+	unsigned nreq = 0, seq;
 	lb_after after = LB_CLOSE;
 	lb_request r;
 
@@ -219,12 +254,12 @@ static void serve(void *ctx, int fd)
 		if (!read_request(s, fd, buf, &len, &r))
 			break;
 		nreq++;
-		record(s, &r);
+		seq = record(s, &r);
 		if (s->script.drop_reused && nreq > 1) {
 			after = s->script.drop_reset ? LB_RESET : LB_CLOSE;
 			break;
 		}
-		if (!pause_ms(s, s->script.delay_ms) || !answer(s, fd))
+		if (!gate_wait(s, seq) || !pause_ms(s, s->script.delay_ms) || !answer(s, fd))
 			break;
 		if (s->script.unsolicited && unsolicited_turn(s) && !unsolicited(s, fd))
 			break;
@@ -351,6 +386,23 @@ unsigned lb_closed(lb_server *s)
 	unsigned n;
 	pthread_mutex_lock(&s->lock);
 	n = s->closed;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void lb_gate(lb_server *s, unsigned n, unsigned timeout_ms)
+{
+	pthread_mutex_lock(&s->lock);
+	s->gate_end = s->requests + n;
+	s->gate_timeout_ms = timeout_ms;
+	pthread_mutex_unlock(&s->lock);
+}
+
+unsigned lb_gate_missed(lb_server *s)
+{
+	unsigned n;
+	pthread_mutex_lock(&s->lock);
+	n = s->gate_missed;
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }

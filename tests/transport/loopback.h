@@ -73,6 +73,16 @@ int lb_wait_unsolicited(lb_server *s, unsigned timeout_ms);
 /* Wait up to timeout_ms until lb_closed(s) >= n; 1 if it got there. */
 int lb_wait_closed(lb_server *s, unsigned n, unsigned timeout_ms);
 
+/* Hold replies back: the next n requests the server reads, on any of its
+ * connections, are answered only once all n have arrived (each then after
+ * delay_ms as usual), so that n callers overlap whatever the scheduler does.
+ * A request still held after timeout_ms is answered anyway and counted by
+ * lb_gate_missed(). Requests past the n go through at once. Call it while
+ * no request is in flight. */
+void lb_gate(lb_server *s, unsigned n, unsigned timeout_ms);
+/* Requests answered because their gate's timeout_ms passed (since lb_start). */
+unsigned lb_gate_missed(lb_server *s);
+
 /* Copy of the last request; 0 if none yet. */
 int lb_last_request(lb_server *s, lb_request *out);
 void lb_request_free(lb_request *r);

@@ -849,6 +849,7 @@ struct worker {
 	wms_transport *tp;
 	const char *url;
 	int calls;
+	unsigned timeout_ms; /* 0: base_request's; else the deadline and the stall guard */
 	int ok;
 	char first_error[WMS_ERROR_MESSAGE_MAX + 32];
 };
@@ -860,6 +861,8 @@ static void *worker_main(void *arg)
 	int i;
 	base_request(&req);
 	req.url = w->url;
+	if (w->timeout_ms)
+		req.timeout_ms = req.stall_timeout_ms = w->timeout_ms;
 	for (i = 0; i < w->calls; i++) {
 		wms_http_response resp;
 		wms_error err;
@@ -919,51 +922,78 @@ static void test_threads_beyond_idle_pool(void **state)
 	run_workers(*state, 12, 10);
 }
 
-/* The idle pool keeps max_idle handles, and so connections: six callers at
- * once (each reply held 150 ms so that they overlap) open six, and once they
- * are done the four beyond a pool of two are closed; the two kept are
- * reused by the next calls. */
+/* One batch of n callers at once on f->tp, each with one call. The server
+ * holds every reply until all n requests have arrived (lb_gate), so the n
+ * calls overlap on any machine, under valgrind too: none can hand its handle
+ * back for another caller of the batch to reuse. Then the server must have
+ * accepted `accepted` connections in all and closed `closed`. */
+static void idle_batch(fx *f, int n, unsigned accepted, unsigned closed)
+{
+	/* generous: the gate only waits this long when a call never came */
+	unsigned gate_ms = under_valgrind() ? 60000u : 20000u;
+	pthread_t th[8];
+	struct worker w[8];
+	int i;
+	assert_true(n <= 8);
+	lb_gate(f->srv, (unsigned)n, gate_ms);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < n; i++) {
+		w[i].tp = f->tp;
+		w[i].url = lb_url(f->srv);
+		w[i].calls = 1;
+		w[i].timeout_ms = gate_ms + 10000u;
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (lb_gate_missed(f->srv))
+		fail_msg("%u of %d requests waited %u ms for the rest of their batch: the "
+			 "calls did not run at once", lb_gate_missed(f->srv), n, gate_ms);
+	for (i = 0; i < n; i++)
+		if (w[i].ok != 1)
+			fail_msg("caller %d of %d: %s", i, n, w[i].first_error);
+	assert_int_equal(lb_accepted(f->srv), accepted);
+	if (!lb_wait_closed(f->srv, closed, 2000 + (unsigned)slack_ms()))
+		fail_msg("%u connections closed, %u expected", lb_closed(f->srv), closed);
+	assert_int_equal(lb_closed(f->srv), closed);
+}
+
+/* The idle pool keeps max_idle handles, and so connections: n callers at
+ * once, on a new transport with a pool of `pool`, open n connections; once
+ * they are done the n - pool beyond the pool are closed and the pool's are
+ * kept. The same batch again reuses the kept ones (the rest are new) and
+ * closes as many. Freeing the transport closes the kept ones. */
+static void idle_pool_twice(fx *f, unsigned pool, unsigned n)
+{
+	unsigned over = n > pool ? n - pool : 0;
+	lb_script s = { 0 };
+
+	f->tp->free(f->tp);
+	f->tp = NULL;
+	assert_int_equal(wms__curl_transport_new(&f->tp, pool), WMS_OK);
+	lb_stop(f->srv);
+	s.response = f->reply;
+	start(f, &s);
+	idle_batch(f, (int)n, n, over);
+	idle_batch(f, (int)n, n + over, 2 * over);
+	f->tp->free(f->tp);
+	f->tp = NULL;
+	if (!lb_wait_closed(f->srv, n + over, 2000 + (unsigned)slack_ms()))
+		fail_msg("%u connections closed after the transport was freed, %u expected",
+			 lb_closed(f->srv), n + over);
+	assert_int_equal(lb_closed(f->srv), n + over);
+	assert_int_equal(wms__curl_transport_new(&f->tp, pool), WMS_OK); /* for teardown */
+}
+
+/* A pool of two: at its size, one past it, and well past it (six). */
 static void test_idle_pool_size(void **state)
 {
 	fx *f = *state;
-	pthread_t th[6];
-	struct worker w[6];
-	lb_script s = { 0 };
-	int i;
-
-	f->tp->free(f->tp);
-	assert_int_equal(wms__curl_transport_new(&f->tp, 2), WMS_OK);
 	f->reply = lb_http_response(200, "OK", CT_11, reply_ok);
 	assert_non_null(f->reply);
-	s.response = f->reply;
-	s.delay_ms = 150;
-	start(f, &s);
-	memset(w, 0, sizeof(w));
-	for (i = 0; i < 6; i++) {
-		w[i].tp = f->tp;
-		w[i].url = lb_url(f->srv);
-		w[i].calls = 1;
-		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
-	}
-	for (i = 0; i < 6; i++)
-		pthread_join(th[i], NULL);
-	for (i = 0; i < 6; i++)
-		assert_int_equal(w[i].ok, 1);
-	assert_int_equal(lb_accepted(f->srv), 6);
-	assert_true(lb_wait_closed(f->srv, 4, 2000 + (unsigned)slack_ms()));
-	assert_int_equal(lb_closed(f->srv), 4);
-	/* the two kept carry the next two calls at once */
-	for (i = 0; i < 2; i++) {
-		memset(&w[i], 0, sizeof(w[i]));
-		w[i].tp = f->tp;
-		w[i].url = lb_url(f->srv);
-		w[i].calls = 1;
-		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
-	}
-	for (i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	assert_int_equal(w[0].ok + w[1].ok, 2);
-	assert_int_equal(lb_accepted(f->srv), 6);
+	idle_pool_twice(f, 2, 2);
+	idle_pool_twice(f, 2, 3);
+	idle_pool_twice(f, 2, 6);
 }
 
 /* ---- failures before anything is sent ---------------------------------------------- */
