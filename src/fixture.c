@@ -26,7 +26,8 @@
 #include <libxml/xmlerror.h>
 
 #include "internal.h"
-#include "soap.h" /* wms__xml_init */
+#include "soap.h" /* wms__xml_init, wms__xml_check_limits */
+#include "xml_limits.h"
 #include "fixture_internal.h"
 #include "wms/fixture.h"
 
@@ -68,7 +69,13 @@ static void refuse_doctype(void *ctx, const xmlChar *name, const xmlChar *extern
 
 /*
  * Parse `len` bytes with no network, no entity substitution, no DTD loading
- * and no DOCTYPE at all. NULL with `why` set on failure.
+ * and no DOCTYPE at all, within the structural limits of xml_limits.h
+ * (checked before libxml2 reads a byte: its costs are quadratic in what one
+ * start tag carries). NULL with `why` set on failure.
+ *
+ * Lifetimes: the tree's names live in the parser context's dictionary,
+ * which the document holds a reference to (doc->dict): freeing the context
+ * here leaves them valid until xmlFreeDoc.
  */
 static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *why,
 			    size_t why_size)
@@ -76,11 +83,27 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 	xmlParserCtxtPtr ctxt;
 	xmlDocPtr doc = NULL;
 	wms__xml_quiet quiet;
+	wms__xml_scan scan;
 	int doctype = 0;
 
 	xml_init();
 	if (len > (size_t)0x7fffffff) {
 		snprintf(why, why_size, "document too large (%zu bytes)", len);
+		return NULL;
+	}
+	switch (wms__xml_check_limits(&scan, buf, len)) {
+	case WMS_OK:
+		if (!scan.limit)
+			break;
+		snprintf(why, why_size, "<%s> crosses libwms's limit of %u %s", scan.element,
+			 scan.max, scan.limit);
+		return NULL;
+	case WMS_ERR_NOMEM:
+		snprintf(why, why_size, "out of memory");
+		return NULL;
+	default:
+		snprintf(why, why_size, "an encoding libwms does not read (UCS-4, or a byte "
+					"order mark the XML declaration contradicts)");
 		return NULL;
 	}
 	ctxt = xmlNewParserCtxt();

@@ -124,6 +124,15 @@ wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const cha
  * element and text arrays. */
 size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, size_t *text);
 
+/* The structural limits of xml_limits.h, checked on a document that
+ * libxml2 will read without a forced encoding, as it will read it (decoded
+ * first when its encoding is not ASCII-compatible): for readers other than
+ * the reply parser (fixture files, requests matched against them). WMS_OK,
+ * with out->limit set when one is crossed; WMS_ERR_NOT_XML for UCS-4 or a
+ * byte order mark and declaration that disagree; WMS_ERR_NOMEM. */
+struct wms__xml_scan;
+wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, size_t len);
+
 /* Once per process (thread-safe): libxml2's global set-up. */
 void wms__xml_init(void);
 

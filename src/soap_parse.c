@@ -1497,23 +1497,32 @@ static wms_status limit_crossed(const wms__xml_scan *scan, wms_error *err)
 			  scan->max, scan->limit);
 }
 
+/* The encoding a BOM, or libxml2's look at the first bytes, says and the
+ * one the declaration names disagree: libxml2 would read what follows the
+ * declaration as something else than what its start was. */
+static int encodings_disagree(const sniff_result *sn)
+{
+	return (sn->bom_kind != BOM_NONE || sn->utf16 != BOM_NONE) && sn->enc[0] &&
+	       !bom_agrees(sn->bom_kind != BOM_NONE ? sn->bom_kind : sn->utf16, sn->enc);
+}
+
 /* Scan the body for the limits of xml_limits.h as libxml2 will read it: its
  * own bytes when its encoding is ASCII-compatible, else decoded to UTF-8
- * from where libxml2 switches to its encoding. `encoding` is the header's
- * charset the parser will be given, or NULL. */
-static wms_status check_limits(const char *buf, size_t len, const sniff_result *sn,
-			       const char *encoding, wms_error *err)
+ * from where libxml2 switches to its encoding. `encoding` is the charset
+ * the parser will be given, or NULL. WMS_OK (scan->limit says whether one
+ * was crossed), NOMEM, or NOT_XML for UCS-4, which libwms does not read. */
+static wms_status scan_as_read(wms__xml_scan *scan, const char *buf, size_t len,
+			       const sniff_result *sn, const char *encoding)
 {
 	xmlCharEncodingHandlerPtr h = NULL;
 	const char *name = NULL;
-	wms__xml_scan scan;
 	wms__buf dec = { 0 };
 	size_t from = 0;
 	wms_status rc;
 
+	memset(scan, 0, sizeof(*scan));
 	if (sn->ucs4)
-		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-				 "reply is in UCS-4 (UTF-32), which libwms does not read");
+		return WMS_ERR_NOT_XML;
 	if (sn->utf16 != BOM_NONE) {
 		name = sn->utf16 == BOM_UTF16LE ? "UTF-16LE" : "UTF-16BE";
 		from = sn->bom_kind != BOM_NONE ? 2 : 0;
@@ -1537,21 +1546,42 @@ static wms_status check_limits(const char *buf, size_t len, const sniff_result *
 	/* No decoder: libxml2 has none either, fails on the declaration and
 	 * reads on as UTF-8, as the scan then does. */
 	if (!h) {
-		if (wms__xml_scan_limits(&scan, buf, len))
-			return limit_crossed(&scan, err);
+		wms__xml_scan_limits(scan, buf, len);
 		return WMS_OK;
 	}
 	rc = decode_utf8(&dec, h, buf + from, len - from);
 	xmlCharEncCloseFunc(h);
-	if (rc != WMS_OK) {
-		wms__buf_free(&dec);
-		return wms__fail(err, rc, WMS_DELIVERY_ANSWERED,
-				 "decoding the reply for its limits: out of memory");
-	}
-	rc = wms__xml_scan_limits(&scan, dec.data ? dec.data : "", dec.len) ? limit_crossed(&scan, err)
-									     : WMS_OK;
+	if (rc == WMS_OK)
+		wms__xml_scan_limits(scan, dec.data ? dec.data : "", dec.len);
 	wms__buf_free(&dec);
 	return rc;
+}
+
+static wms_status check_limits(const char *buf, size_t len, const sniff_result *sn,
+			       const char *encoding, wms_error *err)
+{
+	wms__xml_scan scan;
+	switch (scan_as_read(&scan, buf, len, sn, encoding)) {
+	case WMS_OK:
+		return scan.limit ? limit_crossed(&scan, err) : WMS_OK;
+	case WMS_ERR_NOT_XML:
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply is in UCS-4 (UTF-32), which libwms does not read");
+	default:
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
+				 "decoding the reply for its limits: out of memory");
+	}
+}
+
+wms_status wms__xml_check_limits(wms__xml_scan *out, const char *buf, size_t len)
+{
+	sniff_result sn;
+	wms__xml_init();
+	memset(out, 0, sizeof(*out));
+	sniff(&sn, buf ? buf : "", len);
+	if (encodings_disagree(&sn))
+		return WMS_ERR_NOT_XML;
+	return scan_as_read(out, buf ? buf : "", len, &sn, NULL);
 }
 
 static size_t out_size(wms__op op)
@@ -1611,8 +1641,7 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 	 * The same for UTF-16 without a BOM, which libxml2 tells by its first
 	 * bytes: it would switch to the declared encoding after the declaration,
 	 * reading the rest as something else than what its start was. */
-	if ((sn.bom_kind != BOM_NONE || sn.utf16 != BOM_NONE) && sn.enc[0] &&
-	    !bom_agrees(sn.bom_kind != BOM_NONE ? sn.bom_kind : sn.utf16, sn.enc)) {
+	if (encodings_disagree(&sn)) {
 		snippet(start, sizeof(start), sn.enc, strlen(sn.enc));
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 				 "reply is not well-formed XML: %s %s%s, but the XML declaration says "
