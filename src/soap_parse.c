@@ -1446,7 +1446,7 @@ static int ascii_compatible(const char *enc)
  * decodes: libxml2 stops at the first byte that does not, so what follows
  * is never parsed. NOMEM if memory ran out on the way. */
 static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const char *buf,
-			      size_t len)
+			      size_t len, uint64_t deadline_ns)
 {
 	enum { SLICE = 256 * 1024 };
 	xmlBufferPtr in = xmlBufferCreateSize(SLICE + 64), dec = xmlBufferCreateSize(3 * SLICE + 64);
@@ -1463,6 +1463,10 @@ static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const 
 	for (;;) {
 		size_t n = len - off < SLICE ? len - off : SLICE;
 		int pending;
+		if (off && deadline_ns && wms__now_ns() >= deadline_ns) {
+			rc = WMS_ERR_TIMEOUT;
+			break;
+		}
 		if (n && xmlBufferAdd(in, X(buf + off), (int)n) != 0) {
 			rc = WMS_ERR_NOMEM;
 			break;
@@ -1482,7 +1486,7 @@ static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const 
 	}
 done:
 	wms__xml_quiet_end(&quiet);
-	if (quiet.nomem || wms__alloc_lib_failures() != failures)
+	if (rc != WMS_ERR_TIMEOUT && (quiet.nomem || wms__alloc_lib_failures() != failures))
 		rc = WMS_ERR_NOMEM;
 	if (in)
 		xmlBufferFree(in);
@@ -1510,9 +1514,10 @@ static int encodings_disagree(const sniff_result *sn)
  * own bytes when its encoding is ASCII-compatible, else decoded to UTF-8
  * from where libxml2 switches to its encoding. `encoding` is the charset
  * the parser will be given, or NULL. WMS_OK (scan->limit says whether one
- * was crossed), NOMEM, or NOT_XML for UCS-4, which libwms does not read. */
+ * was crossed), NOMEM, TIMEOUT past `deadline_ns` (0: none), or NOT_XML
+ * for UCS-4, which libwms does not read. */
 static wms_status scan_as_read(wms__xml_scan *scan, const char *buf, size_t len,
-			       const sniff_result *sn, const char *encoding)
+			       const sniff_result *sn, const char *encoding, uint64_t deadline_ns)
 {
 	xmlCharEncodingHandlerPtr h = NULL;
 	const char *name = NULL;
@@ -1545,28 +1550,34 @@ static wms_status scan_as_read(wms__xml_scan *scan, const char *buf, size_t len,
 	}
 	/* No decoder: libxml2 has none either, fails on the declaration and
 	 * reads on as UTF-8, as the scan then does. */
-	if (!h) {
-		wms__xml_scan_limits(scan, buf, len);
-		return WMS_OK;
-	}
-	rc = decode_utf8(&dec, h, buf + from, len - from);
+	if (!h)
+		return wms__xml_scan_limits(scan, buf, len, deadline_ns) == WMS__XML_SCAN_LATE
+			       ? WMS_ERR_TIMEOUT
+			       : WMS_OK;
+	rc = decode_utf8(&dec, h, buf + from, len - from, deadline_ns);
 	xmlCharEncCloseFunc(h);
-	if (rc == WMS_OK)
-		wms__xml_scan_limits(scan, dec.data ? dec.data : "", dec.len);
+	if (rc == WMS_OK && wms__xml_scan_limits(scan, dec.data ? dec.data : "", dec.len,
+						 deadline_ns) == WMS__XML_SCAN_LATE)
+		rc = WMS_ERR_TIMEOUT;
 	wms__buf_free(&dec);
 	return rc;
 }
 
 static wms_status check_limits(const char *buf, size_t len, const sniff_result *sn,
-			       const char *encoding, wms_error *err)
+			       const char *encoding, uint64_t deadline_ns, wms_error *err)
 {
 	wms__xml_scan scan;
-	switch (scan_as_read(&scan, buf, len, sn, encoding)) {
+	switch (scan_as_read(&scan, buf, len, sn, encoding, deadline_ns)) {
 	case WMS_OK:
 		return scan.limit ? limit_crossed(&scan, err) : WMS_OK;
 	case WMS_ERR_NOT_XML:
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
 				 "reply is in UCS-4 (UTF-32), which libwms does not read");
+	case WMS_ERR_TIMEOUT:
+		return wms__fail(err, WMS_ERR_TIMEOUT, WMS_DELIVERY_ANSWERED,
+				 "reading the reply ran past the call's deadline: stopped checking "
+				 "its structure (%zu bytes)",
+				 len);
 	default:
 		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
 				 "decoding the reply for its limits: out of memory");
@@ -1581,7 +1592,7 @@ wms_status wms__xml_check_limits(wms__xml_scan *out, const char *buf, size_t len
 	sniff(&sn, buf ? buf : "", len);
 	if (encodings_disagree(&sn))
 		return WMS_ERR_NOT_XML;
-	return scan_as_read(out, buf ? buf : "", len, &sn, NULL);
+	return scan_as_read(out, buf ? buf : "", len, &sn, NULL, 0);
 }
 
 static size_t out_size(wms__op op)
@@ -1664,7 +1675,7 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 			encoding = charset;
 		}
 	}
-	if ((rc = check_limits(buf, len, &sn, encoding, err)) != WMS_OK ||
+	if ((rc = check_limits(buf, len, &sn, encoding, deadline_ns, err)) != WMS_OK ||
 	    (rc = parse_xml(ws, buf, len, encoding, html_type, deadline_ns, err)) != WMS_OK)
 		return rc;
 	return check_reply(op, out, &ws->st.els[0], html_type, err);

@@ -29,7 +29,7 @@ static int hit(wms__xml_scan *out, const char *limit, unsigned max, const char *
 		out->element[n++] = c > 0x20 && c < 0x7F ? (char)c : '.';
 	}
 	out->element[n] = '\0';
-	return 1;
+	return WMS__XML_SCAN_LIMIT;
 }
 
 /* An element, with its namespace declarations, enters the scope. */
@@ -41,14 +41,14 @@ static int open_element(unsigned char *ns_of, size_t *depth, unsigned *scope, un
 	return 1;
 }
 
-int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len)
+int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns)
 {
 	/* Namespace declarations of each open element, to leave the scope with
 	 * it; a little deeper than the parsers go (they stop at their depth
 	 * limit, with an error), so the scan stops where it is full. */
 	unsigned char ns_of[WMS__XML_MAX_DEPTH + 8];
 	const char *p = buf, *end = buf + len;
-	size_t depth = 0, elements = 0;
+	size_t depth = 0, elements = 0, clock_at = WMS__XML_SCAN_CLOCK_BYTES;
 	unsigned scope = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -56,6 +56,14 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len)
 		const char *tag = p++;
 		unsigned attrs = 0, ns = 0;
 		int is_ns = 0;
+
+		if (deadline_ns && (size_t)(tag - buf) >= clock_at) {
+			if (wms__now_ns() >= deadline_ns) {
+				out->offset = (size_t)(tag - buf);
+				return WMS__XML_SCAN_LATE;
+			}
+			clock_at = (size_t)(tag - buf) + WMS__XML_SCAN_CLOCK_BYTES;
+		}
 
 		if (p == end)
 			break;
@@ -103,13 +111,13 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len)
 			while (p < end && space(*p))
 				p++;
 			if (p == end)
-				return 0; /* cut short: never parsed as a start tag */
+				return WMS__XML_SCAN_OK; /* cut short: never parsed as a start tag */
 			if (*p == '<' || *p == '>' || (*p == '/' && p + 1 < end && p[1] == '>')) {
 				int empty = *p == '/';
 				if (*p != '<')
 					p += empty ? 2 : 1;
 				if (depth == sizeof(ns_of))
-					return 0; /* past where the parsers stop */
+					return WMS__XML_SCAN_OK; /* past where the parsers stop */
 				if (!open_element(ns_of, &depth, &scope, ns))
 					return hit(out, "namespace declarations in scope",
 						   WMS__XML_MAX_NS_SCOPE, buf, tag, end);
@@ -122,7 +130,7 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len)
 				while (p < end && *p != quote && *p != '<')
 					p++;
 				if (p == end)
-					return 0; /* a value never closed: libxml2 stops in it */
+					return WMS__XML_SCAN_OK; /* a value never closed: libxml2 stops in it */
 				if (*p == quote)
 					p++;
 			} else if (*p == '=') {
@@ -149,5 +157,5 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len)
 			}
 		}
 	}
-	return 0;
+	return WMS__XML_SCAN_OK;
 }

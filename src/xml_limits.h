@@ -8,6 +8,7 @@
 #define WMS_XML_LIMITS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* libxml2's own depth limit (xmlParserMaxDepth without XML_PARSE_HUGE), which
  * only its tree builder enforces: the reply parser, which builds no tree,
@@ -27,6 +28,15 @@ typedef struct wms__xml_scan {
 	char element[48];  /* its name, printable ASCII ('.' for anything else), cut */
 } wms__xml_scan;
 
+enum {
+	WMS__XML_SCAN_OK = 0,    /* every limit kept */
+	WMS__XML_SCAN_LIMIT = 1, /* one crossed: see `out` */
+	WMS__XML_SCAN_LATE = 2   /* the deadline passed; out->offset: where the scan stopped */
+};
+
+/* The scan looks at the clock after each this many bytes (never before). */
+#define WMS__XML_SCAN_CLOCK_BYTES (1u << 20)
+
 /*
  * Scan [buf, buf + len) as XML in an encoding where every byte below 0x80 is
  * the ASCII character (UTF-8, US-ASCII, ISO-8859-*, windows-125*): count
@@ -36,9 +46,9 @@ typedef struct wms__xml_scan {
  * nothing past one: the parsers refuse it). On XML that is not well-formed
  * it may count more than libxml2 would, never less: the parsers stop
  * libxml2 at its first fatal error, and up to that point the two read the
- * same markup. Returns 1 and fills `out`
- * when a limit is crossed, 0 otherwise.
+ * same markup. `deadline_ns` (wms__now_ns() time, 0: none) is looked at
+ * every WMS__XML_SCAN_CLOCK_BYTES. Returns a WMS__XML_SCAN_* value.
  */
-int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len);
+int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns);
 
 #endif

@@ -21,7 +21,7 @@
 
 static const char *scan(const hx_buf *b, wms__xml_scan *s)
 {
-	return wms__xml_scan_limits(s, b->data ? b->data : "", b->len) ? s->limit : NULL;
+	return wms__xml_scan_limits(s, b->data ? b->data : "", b->len, 0) ? s->limit : NULL;
 }
 
 /* `<e` + n attributes + tail, inside a root element. */
@@ -259,7 +259,7 @@ static void every_cut(void **state)
 		char *copy = malloc(n ? n : 1);
 		assert_non_null(copy);
 		memcpy(copy, b.data, n);
-		assert_int_equal(wms__xml_scan_limits(&s, copy, n), 0);
+		assert_int_equal(wms__xml_scan_limits(&s, copy, n, 0), WMS__XML_SCAN_OK);
 		free(copy);
 	}
 	hx_free(&b);
@@ -744,6 +744,45 @@ static void deadline_between_chunks(void **state)
 	wms__parse_ws_free(ws.parse);
 }
 
+/* The scan looks at the clock every 1 MiB, not before: a long body stops
+ * there once the deadline has passed, in its own bytes or decoded. */
+static void deadline_in_the_scan(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	hx_buf x = { 0 }, b = { 0 }, e = { 0 };
+	hx_parts pt = { 0 };
+	wms__xml_scan s;
+	parsed p;
+	int round;
+	(void)state;
+	hx_put(&x, "<t>");
+	while (x.len < 3u * WMS__XML_SCAN_CLOCK_BYTES)
+		hx_put(&x, "<e a='%0100d'/>", 1); /* 30 000 elements */
+	hx_put(&x, "</t>");
+	pt.resp_before = x.data;
+	hx_submit_reply(&b, "H-1", &pt);
+	assert_int_equal(wms__xml_scan_limits(&s, b.data, b.len, 1), WMS__XML_SCAN_LATE);
+	assert_true(s.offset >= WMS__XML_SCAN_CLOCK_BYTES &&
+		    s.offset < WMS__XML_SCAN_CLOCK_BYTES + 64);
+	assert_int_equal(wms__xml_scan_limits(&s, b.data, b.len, 0), WMS__XML_SCAN_OK);
+	assert_int_equal(wms__xml_scan_limits(&s, b.data, WMS__XML_SCAN_CLOCK_BYTES - 1, 1),
+			 WMS__XML_SCAN_OK);
+	hx_utf16(&e, b.data, b.len, 0, 1);
+	for (round = 0; round < 2; round++) {
+		parse_ws(&p, &ws, &b, NULL, 1);
+		assert_int_equal(p.rc, WMS_ERR_TIMEOUT);
+		assert_non_null(strstr(p.err.message, "stopped checking its structure"));
+		parse_ws(&p, &ws, &e, NULL, 1); /* decoded by slices, the clock between them */
+		assert_int_equal(p.rc, WMS_ERR_TIMEOUT);
+		parse_ws(&p, &ws, &e, NULL, 0);
+		assert_int_equal(p.rc, WMS_OK);
+	}
+	hx_free(&x);
+	hx_free(&b);
+	hx_free(&e);
+	wms__parse_ws_free(ws.parse);
+}
+
 /* Refused before libxml2 reads it: refusing 200 000 attributes costs far
  * less than parsing a reply of the same size without them (medians of 5,
  * measured here, in the same run). */
@@ -816,6 +855,7 @@ int main(void)
 		cmocka_unit_test(encodings),
 		cmocka_unit_test(what_a_workspace_keeps),
 		cmocka_unit_test(deadline_between_chunks),
+		cmocka_unit_test(deadline_in_the_scan),
 		cmocka_unit_test(refusal_costs_less_than_a_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
