@@ -39,7 +39,8 @@ static wms_status fake_send(wms_transport *t, const wms_http_request *req,
 	assert_true(req->timeout_ms > 0 && req->connect_timeout_ms > 0);
 	assert_true(req->connect_timeout_ms <= req->timeout_ms);
 	if (s->sleep_ms) {
-		struct timespec ts = { 0, (long)s->sleep_ms * 1000000L };
+		struct timespec ts = { (time_t)(s->sleep_ms / 1000u),
+				       (long)(s->sleep_ms % 1000u) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	if (s->fail != WMS_OK)

@@ -16,6 +16,8 @@
 
 #include "fake_transport.h"
 #include "count_alloc.h"
+#include "hostile_xml.h"
+#include "internal.h" /* wms__now_ns */
 
 #define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
 #define ENV_CLOSE "</s:Body></s:Envelope>"
@@ -317,6 +319,56 @@ static void fixture_mismatch_and_nomem_say_nothing_to_the_breaker(void **state)
 	wms_client_free(x.c);
 }
 
+/* What is done with the reply's bytes keeps the call's deadline: a reply
+ * that arrives just before it, and would take longer than what is left to
+ * read, stops with TIMEOUT (delivery UNKNOWN: the WMS may have acted on the
+ * request), one chunk of parsing past the deadline at most; twice on one
+ * client. With time to spare the same reply is read. */
+static void reading_the_reply_keeps_the_deadline(void **state)
+{
+	const int vg = getenv("WMS_UNDER_VALGRIND") != NULL;
+	const uint32_t timeout = vg ? 4000 : 400, slack = vg ? 1000 : 100;
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	hx_buf x = { 0 }, body = { 0 };
+	hx_parts pt = { 0 };
+	wms_error err;
+	int round;
+	fx f;
+	(void)state;
+	while (x.len < (2u << 20)) { /* ~25 ms of libxml2's time here, within every limit */
+		hx_put(&x, "<e");
+		hx_attrs(&x, 200, "a");
+		hx_put(&x, "/>");
+	}
+	pt.resp_before = x.data;
+	hx_submit_reply(&body, "ORD-1", &pt);
+	o.timeout_ms = timeout;
+	o.max_reply_bytes = 8u << 20;
+	o.breaker_options.failure_threshold = 100;
+	f = setup_client_with(&o);
+	for (round = 0; round < 2; round++) {
+		uint64_t t0, ms;
+		wms_status st;
+		script(&f, 200, "text/xml; charset=utf-8", body.data);
+		f.t->next.sleep_ms = timeout - 5;
+		t0 = wms__now_ns();
+		st = submit(&f, &err);
+		ms = (wms__now_ns() - t0) / MS;
+		if (st != WMS_ERR_TIMEOUT)
+			fail_msg("round %d: %s (%s), want TIMEOUT", round, wms_status_name(st),
+				 err.message);
+		assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+		assert_non_null(strstr(err.message, "ran past the call's deadline"));
+		if (ms > timeout + slack)
+			fail_msg("took %llu ms with timeout_ms %u", (unsigned long long)ms, timeout);
+		script(&f, 200, "text/xml; charset=utf-8", body.data);
+		assert_int_equal(submit(&f, &err), WMS_OK);
+	}
+	wms_client_free(f.c);
+	hx_free(&x);
+	hx_free(&body);
+}
+
 static void invalid_arguments_are_not_sent(void **state)
 {
 	fx x = setup_client(WMS_SOAP_11);
@@ -551,6 +603,7 @@ int main(void)
 		cmocka_unit_test(reply_for_another_request),
 		cmocka_unit_test(transport_failures_keep_their_delivery),
 		cmocka_unit_test(fixture_mismatch_and_nomem_say_nothing_to_the_breaker),
+		cmocka_unit_test(reading_the_reply_keeps_the_deadline),
 		cmocka_unit_test(invalid_arguments_are_not_sent),
 		cmocka_unit_test(other_operations),
 		cmocka_unit_test(client_options_are_validated),

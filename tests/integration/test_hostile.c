@@ -2,7 +2,9 @@
  * transport, scripted byte for byte by wms-sim (wms_sim_set_reply): entity
  * tricks, DOCTYPEs, deep nesting, oversize, non-XML and HTML pages, wrong or
  * missing Content-Type, encodings, malformed envelopes and faults, replies
- * for something else, empty bodies and Content-Length lies.
+ * for something else, empty bodies and Content-Length lies, and replies that
+ * carry many distinct names, attributes or namespace declarations (the
+ * structural limits of src/xml_limits.h, each at and past its bound).
  *
  * Every case asserts the status, the delivery verdict, how the breaker
  * counted it (from its snapshot), that it came back well inside the timeout,
@@ -32,6 +34,7 @@
 #endif
 #include <cmocka.h>
 #include "itest.h"
+#include "hostile_xml.h"
 
 #define TIMEOUT_MS 4000u
 #define MAX_REPLY (64u * 1024u)
@@ -755,6 +758,118 @@ static void test_faults_missing_parts(void **state)
 	run_table(f, cases, N(cases));
 }
 
+/* ---- structure: names, attributes, namespace declarations -------------------- */
+
+/* Each reply twice on one client: the second reuses the workspace the first
+ * left (a kept parser context, its dictionary, its arrays). */
+static void test_structure_limits(void **state)
+{
+	fx *f = *state;
+	hx_buf names3k = { 0 }, names5k = { 0 }, attrs256 = { 0 }, attrs1k = { 0 }, ns600 = { 0 },
+	       hdr = { 0 }, fault3k = { 0 }, attrs200k = { 0 }, els = { 0 }, utf16 = { 0 },
+	       x = { 0 };
+	hx_parts pt;
+	int round;
+
+	memset(&pt, 0, sizeof(pt));
+	hx_elements(&x, 3000, 1);
+	pt.resp_before = x.data;
+	hx_submit_reply(&names3k, ORDER_ID, &pt);
+	hx_free(&x);
+	hx_elements(&x, 5000, 1);
+	pt.resp_before = x.data;
+	hx_submit_reply(&names5k, ORDER_ID, &pt);
+	hx_free(&x);
+	memset(&pt, 0, sizeof(pt));
+	hx_attrs(&x, 256, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&attrs256, ORDER_ID, &pt);
+	hx_free(&x);
+	hx_attrs(&x, 1000, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&attrs1k, ORDER_ID, &pt);
+	hx_free(&x);
+	hx_attrs(&x, 200000, "a");
+	pt.resp_attrs = x.data;
+	hx_submit_reply(&attrs200k, ORDER_ID, &pt);
+	hx_free(&x);
+	memset(&pt, 0, sizeof(pt));
+	hx_ns_decls(&x, 600, 0);
+	pt.env_attrs = x.data;
+	hx_submit_reply(&ns600, ORDER_ID, &pt);
+	hx_free(&x);
+	memset(&pt, 0, sizeof(pt));
+	hx_put(&x, "<h:Trace xmlns:h='urn:trace'");
+	hx_attrs(&x, 1000, "a");
+	hx_put(&x, "/>");
+	pt.header = x.data;
+	hx_submit_reply(&hdr, ORDER_ID, &pt);
+	hx_free(&x);
+	memset(&pt, 0, sizeof(pt));
+	hx_elements(&x, 3000, 1);
+	hx_fault_reply(&fault3k, 0, x.data, NULL);
+	hx_free(&x);
+	hx_elements(&x, 100000, 0);
+	pt.resp_before = x.data;
+	hx_submit_reply(&els, ORDER_ID, &pt);
+	hx_free(&x);
+	memset(&pt, 0, sizeof(pt));
+	hx_attrs(&x, 257, "a");
+	pt.resp_attrs = x.data;
+	{
+		hx_buf reply = { 0 };
+		hx_submit_reply(&reply, ORDER_ID, &pt);
+		hx_utf16(&utf16, reply.data, reply.len, 0, 1);
+		hx_free(&reply);
+	}
+	hx_free(&x);
+	assert_true(attrs200k.len > 1500000 && names5k.len < MAX_REPLY);
+
+	for (round = 0; round < 2; round++) {
+		const hcase cases[] = {
+			{ ROW("3000 distinct names", 0, NULL, names3k.data, names3k.len, WMS_OK,
+				  WMS_DELIVERY_ANSWERED, WMS_OUTCOME_SUCCESS, NULL) },
+			{ ROW("5000 distinct names", 0, NULL, names5k.data, names5k.len,
+				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
+				  "more than 4096 distinct names") },
+			{ ROW("256 attributes on the response", 0, NULL, attrs256.data, attrs256.len,
+				  WMS_OK, WMS_DELIVERY_ANSWERED, WMS_OUTCOME_SUCCESS, NULL) },
+			{ ROW("1000 attributes on the response", 0, NULL, attrs1k.data, attrs1k.len,
+				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
+				  "<wh:SubmitOrderResponse> crosses libwms's limit of 256 attributes") },
+			{ ROW("600 namespace declarations on the Envelope", 0, NULL, ns600.data,
+				  ns600.len, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN,
+				  WMS_OUTCOME_FAILURE, "limit of 64 namespace declarations") },
+			{ ROW("1000 attributes on a Header element", 0, NULL, hdr.data, hdr.len,
+				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
+				  "<h:Trace> crosses") },
+			{ ROW("fault detail with 3000 distinct elements", 500, NULL, fault3k.data,
+				  fault3k.len, WMS_ERR_SOAP_FAULT, WMS_DELIVERY_ANSWERED,
+				  WMS_OUTCOME_FAILURE, "SOAP fault Server: warehouse closed [INTERNAL]") },
+			{ ROW("200 000 attributes, 1.6 MB", 0, NULL, attrs200k.data, attrs200k.len,
+				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
+				  "limit of 256 attributes"), .big = 1 },
+			{ ROW("100 007 elements", 0, NULL, els.data, els.len, WMS_ERR_UNEXPECTED_REPLY,
+				  WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
+				  "limit of 100000 elements"), .big = 1 },
+			{ ROW("UTF-16, 257 attributes", 0, NULL, utf16.data, utf16.len,
+				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
+				  "limit of 256 attributes") },
+		};
+		run_table(f, cases, N(cases));
+	}
+	hx_free(&names3k);
+	hx_free(&names5k);
+	hx_free(&attrs256);
+	hx_free(&attrs1k);
+	hx_free(&ns600);
+	hx_free(&hdr);
+	hx_free(&fault3k);
+	hx_free(&attrs200k);
+	hx_free(&els);
+	hx_free(&utf16);
+}
+
 /* ---- framing lies ---------------------------------------------------------------- */
 
 static void test_content_length_lies(void **state)
@@ -953,6 +1068,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_encodings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_envelopes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_faults_missing_parts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_structure_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_content_length_lies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_excess_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scripting_api_and_control, setup, teardown),
