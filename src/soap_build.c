@@ -96,6 +96,23 @@ struct wms__build_ws {
 	wms__buf sink;
 };
 
+/*
+ * Lifetimes:
+ *  - envelope.soap, .wh, .body and .request belong to envelope.doc and are
+ *    valid until envelope_drop() frees it; every drop goes through that
+ *    function, which zeroes them all. The trees have no dictionary (names
+ *    are each node's own copies), so nothing outlives or is shared by them.
+ *  - envelope.frame is a copy of bytes libxml2 wrote, owned by the envelope.
+ *  - ws->save writes through write_cb into ws->sink, the struct itself (its
+ *    buffer is handed to the caller after each call and the struct
+ *    zeroed): the context must not outlive the workspace, which frees it
+ *    first, nor write anywhere else. A context made for a call without a
+ *    workspace writes into the caller's `out` and is closed in serialise().
+ *  - A kept context that saw an error is closed, never reused (libxml2's
+ *    output buffer keeps its error and writes nothing after it).
+ *  - A call's scratch envelope (no workspace) is dropped in finish().
+ */
+
 /* Kept trees whose envelope came out larger are dropped after the call
  * (a 1000-line order must not pin its tree in a client's pool). */
 #define KEEP_BODY_BYTES 16384

@@ -1282,6 +1282,9 @@ static void text_into(const rel *el, char *dst, size_t size)
 	flatten(dst);
 }
 
+/* Reads names and text from the parse's arrays and dictionary, which
+ * release() keeps until this returns; everything it reports is copied into
+ * err's fields. */
 static wms_status parse_fault(const rel *fault, wms_error *err)
 {
 	char code[WMS_ERROR_FIELD_MAX], sub[WMS_ERROR_FIELD_MAX] = "";
