@@ -1,5 +1,6 @@
 /* Generators of replies that cross libwms's structural limits (hostile_xml.h). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,53 @@ void hx_fault_reply(hx_buf *out, int soap12, const char *detail_before, const hx
 		       "<wh:code>INTERNAL</wh:code></wh:WmsFault></detail></soap:Fault>",
 		       OR(p->resp_attrs), OR(detail_before));
 	hx_put(out, "</soap:Body></soap:Envelope>");
+}
+
+void hx_gen(hx_buf *b, hx_what what, unsigned n)
+{
+	switch (what) {
+	case HX_ATTRS: hx_attrs(b, n, "a"); break;
+	case HX_NS_DECLS: hx_ns_decls(b, n, 0); break;
+	case HX_NAMES: hx_elements(b, n, 1); break;
+	case HX_ELEMENTS: hx_elements(b, n, 0); break;
+	}
+}
+
+void hx_reply(hx_buf *out, const char *id, hx_what what, unsigned n, hx_where where)
+{
+	int on = what == HX_ATTRS || what == HX_NS_DECLS;
+	hx_buf g = { 0 }, wrap = { 0 };
+	hx_parts p = { 0 };
+
+	hx_gen(&g, what, n);
+	switch (where) {
+	case HX_RESPONSE:
+		*(on ? &p.resp_attrs : &p.resp_before) = g.data;
+		break;
+	case HX_ENVELOPE:
+	case HX_BODY:
+		if (!on)
+			abort(); /* no elements there in a reply */
+		*(where == HX_ENVELOPE ? &p.env_attrs : &p.body_attrs) = g.data;
+		break;
+	case HX_HEADER:
+		if (on)
+			hx_put(&wrap, "<h:Trace xmlns:h='urn:trace'%s/>", g.data);
+		else
+			hx_put(&wrap, "<h:Trace xmlns:h='urn:trace'>%s</h:Trace>", g.data);
+		p.header = wrap.data;
+		break;
+	case HX_FAULT11:
+	case HX_FAULT12:
+		if (on)
+			hx_put(&wrap, "<d%s/>", g.data);
+		hx_fault_reply(out, where == HX_FAULT12, on ? wrap.data : g.data, NULL);
+		goto done;
+	}
+	hx_submit_reply(out, id, &p);
+done:
+	hx_free(&g);
+	hx_free(&wrap);
 }
 
 void hx_utf16(hx_buf *out, const char *ascii, size_t len, int big_endian, int bom)

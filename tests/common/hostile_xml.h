@@ -52,6 +52,29 @@ void hx_submit_reply(hx_buf *out, const char *id, const hx_parts *parts);
  * (parts->resp_before is ignored) and then WmsFault code "INTERNAL". */
 void hx_fault_reply(hx_buf *out, int soap12, const char *detail_before, const hx_parts *parts);
 
+/* What to generate, n times, each with fresh names. */
+typedef enum hx_what {
+	HX_ATTRS,    /* ` aI=''` */
+	HX_NS_DECLS, /* ` xmlns:pI='urn:hx:I'` */
+	HX_NAMES,    /* `<eI/>`: distinct empty elements */
+	HX_ELEMENTS  /* `<e/>`: one name, n elements */
+} hx_what;
+
+/* Where a reply carries it: attributes and declarations on, elements in. */
+typedef enum hx_where {
+	HX_RESPONSE, /* the SubmitOrderResponse (elements before its fields) */
+	HX_ENVELOPE, /* the Envelope (attributes and declarations only) */
+	HX_BODY,     /* the Body (attributes and declarations only) */
+	HX_HEADER,   /* an element h:Trace in a SOAP Header */
+	HX_FAULT11,  /* a SOAP 1.1 Server fault's detail: an element d there */
+	HX_FAULT12   /* the same in SOAP 1.2 (a Receiver fault) */
+} hx_where;
+
+void hx_gen(hx_buf *b, hx_what what, unsigned n);
+
+/* A reply for `id` (or a fault: HX_FAULT11/12) with n of `what` at `where`. */
+void hx_reply(hx_buf *out, const char *id, hx_what what, unsigned n, hx_where where);
+
 /* ASCII text as UTF-16 (big or little endian), with a BOM or without. The
  * byte 0x01 stands for U+3D00, a CJK letter whose UTF-16 holds the byte of
  * '=': names that only a scan of the decoded text reads right. */

@@ -764,110 +764,67 @@ static void test_faults_missing_parts(void **state)
  * left (a kept parser context, its dictionary, its arrays). */
 static void test_structure_limits(void **state)
 {
+	static const struct {
+		const char *name;
+		hx_what what;
+		unsigned n;
+		hx_where where;
+		int utf16, big;
+		unsigned status;
+		wms_status want;
+		const char *message;
+	} shapes[] = {
+		{ "3000 distinct names", HX_NAMES, 3000, HX_RESPONSE, 0, 0, 0, WMS_OK, NULL },
+		{ "5000 distinct names", HX_NAMES, 5000, HX_RESPONSE, 0, 0, 0, WMS_ERR_UNEXPECTED_REPLY,
+		  "more than 4096 distinct names" },
+		{ "256 attributes on the response", HX_ATTRS, 256, HX_RESPONSE, 0, 0, 0, WMS_OK, NULL },
+		{ "1000 attributes on the response", HX_ATTRS, 1000, HX_RESPONSE, 0, 0, 0,
+		  WMS_ERR_UNEXPECTED_REPLY,
+		  "<wh:SubmitOrderResponse> crosses libwms's limit of 256 attributes" },
+		{ "600 namespace declarations on the Envelope", HX_NS_DECLS, 600, HX_ENVELOPE, 0, 0, 0,
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 64 namespace declarations" },
+		{ "1000 attributes on a Header element", HX_ATTRS, 1000, HX_HEADER, 0, 0, 0,
+		  WMS_ERR_UNEXPECTED_REPLY, "<h:Trace> crosses" },
+		{ "fault detail with 3000 distinct elements", HX_NAMES, 3000, HX_FAULT11, 0, 0, 500,
+		  WMS_ERR_SOAP_FAULT, "SOAP fault Server: warehouse closed [INTERNAL]" },
+		{ "200 000 attributes, 1.6 MB", HX_ATTRS, 200000, HX_RESPONSE, 0, 1, 0,
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes" },
+		{ "100 007 elements", HX_ELEMENTS, 100000, HX_RESPONSE, 0, 1, 0,
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 100000 elements" },
+		{ "UTF-16, 257 attributes", HX_ATTRS, 257, HX_RESPONSE, 1, 0, 0,
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes" },
+	};
+	enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]) };
 	fx *f = *state;
-	hx_buf names3k = { 0 }, names5k = { 0 }, attrs256 = { 0 }, attrs1k = { 0 }, ns600 = { 0 },
-	       hdr = { 0 }, fault3k = { 0 }, attrs200k = { 0 }, els = { 0 }, utf16 = { 0 },
-	       x = { 0 };
-	hx_parts pt;
+	hx_buf bodies[NSHAPES];
+	hcase cases[NSHAPES];
+	size_t i;
 	int round;
 
-	memset(&pt, 0, sizeof(pt));
-	hx_elements(&x, 3000, 1);
-	pt.resp_before = x.data;
-	hx_submit_reply(&names3k, ORDER_ID, &pt);
-	hx_free(&x);
-	hx_elements(&x, 5000, 1);
-	pt.resp_before = x.data;
-	hx_submit_reply(&names5k, ORDER_ID, &pt);
-	hx_free(&x);
-	memset(&pt, 0, sizeof(pt));
-	hx_attrs(&x, 256, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&attrs256, ORDER_ID, &pt);
-	hx_free(&x);
-	hx_attrs(&x, 1000, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&attrs1k, ORDER_ID, &pt);
-	hx_free(&x);
-	hx_attrs(&x, 200000, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&attrs200k, ORDER_ID, &pt);
-	hx_free(&x);
-	memset(&pt, 0, sizeof(pt));
-	hx_ns_decls(&x, 600, 0);
-	pt.env_attrs = x.data;
-	hx_submit_reply(&ns600, ORDER_ID, &pt);
-	hx_free(&x);
-	memset(&pt, 0, sizeof(pt));
-	hx_put(&x, "<h:Trace xmlns:h='urn:trace'");
-	hx_attrs(&x, 1000, "a");
-	hx_put(&x, "/>");
-	pt.header = x.data;
-	hx_submit_reply(&hdr, ORDER_ID, &pt);
-	hx_free(&x);
-	memset(&pt, 0, sizeof(pt));
-	hx_elements(&x, 3000, 1);
-	hx_fault_reply(&fault3k, 0, x.data, NULL);
-	hx_free(&x);
-	hx_elements(&x, 100000, 0);
-	pt.resp_before = x.data;
-	hx_submit_reply(&els, ORDER_ID, &pt);
-	hx_free(&x);
-	memset(&pt, 0, sizeof(pt));
-	hx_attrs(&x, 257, "a");
-	pt.resp_attrs = x.data;
-	{
+	memset(bodies, 0, sizeof(bodies));
+	memset(cases, 0, sizeof(cases));
+	for (i = 0; i < NSHAPES; i++) {
 		hx_buf reply = { 0 };
-		hx_submit_reply(&reply, ORDER_ID, &pt);
-		hx_utf16(&utf16, reply.data, reply.len, 0, 1);
-		hx_free(&reply);
+		int ok = shapes[i].want == WMS_OK, fault = shapes[i].want == WMS_ERR_SOAP_FAULT;
+		hx_reply(&reply, ORDER_ID, shapes[i].what, shapes[i].n, shapes[i].where);
+		if (shapes[i].utf16)
+			hx_utf16(&bodies[i], reply.data, reply.len, 0, 1);
+		else
+			bodies[i] = reply;
+		if (shapes[i].utf16)
+			hx_free(&reply);
+		cases[i] = (hcase){ ROW(shapes[i].name, shapes[i].status, NULL, bodies[i].data,
+				       bodies[i].len, shapes[i].want,
+				       ok || fault ? WMS_DELIVERY_ANSWERED : WMS_DELIVERY_UNKNOWN,
+				       ok ? WMS_OUTCOME_SUCCESS : WMS_OUTCOME_FAILURE,
+				       shapes[i].message),
+				    .big = shapes[i].big };
+		assert_true(shapes[i].big ? bodies[i].len > MAX_REPLY : bodies[i].len < MAX_REPLY);
 	}
-	hx_free(&x);
-	assert_true(attrs200k.len > 1500000 && names5k.len < MAX_REPLY);
-
-	for (round = 0; round < 2; round++) {
-		const hcase cases[] = {
-			{ ROW("3000 distinct names", 0, NULL, names3k.data, names3k.len, WMS_OK,
-				  WMS_DELIVERY_ANSWERED, WMS_OUTCOME_SUCCESS, NULL) },
-			{ ROW("5000 distinct names", 0, NULL, names5k.data, names5k.len,
-				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
-				  "more than 4096 distinct names") },
-			{ ROW("256 attributes on the response", 0, NULL, attrs256.data, attrs256.len,
-				  WMS_OK, WMS_DELIVERY_ANSWERED, WMS_OUTCOME_SUCCESS, NULL) },
-			{ ROW("1000 attributes on the response", 0, NULL, attrs1k.data, attrs1k.len,
-				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
-				  "<wh:SubmitOrderResponse> crosses libwms's limit of 256 attributes") },
-			{ ROW("600 namespace declarations on the Envelope", 0, NULL, ns600.data,
-				  ns600.len, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN,
-				  WMS_OUTCOME_FAILURE, "limit of 64 namespace declarations") },
-			{ ROW("1000 attributes on a Header element", 0, NULL, hdr.data, hdr.len,
-				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
-				  "<h:Trace> crosses") },
-			{ ROW("fault detail with 3000 distinct elements", 500, NULL, fault3k.data,
-				  fault3k.len, WMS_ERR_SOAP_FAULT, WMS_DELIVERY_ANSWERED,
-				  WMS_OUTCOME_FAILURE, "SOAP fault Server: warehouse closed [INTERNAL]") },
-			{ ROW("200 000 attributes, 1.6 MB", 0, NULL, attrs200k.data, attrs200k.len,
-				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
-				  "limit of 256 attributes"), .big = 1 },
-			{ ROW("100 007 elements", 0, NULL, els.data, els.len, WMS_ERR_UNEXPECTED_REPLY,
-				  WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
-				  "limit of 100000 elements"), .big = 1 },
-			{ ROW("UTF-16, 257 attributes", 0, NULL, utf16.data, utf16.len,
-				  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, WMS_OUTCOME_FAILURE,
-				  "limit of 256 attributes") },
-		};
-		run_table(f, cases, N(cases));
-	}
-	hx_free(&names3k);
-	hx_free(&names5k);
-	hx_free(&attrs256);
-	hx_free(&attrs1k);
-	hx_free(&ns600);
-	hx_free(&hdr);
-	hx_free(&fault3k);
-	hx_free(&attrs200k);
-	hx_free(&els);
-	hx_free(&utf16);
+	for (round = 0; round < 2; round++)
+		run_table(f, cases, NSHAPES);
+	for (i = 0; i < NSHAPES; i++)
+		hx_free(&bodies[i]);
 }
 
 /* ---- framing lies ---------------------------------------------------------------- */

@@ -24,6 +24,20 @@ static const char *scan(const hx_buf *b, wms__xml_scan *s)
 	return wms__xml_scan_limits(s, b->data ? b->data : "", b->len, 0) ? s->limit : NULL;
 }
 
+/* The limit `open` + n of `what` + `close` crosses, or NULL. */
+static const char *scan_gen(wms__xml_scan *s, const char *open, hx_what what, unsigned n,
+			    const char *close)
+{
+	hx_buf b = { 0 };
+	const char *limit;
+	hx_put(&b, "%s", open);
+	hx_gen(&b, what, n);
+	hx_put(&b, "%s", close);
+	limit = scan(&b, s);
+	hx_free(&b);
+	return limit;
+}
+
 /* `<e` + n attributes + tail, inside a root element. */
 static void tag_with_attrs(hx_buf *b, unsigned n, const char *tail)
 {
@@ -95,17 +109,9 @@ static void namespace_declarations(void **state)
 	wms__xml_scan s;
 	(void)state;
 	/* On one element: the default namespace counts as one. */
-	hx_put(&b, "<r xmlns='urn:d'");
-	hx_ns_decls(&b, WMS__XML_MAX_NS_DECLS - 1, 0);
-	hx_put(&b, "/>");
-	assert_null(scan(&b, &s));
-	hx_free(&b);
-	hx_put(&b, "<r xmlns='urn:d'");
-	hx_ns_decls(&b, WMS__XML_MAX_NS_DECLS, 0);
-	hx_put(&b, "/>");
-	assert_non_null(scan(&b, &s));
+	assert_null(scan_gen(&s, "<r xmlns='urn:d'", HX_NS_DECLS, WMS__XML_MAX_NS_DECLS - 1, "/>"));
+	assert_non_null(scan_gen(&s, "<r xmlns='urn:d'", HX_NS_DECLS, WMS__XML_MAX_NS_DECLS, "/>"));
 	assert_string_equal(s.limit, "namespace declarations on one element");
-	hx_free(&b);
 	/* Declarations are not attributes: 256 of those beside 64 of these. */
 	hx_put(&b, "<r");
 	hx_ns_decls(&b, WMS__XML_MAX_NS_DECLS, 0);
@@ -161,21 +167,12 @@ static void namespace_scope(void **state)
 
 static void elements(void **state)
 {
-	hx_buf b = { 0 };
 	wms__xml_scan s;
 	(void)state;
-	hx_put(&b, "<r>");
-	hx_elements(&b, WMS__XML_MAX_ELEMENTS - 1, 0);
-	hx_put(&b, "</r>");
-	assert_null(scan(&b, &s));
-	hx_free(&b);
-	hx_put(&b, "<r>");
-	hx_elements(&b, WMS__XML_MAX_ELEMENTS, 0);
-	hx_put(&b, "</r>");
-	assert_non_null(scan(&b, &s));
+	assert_null(scan_gen(&s, "<r>", HX_ELEMENTS, WMS__XML_MAX_ELEMENTS - 1, "</r>"));
+	assert_non_null(scan_gen(&s, "<r>", HX_ELEMENTS, WMS__XML_MAX_ELEMENTS, "</r>"));
 	assert_string_equal(s.limit, "elements in one document");
 	assert_string_equal(s.element, "e");
-	hx_free(&b);
 }
 
 /* Comments, CDATA, processing instructions and text are not markup. */
@@ -203,14 +200,10 @@ static void skipped_constructs(void **state)
 /* A DOCTYPE ends the scan: the parsers refuse it and read nothing past. */
 static void doctype_ends_the_scan(void **state)
 {
-	hx_buf b = { 0 };
 	wms__xml_scan s;
 	(void)state;
-	hx_put(&b, "<!DOCTYPE r><r><e");
-	hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
-	hx_put(&b, "/></r>");
-	assert_null(scan(&b, &s));
-	hx_free(&b);
+	assert_null(scan_gen(&s, "<!DOCTYPE r><r><e", HX_ATTRS, WMS__XML_MAX_ATTRS + 1, "/></r>"));
+	assert_non_null(scan_gen(&s, "<r><e", HX_ATTRS, WMS__XML_MAX_ATTRS + 1, "/></r>"));
 }
 
 /* Where libxml2 recovers from an error and reads on, the scan reads on the
@@ -299,16 +292,13 @@ static void depth(void **state)
 /* The element's name in the report is printable and cut to fit. */
 static void reported_name(void **state)
 {
-	hx_buf b = { 0 };
 	wms__xml_scan s;
 	(void)state;
-	hx_put(&b, "<r><ns:\xc3\xa9l\xc3\xa9ment-with-a-very-long-name-that-goes-on-and-on-and-on");
-	hx_attrs(&b, WMS__XML_MAX_ATTRS + 1, "a");
-	hx_put(&b, "/></r>");
-	assert_non_null(scan(&b, &s));
+	assert_non_null(scan_gen(&s,
+				 "<r><ns:\xc3\xa9l\xc3\xa9ment-with-a-very-long-name-that-goes-on-and-on",
+				 HX_ATTRS, WMS__XML_MAX_ATTRS + 1, "/></r>"));
 	assert_true(strlen(s.element) == sizeof(s.element) - 1);
 	assert_int_equal(strncmp(s.element, "ns:..l..ment-with", 17), 0);
-	hx_free(&b);
 }
 
 /* ---- the reply parser with the limits ------------------------------------- */
@@ -375,128 +365,85 @@ static void expect(const shape *sh, const hx_buf *b, wms__xml_ws *ws)
 
 static void reply_shapes(void **state)
 {
+	static const struct {
+		const char *name;
+		hx_what what;
+		unsigned n;
+		hx_where where;
+		wms_status want;
+		const char *message;
+	} shapes[] = {
+		{ "3000 distinct empty elements", HX_NAMES, 3000, HX_RESPONSE, WMS_OK, NULL },
+		{ "5000 distinct empty elements", HX_NAMES, 5000, HX_RESPONSE,
+		  WMS_ERR_UNEXPECTED_REPLY, "4096 distinct names" },
+		{ "256 attributes on the response", HX_ATTRS, 256, HX_RESPONSE, WMS_OK, NULL },
+		{ "257 attributes on the response", HX_ATTRS, 257, HX_RESPONSE,
+		  WMS_ERR_UNEXPECTED_REPLY,
+		  "<wh:SubmitOrderResponse> crosses libwms's limit of " ATTRS_MSG },
+		{ "1000 attributes on the response", HX_ATTRS, 1000, HX_RESPONSE,
+		  WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG },
+		{ "256 attributes in the Header", HX_ATTRS, 256, HX_HEADER, WMS_OK, NULL },
+		{ "1000 attributes in the Header", HX_ATTRS, 1000, HX_HEADER, WMS_ERR_UNEXPECTED_REPLY,
+		  "<h:Trace> crosses" },
+		{ "3000 distinct elements in the Header", HX_NAMES, 3000, HX_HEADER, WMS_OK, NULL },
+		{ "256 attributes on the Body", HX_ATTRS, 256, HX_BODY, WMS_OK, NULL },
+		{ "257 attributes on the Body", HX_ATTRS, 257, HX_BODY, WMS_ERR_UNEXPECTED_REPLY,
+		  "<soap:Body> crosses" },
+		{ "200 000 attributes on the response (1.6 MB)", HX_ATTRS, 200000, HX_RESPONSE,
+		  WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG },
+		{ "64 namespace declarations on the response", HX_NS_DECLS, 64, HX_RESPONSE, WMS_OK,
+		  NULL },
+		{ "65 namespace declarations on the response", HX_NS_DECLS, 65, HX_RESPONSE,
+		  WMS_ERR_UNEXPECTED_REPLY, NS_MSG },
+		{ "600 namespace declarations on the Envelope", HX_NS_DECLS, 600, HX_ENVELOPE,
+		  WMS_ERR_UNEXPECTED_REPLY, "<soap:Envelope> crosses libwms's limit of " NS_MSG },
+		/* Envelope, Body, the response and its four fields are 7 elements. */
+		{ "100 000 elements", HX_ELEMENTS, WMS__XML_MAX_ELEMENTS - 7, HX_RESPONSE, WMS_OK,
+		  NULL },
+		{ "100 001 elements", HX_ELEMENTS, WMS__XML_MAX_ELEMENTS - 6, HX_RESPONSE,
+		  WMS_ERR_UNEXPECTED_REPLY, "100000 elements in one document" },
+		/* Faults carrying them: read after the parse, the fault's names too. */
+		{ "SOAP 1.1 fault, 3000 distinct elements in its detail", HX_NAMES, 3000, HX_FAULT11,
+		  WMS_ERR_SOAP_FAULT, "SOAP fault Server: warehouse closed [INTERNAL]" },
+		{ "SOAP 1.2 fault, 3000 distinct elements in its detail", HX_NAMES, 3000, HX_FAULT12,
+		  WMS_ERR_SOAP_FAULT, "SOAP fault Receiver: warehouse closed [INTERNAL]" },
+		{ "SOAP 1.1 fault detail, 256 attributes on an element", HX_ATTRS, 256, HX_FAULT11,
+		  WMS_ERR_SOAP_FAULT, NULL },
+		{ "SOAP 1.2 fault detail, 1000 attributes on an element", HX_ATTRS, 1000, HX_FAULT12,
+		  WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG },
+	};
 	wms__xml_ws ws = { NULL, NULL };
 	hx_buf b = { 0 }, x = { 0 }, y = { 0 };
-	hx_parts pt;
+	hx_parts pt = { 0 };
+	size_t i;
 	(void)state;
 
-#define SHAPE(nm, w, m) \
-	do { shape sh_ = { (nm), (w), (m), NULL }; expect(&sh_, &b, &ws); hx_free(&b); } while (0)
-#define RESET() (hx_free(&x), hx_free(&y), memset(&pt, 0, sizeof(pt)))
-	RESET();
-
-	/* Many distinct names next to the fields. */
-	hx_elements(&x, 3000, 1);
-	pt.resp_before = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("3000 distinct empty elements", WMS_OK, NULL);
-	RESET();
-	hx_elements(&x, 5000, 1);
-	pt.resp_before = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("5000 distinct empty elements", WMS_ERR_UNEXPECTED_REPLY, "4096 distinct names");
-	RESET();
-
-	/* Attributes on the response, in the Header, on the Body. */
-	hx_attrs(&x, 256, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("256 attributes on the response", WMS_OK, NULL);
-	RESET();
-	hx_attrs(&x, 257, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("257 attributes on the response", WMS_ERR_UNEXPECTED_REPLY,
-	      "<wh:SubmitOrderResponse> crosses libwms's limit of " ATTRS_MSG);
-	RESET();
-	hx_attrs(&x, 1000, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("1000 attributes on the response", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG);
-	RESET();
-	hx_put(&x, "<h:Trace xmlns:h='urn:trace'");
-	hx_attrs(&x, 256, "a");
-	hx_put(&x, "/>");
-	pt.header = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("256 attributes in the Header", WMS_OK, NULL);
-	RESET();
-	hx_put(&x, "<h:Trace xmlns:h='urn:trace'");
-	hx_attrs(&x, 1000, "a");
-	hx_put(&x, "/>");
-	pt.header = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("1000 attributes in the Header", WMS_ERR_UNEXPECTED_REPLY, "<h:Trace> crosses");
-	RESET();
-	hx_attrs(&x, 257, "a");
-	pt.body_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("257 attributes on the Body", WMS_ERR_UNEXPECTED_REPLY, "<soap:Body> crosses");
-	RESET();
-	hx_attrs(&x, 200000, "a");
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	assert_true(b.len > 1500000);
-	SHAPE("200 000 attributes on the response (1.6 MB)", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG);
-	RESET();
-
-	/* Namespace declarations: per element, and in scope. */
-	hx_ns_decls(&x, 64, 0);
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("64 namespace declarations on the response", WMS_OK, NULL);
-	RESET();
-	hx_ns_decls(&x, 65, 0);
-	pt.resp_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("65 namespace declarations on the response", WMS_ERR_UNEXPECTED_REPLY, NS_MSG);
-	RESET();
-	hx_ns_decls(&x, 600, 0);
-	pt.env_attrs = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("600 namespace declarations on the Envelope", WMS_ERR_UNEXPECTED_REPLY,
-	      "<soap:Envelope> crosses libwms's limit of " NS_MSG);
-	RESET();
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		shape sh = { shapes[i].name, shapes[i].want, shapes[i].message, NULL };
+		hx_reply(&b, "H-1", shapes[i].what, shapes[i].n, shapes[i].where);
+		expect(&sh, &b, &ws);
+		hx_free(&b);
+	}
+	/* Namespace declarations in scope: 2 on the Envelope, 62 on the Body, 64
+	 * on the response make 128; one more on a child, 129. */
 	hx_ns_decls(&x, 62, 0);
 	hx_ns_decls(&y, 64, 100);
 	pt.body_attrs = x.data;
 	pt.resp_attrs = y.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("128 namespace declarations in scope", WMS_OK, NULL);
-	pt.resp_before = "<z xmlns:z='urn:z'/>";
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("129 namespace declarations in scope", WMS_ERR_UNEXPECTED_REPLY, SCOPE_MSG);
-	RESET();
-
-	/* Elements in the whole reply: Envelope, Body, the response and its
-	 * four fields are 7. */
-	hx_elements(&x, WMS__XML_MAX_ELEMENTS - 7, 0);
-	pt.resp_before = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("100 000 elements", WMS_OK, NULL);
-	hx_put(&x, "<e/>");
-	pt.resp_before = x.data;
-	hx_submit_reply(&b, "H-1", &pt);
-	SHAPE("100 001 elements", WMS_ERR_UNEXPECTED_REPLY, "100000 elements in one document");
-	RESET();
-
-	/* Faults carrying them: read after the parse, the fault's names too. */
-	hx_elements(&x, 3000, 1);
-	hx_fault_reply(&b, 0, x.data, NULL);
-	SHAPE("SOAP 1.1 fault, 3000 distinct elements in its detail", WMS_ERR_SOAP_FAULT,
-	      "SOAP fault Server: warehouse closed [INTERNAL]");
-	hx_fault_reply(&b, 1, x.data, NULL);
-	SHAPE("SOAP 1.2 fault, 3000 distinct elements in its detail", WMS_ERR_SOAP_FAULT,
-	      "SOAP fault Receiver: warehouse closed [INTERNAL]");
-	RESET();
-	hx_put(&x, "<d");
-	hx_attrs(&x, 1000, "a");
-	hx_put(&x, "/>");
-	hx_fault_reply(&b, 0, x.data, NULL);
-	SHAPE("fault detail, 1000 attributes on an element", WMS_ERR_UNEXPECTED_REPLY, ATTRS_MSG);
-	RESET();
-#undef SHAPE
-#undef RESET
+	{
+		shape in = { "128 namespace declarations in scope", WMS_OK, NULL, NULL };
+		shape out = { "129 namespace declarations in scope", WMS_ERR_UNEXPECTED_REPLY,
+			      SCOPE_MSG, NULL };
+		hx_submit_reply(&b, "H-1", &pt);
+		expect(&in, &b, &ws);
+		hx_free(&b);
+		pt.resp_before = "<z xmlns:z='urn:z'/>";
+		hx_submit_reply(&b, "H-1", &pt);
+		expect(&out, &b, &ws);
+		hx_free(&b);
+	}
+	hx_free(&x);
+	hx_free(&y);
 	wms__parse_ws_free(ws.parse);
 }
 
