@@ -128,8 +128,8 @@ size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, siz
  * libxml2 will read without a forced encoding, as it will read it (decoded
  * first when its encoding is not ASCII-compatible): for readers other than
  * the reply parser (fixture files, requests matched against them). WMS_OK,
- * with out->limit set when one is crossed; WMS_ERR_NOT_XML for UCS-4 or a
- * byte order mark and declaration that disagree; WMS_ERR_NOMEM. */
+ * with out->limit set when one is crossed; WMS_ERR_NOT_XML for UCS-4,
+ * EBCDIC, or a byte order mark and declaration that disagree; NOMEM. */
 struct wms__xml_scan;
 wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, size_t len);
 

@@ -131,6 +131,7 @@ typedef struct sniff_result {
 	bom_kind bom_kind; /* the byte order mark itself, if there is one */
 	bom_kind utf16;   /* UTF-16 by its BOM or, as libxml2 detects it, by "<?" */
 	int ucs4;         /* UCS-4 by its first four bytes (libxml2's detection) */
+	int ebcdic;       /* EBCDIC by its first four bytes (libxml2's detection) */
 	int declared_enc; /* the XML declaration names an encoding */
 	char enc[41];     /* that name, when it is short and ASCII ("" if not) */
 	size_t decl_end;  /* just past an XML declaration at the very start
@@ -192,6 +193,7 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 
 	memset(r, 0, sizeof(*r));
 	r->kind = SNIFF_XML;
+	r->ebcdic = len >= 4 && xmlDetectCharEncoding(u, 4) == XML_CHAR_ENCODING_EBCDIC;
 	if (len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF) {
 		r->bom = 1;
 		r->bom_kind = BOM_UTF8;
@@ -1518,7 +1520,7 @@ static int encodings_disagree(const sniff_result *sn)
  * from where libxml2 switches to its encoding. `encoding` is the charset
  * the parser will be given, or NULL. WMS_OK (scan->limit says whether one
  * was crossed), NOMEM, TIMEOUT past `deadline_ns` (0: none), or NOT_XML
- * for UCS-4, which libwms does not read. */
+ * for UCS-4 and EBCDIC, which libwms does not read. */
 static wms_status scan_as_read(wms__xml_scan *scan, const char *buf, size_t len,
 			       const sniff_result *sn, const char *encoding, uint64_t deadline_ns)
 {
@@ -1529,7 +1531,7 @@ static wms_status scan_as_read(wms__xml_scan *scan, const char *buf, size_t len,
 	wms_status rc;
 
 	memset(scan, 0, sizeof(*scan));
-	if (sn->ucs4)
+	if (sn->ucs4 || sn->ebcdic) /* a reply in EBCDIC is refused earlier, as text */
 		return WMS_ERR_NOT_XML;
 	if (sn->utf16 != BOM_NONE) {
 		name = sn->utf16 == BOM_UTF16LE ? "UTF-16LE" : "UTF-16BE";
