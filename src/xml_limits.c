@@ -4,15 +4,23 @@
 #include "internal.h"
 #include "xml_limits.h"
 
+/* Byte classes: XML white space, and what ends a tag's or an attribute's
+ * name. A table: the scan runs on every reply, and most of its bytes are
+ * names. */
+enum { SP = 1, END = 2 };
+static const unsigned char cls[256] = {
+	[' '] = SP | END, ['\t'] = SP | END, ['\r'] = SP | END, ['\n'] = SP | END,
+	['='] = END, ['>'] = END, ['/'] = END, ['"'] = END, ['\''] = END, ['<'] = END,
+};
+
 static int space(char c)
 {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+	return cls[(unsigned char)c] & SP;
 }
 
-/* A byte that ends an attribute name or a tag's name. */
 static int name_end(char c)
 {
-	return space(c) || c == '=' || c == '>' || c == '/' || c == '"' || c == '\'' || c == '<';
+	return cls[(unsigned char)c] & END;
 }
 
 static int hit(wms__xml_scan *out, const char *limit, unsigned max, const char *buf,
@@ -70,12 +78,11 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 		if (*p == '/') {
 			/* An end tag: libxml2 closes the element even when it is
 			 * malformed, and goes on at a '<' before any '>'. */
+			const char *gt = memchr(p, '>', (size_t)(end - p)), *lt;
 			if (depth)
 				scope -= ns_of[--depth];
-			while (p < end && *p != '>' && *p != '<')
-				p++;
-			if (p < end && *p == '>')
-				p++;
+			lt = memchr(p, '<', (size_t)((gt ? gt : end) - p));
+			p = lt ? lt : gt ? gt + 1 : end;
 			continue;
 		}
 		if (*p == '?') {
@@ -126,13 +133,14 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 				break;
 			}
 			if (*p == '"' || *p == '\'') {
-				char quote = *p++;
-				while (p < end && *p != quote && *p != '<')
-					p++;
-				if (p == end)
+				const char *q = p + 1 < end ? memchr(p + 1, *p, (size_t)(end - p - 1)) : NULL;
+				const char *lt = memchr(p, '<', (size_t)((q ? q : end) - p));
+				if (lt)
+					p = lt; /* ends the tag, above */
+				else if (q)
+					p = q + 1;
+				else
 					return WMS__XML_SCAN_OK; /* a value never closed: libxml2 stops in it */
-				if (*p == quote)
-					p++;
 			} else if (*p == '=') {
 				/* One '=' per attribute outside its value. */
 				if (is_ns) {
