@@ -29,6 +29,8 @@ typedef struct fuzz_bytes {
 
 void fuzz_bytes_reset(fuzz_bytes *b);
 void fuzz_bytes_add(fuzz_bytes *b, const void *data, size_t len);
+/* Room for `extra` more bytes (and the NUL): data may move. */
+void fuzz_bytes_reserve(fuzz_bytes *b, size_t extra);
 void fuzz_bytes_free(fuzz_bytes *b);
 
 /* Variant `i` of a seed file (e.g. the file behind a selector byte) into
@@ -36,8 +38,102 @@ void fuzz_bytes_free(fuzz_bytes *b);
  * at the first 0). */
 int fuzz_seed_variant(size_t i, const uint8_t *seed, size_t n, fuzz_bytes *out);
 
-/* Built-in seed `i` (inputs no file holds); 0 past the last one. */
+/* Built-in seed `i` (inputs no file holds) into `out`: 1; -1 when it is a
+ * heavy one (seconds under valgrind) and fuzz_heavy_seeds is 0; 0 past the
+ * last one. */
 int fuzz_builtin_seed(size_t i, fuzz_bytes *out);
+
+/* Whether the heavy built-in seeds are made: replay_main sets it with
+ * --heavy and --write-corpus (the fuzzers' corpus and the coverage script
+ * have them; the regression tests, under valgrind too, do not). */
+extern int fuzz_heavy_seeds;
+
+/* ---- macros: structure-aware expansion (fuzz_expand.c) --------------------- */
+
+/*
+ *   0x1E OP ARG BODY 0x1F     (the full format: fuzz_expand.c, README.md)
+ *
+ * OP 0x00-0x9F repeats BODY fuzz_macro_count(OP, ARG) times, 0xA0-0xBF
+ * encodes it (UTF-16, UCS-4, BOMs), 0xC0-0xDF makes it a primer (a document
+ * fed first), 0xE0-0xFF stands for the byte ARG. In BODY, 0x1D is the
+ * index of the innermost repeat, 0x1C that of the one around it.
+ */
+#define FUZZ_MACRO 0x1E
+#define FUZZ_MACRO_END 0x1F
+#define FUZZ_MACRO_INDEX 0x1D
+#define FUZZ_MACRO_OUTER 0x1C
+#define FUZZ_EXPAND_DEPTH 4
+
+/* Repetitions of a repeat macro: a base near one of the library's bounds
+ * (OP & 0x1F: 0, 40, 64, 128, 256, 512, ..., 4096, ..., 100000, ...) plus
+ * ARG - 128, at least 0. */
+size_t fuzz_macro_count(uint8_t op, uint8_t arg);
+
+/*
+ * Expand the macros in [data, data + size) into `out` (reset first) and any
+ * top-level primer into `primer` (may be NULL: primers dropped; reset
+ * first). 0, touching neither, when the input holds no 0x1E: it is its own
+ * expansion and old inputs mean what they meant. Repeats stop short of
+ * `cap` bytes of output.
+ */
+int fuzz_expand(const uint8_t *data, size_t size, size_t cap, fuzz_bytes *out, fuzz_bytes *primer);
+
+/* Append the start of a repeat macro for exactly `count` repetitions (its
+ * BODY and 0x1F follow), for built-in seeds; aborts when no base is within
+ * reach of count. */
+void fuzz_macro_repeat(fuzz_bytes *b, size_t count);
+/* `count` copies of `fragment` (no index in it) in as many repeat macros,
+ * BODY and 0x1F included, as it takes. */
+void fuzz_macro_fill(fuzz_bytes *b, size_t count, const char *fragment);
+
+/* Expansion caps go this far past the size limit of the harness's entry
+ * point, so that both sides of it are reachable (past it, the input is
+ * refused before it is parsed: cheap). */
+#define FUZZ_EXPAND_SLACK (64u * 1024u)
+
+/* ---- an oracle for the structural limits (fuzz_oracle.c) ------------------- */
+
+/* The reply parser feeds libxml2 this much at a time (CHUNK_BYTES in
+ * src/soap_parse.c), its deadline checked in between. */
+#define FUZZ_PARSE_CHUNK (64u * 1024u)
+/* Before that, the scan decodes a body whose encoding is not
+ * ASCII-compatible in slices this large (SLICE in decode_utf8), and looks at
+ * the clock after each but the last, and every WMS__XML_SCAN_CLOCK_BYTES
+ * (1 MiB) of the text it scans. */
+#define FUZZ_DECODE_SLICE (256u * 1024u)
+
+enum { FUZZ_STOP_DEPTH = 1, FUZZ_STOP_NAMES = 2 };
+
+/* What libxml2 reads of a document, counted from its SAX events. */
+typedef struct fuzz_xml_facts {
+	int clean;          /* read to its end: well-formed, namespace-well-formed, no
+			     * error, no DOCTYPE, not stopped */
+	int doctype;
+	const char *limit;  /* the first limit of xml_limits.h's scan a start tag
+			     * crossed (the scan's wording), NULL if none */
+	unsigned max;
+	const char *limit2; /* another one the same tag crossed (attributes and
+			     * declarations: the scan may report either) */
+	unsigned max2;
+	char element[48];   /* that tag's name, as the scan names it */
+	int stop;           /* where the reply parser stops by itself: FUZZ_STOP_DEPTH
+			     * (WMS__XML_MAX_DEPTH), FUZZ_STOP_NAMES (WMS__XML_MAX_NAMES
+			     * distinct names on a fresh parser), 0 */
+	int stop_first;     /* that stop comes before any scan limit is crossed */
+	unsigned depth, elements, names; /* deepest, how many, dictionary growth */
+} fuzz_xml_facts;
+
+/* Read [buf, buf + len) as the reply parser does with no encoding given. */
+void fuzz_xml_facts_read(fuzz_xml_facts *f, const char *buf, size_t len);
+
+/*
+ * If `s` (the part of a message after its fixed prefix, e.g. after "reply
+ * refused: ") says a document crossed one of the scan's limits - "<NAME>
+ * crosses libwms's limit of N WHAT" - check that N and WHAT are one of
+ * xml_limits.h's pairs and nothing follows, and return WHAT (NAME into
+ * `element`, cut to fit); NULL when it says no such thing.
+ */
+const char *fuzz_limit_tail(const char *s, char *element, size_t size);
 
 /* ---- shared checks (fuzz_common.c) ---------------------------------------- */
 
@@ -103,10 +199,25 @@ int fuzz_id_ok(const char *id, size_t size);
  * failure), the error is consistent and one line, delivery is ANSWERED, a
  * failure leaves the reply zeroed (stock: NULL), a success holds valid ids,
  * states and booleans, and a SOAP fault fills its fields with one-line text.
+ * Then:
+ *  - the limits: a refusal for one is said as the library says it, and
+ *    agrees with what libxml2 itself reads (fuzz_xml_facts: a limit crossed
+ *    there is refused, one within every limit and well-formed is not, the
+ *    limit named is the one crossed) when no encoding is forced on it;
+ *  - the same answer on the reused workspace (after the primer, if any),
+ *    twice in a row, what it keeps within WMS__PARSE_KEEP_*; past a
+ *    deadline, a body over one chunk answers the same or TIMEOUT (never a
+ *    reply that parses; the message says where it stopped), and the
+ *    workspace answers as before afterwards;
+ *  - with the flags, parsed again and with out and err NULL.
  * The reply is freed. Returns the status; `err_out` (may be NULL) receives
  * the error.
  */
 wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const char *content_type,
 			      size_t max_bytes, unsigned flags, wms_error *err_out);
+
+/* A document (a primer macro's) that fuzz_parse_checked parses on the
+ * reused workspace before each input until it is cleared (NULL). */
+void fuzz_set_primer(const char *buf, size_t len);
 
 #endif

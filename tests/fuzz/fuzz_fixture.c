@@ -10,6 +10,12 @@
  *         bit 4     mask clientOrderId and Created in every fixture
  * Without a request part the flags are the input's length and the four
  * canned requests below are sent (they match the *-ok fixtures in tests/fixtures/good).
+ * The whole input goes through the macros of fuzz_expand.c first when it
+ * holds a 0x1E (fuzz.h, README.md), then is split at the marker: fixture
+ * files and requests that cross the structural limits, request bodies of
+ * thousands of lines for the diff's limits, files a little past the
+ * loader's 64 MiB (refused unread). A primer is a reply body parsed on the
+ * reused workspace before each replayed body.
  *
  * Checked: a fixture that does not load fails with WMS_ERR_FIXTURE naming
  * it, delivery NOT_SENT, one line; one that loads answers each request with
@@ -17,11 +23,15 @@
  * parser with all of fuzz_parse_checked's invariants), a replayed fault
  * with its documented status and delivery, or WMS_ERR_FIXTURE - and then
  * the mismatch callback got a diff ending in a newline; hits counts the
- * answered requests; nothing leaks.
+ * answered requests; nothing leaks. The structural limits against what
+ * libxml2 reads (fuzz_xml_facts): a fixture file or a request that crosses
+ * one is refused naming it, as the library words it; a well-formed one
+ * within them is not refused for one.
  */
 #include <string.h>
 #include "fixture_internal.h"
 #include "fuzz.h"
+#include "hostile_xml.h"
 
 #define NAME "fuzz.xml"
 #define MARKER "\0REQ\0"
@@ -87,6 +97,42 @@ static void on_mismatch(const char *diff, void *ctx)
 	FUZZ_CHECK(n > 0 && diff[n - 1] == '\n', "mismatch diff does not end in a newline");
 }
 
+static int starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The loader's and the replay's refusals for a limit, against what libxml2
+ * reads of the document: `tail` is the part of the message after its fixed
+ * prefix when the message has one, else NULL; `prescan` says the refusal
+ * came before the scan (size, an encoding libwms does not read). */
+static void check_limit(const char *doc, size_t len, const char *msg, const char *tail,
+			int prescan, const char *what_doc)
+{
+	fuzz_xml_facts f;
+	char element[48];
+	const char *what = tail ? fuzz_limit_tail(tail, element, sizeof(element)) : NULL;
+
+	FUZZ_CHECK(!tail || what, "%s: a limit refusal in other words: \"%.200s\"", what_doc, msg);
+	FUZZ_CHECK(what || !strstr(msg, "libwms's limit") || strstr(msg, "request <body>: <"),
+		   "%s: a limit named out of place: \"%.200s\"", what_doc, msg);
+	if (prescan)
+		return; /* refused unread: nothing to compare */
+	fuzz_xml_facts_read(&f, doc, len);
+	fuzz_check_libxml2_quiet("the limits oracle");
+	if (f.limit)
+		FUZZ_CHECK(what || prescan,
+			   "%s: <%s> crosses the limit of %u %s as libxml2 reads it, but: \"%.200s\"",
+			   what_doc, f.element, f.max, f.limit, msg);
+	if (f.limit && f.clean && what)
+		FUZZ_CHECK((what == f.limit || what == f.limit2) && !strcmp(element, f.element),
+			   "%s: well-formed, <%s> crosses %u %s, but: \"%.200s\"", what_doc, f.element,
+			   f.max, f.limit, msg);
+	if (!f.limit && f.clean)
+		FUZZ_CHECK(!what, "%s: well-formed and within every limit as libxml2 reads it (%u "
+			   "elements, %u deep), but: \"%.200s\"", what_doc, f.elements, f.depth, msg);
+}
+
 /* Send one request; returns whether the transport answered it (a hit). */
 static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_version v,
 		    const char *body, size_t len)
@@ -116,6 +162,14 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 	st = t->send(t, &req, &resp, &err);
 	fuzz_check_libxml2_quiet("replay send");
 	fuzz_note("send %s: %s %s", wms__op_name(op), wms_status_name(st), st ? err.message : "");
+	{
+		static const char cannot[] = " request body cannot be matched: ";
+		const char *m = st == WMS_ERR_FIXTURE ? strstr(err.message, cannot) : NULL;
+		m = m ? m + strlen(cannot) : NULL;
+		check_limit(body, len, st == WMS_ERR_FIXTURE ? err.message : "",
+			    m && *m == '<' ? m : NULL,
+			    m && starts(m, "an encoding libwms does not read"), "the request");
+	}
 	switch (st) {
 	case WMS_OK:
 		FUZZ_CHECK(resp.status >= 100 && resp.status <= 599, "replayed HTTP status %ld",
@@ -175,8 +229,13 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 	return st != WMS_ERR_FIXTURE;
 }
 
+/* The loader refuses files past 64 MiB (FIXTURE_FILE_MAX, src/fixture.c). */
+#define FIXTURE_MAX (64u * 1024u * 1024u)
+#define EXPAND_MAX (FIXTURE_MAX + FUZZ_EXPAND_SLACK)
+
 static void one(const uint8_t *data, size_t size)
 {
+	fuzz_bytes expanded = { NULL, 0, 0 }, primer = { NULL, 0, 0 };
 	static const char *const masks[] = { "clientOrderId", "Created" };
 	const uint8_t *req = NULL;
 	const char *fixture = (const char *)data;
@@ -189,6 +248,13 @@ static void one(const uint8_t *data, size_t size)
 	unsigned flags;
 	int i;
 
+	if (fuzz_expand(data, size, EXPAND_MAX, &expanded, &primer)) {
+		data = expanded.data;
+		size = expanded.len;
+		fixture = (const char *)data;
+		fixture_len = size;
+		fuzz_set_primer(primer.len ? (const char *)primer.data : NULL, primer.len);
+	}
 	for (k = 0; k + MARKER_LEN <= size; k++) {
 		if (data[k] == 0 && !memcmp(data + k, MARKER, MARKER_LEN)) {
 			fixture_len = k;
@@ -210,6 +276,16 @@ static void one(const uint8_t *data, size_t size)
 	st = wms__replay_transport_from_memory(&t, fixture, fixture_len, NAME, &ro, &err);
 	fuzz_check_libxml2_quiet("loading the fixture");
 	fuzz_note("load: %s %s", wms_status_name(st), st ? err.message : "");
+	{
+		static const char top[] = "fixture " NAME ": ";
+		const char *m = st != WMS_OK && starts(err.message, top) ? err.message + strlen(top) : NULL;
+		check_limit(fixture, fixture_len, st != WMS_OK ? err.message : "",
+			    m && *m == '<' ? m : NULL,
+			    m && (starts(m, "larger than") || starts(m, "an encoding libwms does not read")),
+			    "the fixture file");
+		FUZZ_CHECK((fixture_len > FIXTURE_MAX) == (m && starts(m, "larger than")),
+			   "a fixture of %zu bytes: \"%.200s\"", fixture_len, err.message);
+	}
 	if (st != WMS_OK) {
 		FUZZ_CHECK(st == WMS_ERR_FIXTURE, "loading gave %s: %.200s", wms_status_name(st),
 			   err.message);
@@ -220,7 +296,7 @@ static void one(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!strncmp(err.message, "fixture " NAME, strlen("fixture " NAME)),
 			   "load failure does not name the fixture: \"%.200s\"", err.message);
 		FUZZ_CHECK(log.calls == 0, "mismatch reported while loading");
-		return;
+		goto done;
 	}
 	FUZZ_CHECK(t != NULL && t->send && t->free, "WMS_OK without a usable transport");
 	FUZZ_CHECK(wms_replay_transport_hits(t) == 0 && wms_replay_transport_unused(t) == 1,
@@ -240,6 +316,10 @@ static void one(const uint8_t *data, size_t size)
 		   wms_replay_transport_hits(t), hits);
 	FUZZ_CHECK(unused == (hits ? 0u : 1u), "unused %zu after %zu hits", unused, hits);
 	t->free(t);
+done:
+	fuzz_set_primer(NULL, 0);
+	fuzz_bytes_free(&expanded);
+	fuzz_bytes_free(&primer);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -257,7 +337,129 @@ int fuzz_seed_variant(size_t i, const uint8_t *seed, size_t n, fuzz_bytes *out)
 	return 1;
 }
 
-/* A fixture followed by a request of its own, to reach the diff code. */
+/* ---- built-in seeds ------------------------------------------------------ */
+
+static void add(fuzz_bytes *b, const char *s)
+{
+	fuzz_bytes_add(b, s, strlen(s));
+}
+
+/* `n` repetitions of `frag` (0x1D: the index) as a macro; NULL frag: none. */
+static void rep(fuzz_bytes *b, size_t n, const char *frag)
+{
+	if (!frag)
+		return;
+	fuzz_macro_repeat(b, n);
+	add(b, frag);
+	fuzz_bytes_add(b, "\x1f", 1);
+}
+
+/* A CancelOrder request for "A" with `inner` after its clientOrderId. */
+static void cancel_request(fuzz_bytes *b, const char *inner)
+{
+	add(b, "<e:Envelope xmlns:e=\"" WMS__SOAP11_NS "\"><e:Body><c:CancelOrderRequest xmlns:c=\""
+	       WMS__NS "\"><c:clientOrderId>A</c:clientOrderId>");
+	add(b, inner);
+	add(b, "</c:CancelOrderRequest></e:Body></e:Envelope>");
+}
+
+/* What a seed's fixture and request carry; strings may hold macros. */
+typedef struct fx_shape {
+	const char *what;      /* for the reader; "heavy: ..." costs seconds under valgrind */
+	const char *root;      /* on <fixture> */
+	const char *req_attrs; /* on <request> */
+	const char *inner;     /* in the fixture's request, after clientOrderId, or (after a
+				* '|') in <request> before its <body> */
+	const char *answer;    /* the <reply> or <fault> element */
+	const char *sent;      /* the request sent's inner part; NULL: no request part */
+} fx_shape;
+
+#define REPLY "<reply status=\"200\"><header name=\"Content-Type\">text/xml</header>" \
+	      "<body encoding=\"base64\">PGE+PC9hPg==</body></reply>"
+#define REP256 "\x1e\x24\x80"
+#define REP257 "\x1e\x24\x81"
+#define N63 "\x1e\x22\x7f"
+#define N64 "\x1e\x22\x80"
+#define N65 "\x1e\x22\x81"
+#define E "\x1f"
+#define A1000 "\x1e\x26\x80"
+#define A1001 "\x1e\x26\x81"
+#define LONG40 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define LONGB40 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static const fx_shape fx_shapes[] = {
+	{ "256 attributes on <fixture>", " xmlns:x='urn:x'" REP256 " x:a\x1d=''" E, "", "", REPLY, NULL },
+	{ "257 attributes on <fixture>", " xmlns:x='urn:x'" REP257 " x:a\x1d=''" E, "", "", REPLY, NULL },
+	/* the default declaration is one */
+	{ "64 declarations on <fixture>", N63 " xmlns:p\x1d='u'" E, "", "", REPLY, NULL },
+	{ "65 declarations on <fixture>", N64 " xmlns:p\x1d='u'" E, "", "", REPLY, NULL },
+	{ "128 in scope", N63 " xmlns:p\x1d='u'" E, N64 " xmlns:q\x1d='u'" E, "", REPLY, NULL },
+	{ "129 in scope", N63 " xmlns:p\x1d='u'" E, N64 " xmlns:q\x1d='u'" E, "|<x xmlns:r='u'/>", REPLY, NULL },
+	/* the request's own 4 elements (the bound itself: fuzz_reply.c's seeds;
+	 * 100 000 here costs seconds under valgrind) */
+	{ "a request of 100001 elements", "", "", "\x1e\x31\x7d<e/>" E, REPLY, NULL },
+	{ "a request of 257 attributes", "", "", "<x" REP257 " a\x1d=''" E "/>", REPLY, NULL },
+	{ "a request sent with 257 attributes", "", "", "", REPLY, "<x" REP257 " a\x1d=''" E "/>" },
+	{ "a request sent with 65 declarations", "", "", "", REPLY, "<x" N65 " xmlns:p\x1d='u'" E "/>" },
+	/* Myers: 2000 edits found, 2001 too many (the whole middle replaced) */
+	{ "a diff of 2000 edits", "", "", A1000 "<a\x1d/>" E, REPLY, A1000 "<b\x1d/>" E },
+	{ "a diff of 2001 edits", "", "", A1000 "<a\x1d/>" E, REPLY, A1001 "<b\x1d/>" E },
+	/* the diff text: 64 KiB, then cut */
+	{ "a diff of 55 KB", "", "", "\x1e\x3c\x80<" LONG40 LONG40 LONG40 "\x1d/>" E, REPLY,
+	  "\x1e\x3c\x80<" LONGB40 LONGB40 LONGB40 "\x1d/>" E },
+	{ "a diff of 80 KB, cut", "", "", "\x1e\x3c\xe4<" LONG40 LONG40 LONG40 "\x1d/>" E, REPLY,
+	  "\x1e\x3c\xe4<" LONGB40 LONGB40 LONGB40 "\x1d/>" E },
+	/* hunks: 6 lines between two changes keep one, 7 make two */
+	{ "one hunk", "", "", "<x/>\x1e\x20\x86<s/>" E "<y/>", REPLY, "<X/>\x1e\x20\x86<s/>" E "<Y/>" },
+	{ "two hunks", "", "", "<x/>\x1e\x20\x87<s/>" E "<y/>", REPLY, "<X/>\x1e\x20\x87<s/>" E "<Y/>" },
+	/* the summary's first line cut at 60 bytes; indentation past 16 levels */
+	{ "a long first difference", "", "", "<" LONG40 LONG40 "/>", REPLY, "<" LONGB40 LONGB40 "/>" },
+	{ "20 levels deep", "", "", "\x1e\x39\x84<d>" E "<x/>\x1e\x39\x84</d>" E, REPLY,
+	  "\x1e\x39\x84<d>" E "<y/>\x1e\x39\x84</d>" E },
+	/* libxml2's own depth limit in the tree the loader builds: 257 deep */
+	{ "a request 257 deep", "", "", "\x1e\x24\x7e<d>" E "\x1e\x24\x7e</d>" E, REPLY, NULL },
+	{ "a request 258 deep", "", "", "\x1e\x24\x7f<d>" E "\x1e\x24\x7f</d>" E, REPLY, NULL },
+	/* the numbers: status 100-599, delays 0-3600000 */
+	{ "status 99", "", "", "", "<reply status=\"99\"/>", NULL },
+	{ "status 100", "", "", "", "<reply status=\"100\"/>", NULL },
+	{ "status 599", "", "", "", "<reply status=\"599\"/>", NULL },
+	{ "status 600", "", "", "", "<reply status=\"600\"/>", NULL },
+	{ "delay-ms 3600000", "", "", "", "<reply status=\"200\" delay-ms=\"3600000\"/>", NULL },
+	{ "delay-ms 3600001", "", "", "", "<reply status=\"200\" delay-ms=\"3600001\"/>", NULL },
+	{ "after-ms 3600000", "", "", "", "<fault kind=\"reset\" after-ms=\"3600000\"/>", NULL },
+	{ "after-ms 3600001", "", "", "", "<fault kind=\"reset\" after-ms=\"3600001\"/>", NULL },
+	/* a reply past the response's 4 MiB: TOO_LARGE */
+	{ "heavy: a reply body of 4 MiB + 1", "", "", "",
+	  "<reply status=\"200\"><body>\x1e\x37\x81x" E "</body></reply>", "" },
+};
+
+#define N_FX (sizeof(fx_shapes) / sizeof(fx_shapes[0]))
+
+static void build_fx(const fx_shape *sh, fuzz_bytes *out)
+{
+	uint8_t flags = WMS__OP_CANCEL_ORDER;
+	fuzz_bytes_reset(out);
+	add(out, "<fixture xmlns=\"urn:libwms:fixture:1\"");
+	add(out, sh->root);
+	add(out, "><request operation=\"CancelOrder\"");
+	add(out, sh->req_attrs);
+	add(out, ">");
+	if (sh->inner[0] == '|')
+		add(out, sh->inner + 1);
+	add(out, "<body><![CDATA[");
+	cancel_request(out, sh->inner[0] == '|' ? "" : sh->inner);
+	add(out, "]]></body></request>");
+	add(out, sh->answer);
+	add(out, "</fixture>");
+	if (sh->sent) {
+		fuzz_bytes_add(out, MARKER, MARKER_LEN);
+		fuzz_bytes_add(out, &flags, 1);
+		cancel_request(out, sh->sent);
+	}
+}
+
+/* The built-in seeds: a fixture and a request of its own, to reach the
+ * diff code (0-1), then each limit the loader and the replay have. */
 int fuzz_builtin_seed(size_t i, fuzz_bytes *out)
 {
 	static const char fixture[] =
@@ -276,12 +478,42 @@ int fuzz_builtin_seed(size_t i, fuzz_bytes *out)
 		"</e:Envelope>",
 	};
 	static const uint8_t flags[] = { WMS__OP_CANCEL_ORDER, WMS__OP_CANCEL_ORDER | 0x08u };
-	if (i >= 2)
+	fuzz_bytes utf16 = { NULL, 0, 0 };
+	if (i < 2) {
+		fuzz_bytes_reset(out);
+		fuzz_bytes_add(out, fixture, sizeof(fixture) - 1);
+		fuzz_bytes_add(out, MARKER, MARKER_LEN);
+		fuzz_bytes_add(out, &flags[i], 1);
+		fuzz_bytes_add(out, reqs[i], strlen(reqs[i]));
+		return 1;
+	}
+	i -= 2;
+	if (i < N_FX) {
+		if (!fuzz_heavy_seeds && !strncmp(fx_shapes[i].what, "heavy: ", 7))
+			return -1;
+		build_fx(&fx_shapes[i], out);
+		return 1;
+	}
+	i -= N_FX;
+	switch (i) {
+	case 0: /* 256 and 257 attributes on <fixture> in UTF-16LE */
+	case 1:
+		build_fx(&fx_shapes[i], &utf16);
+		fuzz_bytes_reset(out);
+		add(out, "\x1e\xa0\x80");
+		fuzz_bytes_add(out, utf16.data, utf16.len);
+		add(out, "\x1f");
+		fuzz_bytes_free(&utf16);
+		return 1;
+	case 2: /* heavy: a file past 64 MiB, refused unread */
+		if (!fuzz_heavy_seeds)
+			return -1;
+		fuzz_bytes_reset(out);
+		add(out, "<fixture xmlns=\"urn:libwms:fixture:1\">");
+		rep(out, FIXTURE_MAX, " ");
+		add(out, "</fixture>");
+		return 1;
+	default:
 		return 0;
-	fuzz_bytes_reset(out);
-	fuzz_bytes_add(out, fixture, sizeof(fixture) - 1);
-	fuzz_bytes_add(out, MARKER, MARKER_LEN);
-	fuzz_bytes_add(out, &flags[i], 1);
-	fuzz_bytes_add(out, reqs[i], strlen(reqs[i]));
-	return 1;
+	}
 }

@@ -3,7 +3,7 @@
  * LLVMFuzzerTestOneInput, so the seeds and every regression input run in the
  * normal test suite (any compiler, valgrind, sanitizers).
  *
- *   fuzz-replay-<name> [--builtin] [--seeds PATH...] [--raw PATH...]
+ *   fuzz-replay-<name> [--times] [--builtin [--heavy]] [--seeds PATH...] [--raw PATH...]
  *   fuzz-replay-<name> --write-corpus DIR [same arguments]
  *
  * PATH is a file or a directory (read recursively, in name order, dot files
@@ -11,9 +11,11 @@
  * variant the harness makes of it (fuzz_seed_variant, e.g. behind each
  * selector byte). Files after --raw (the default) are inputs exactly as
  * libFuzzer saw them: tests/fuzz/regress/<name>/, crash files. --builtin
- * adds the harness's built-in seeds. --write-corpus writes every input into
+ * adds the harness's built-in seeds, --heavy those of them that take
+ * seconds under valgrind too (--write-corpus always has them). --write-corpus writes every input into
  * DIR (created if needed) instead of running it: run-fuzz.sh builds
- * libFuzzer's starting corpus with it.
+ * libFuzzer's starting corpus with it. --times prints how long each input
+ * took (to keep the seeds cheap under valgrind).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +28,7 @@
 
 typedef struct run {
 	const char *corpus_dir; /* --write-corpus */
+	int times;              /* --times */
 	size_t inputs;
 	size_t files;
 	size_t written;
@@ -67,6 +70,8 @@ static int feed(run *r, const uint8_t *data, size_t len, const char *name)
 		fuzz_input_name = NULL;
 		free(copy);
 		dt = now_s() - t0;
+		if (r->times)
+			printf("%8.3f s  %s\n", dt, name);
 		if (dt > r->slowest_s) {
 			r->slowest_s = dt;
 			snprintf(r->slowest, sizeof(r->slowest), "%s", name);
@@ -185,8 +190,10 @@ static int builtins(run *r)
 	fuzz_bytes v = { NULL, 0, 0 };
 	char name[64];
 	size_t i;
-	int rc = 0;
-	for (i = 0; rc == 0 && fuzz_builtin_seed(i, &v); i++) {
+	int rc = 0, made;
+	for (i = 0; rc == 0 && (made = fuzz_builtin_seed(i, &v)) != 0; i++) {
+		if (made < 0)
+			continue; /* heavy, not wanted */
 		snprintf(name, sizeof(name), "built-in seed %zu", i);
 		rc = feed(r, v.data ? v.data : (const uint8_t *)"", v.len, name);
 	}
@@ -212,8 +219,14 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--builtin")) {
 			want_builtin = 1;
+		} else if (!strcmp(argv[i], "--times")) {
+			r.times = 1;
+		} else if (!strcmp(argv[i], "--heavy")) {
+			fuzz_heavy_seeds = 1;
 		}
 	}
+	if (r.corpus_dir)
+		fuzz_heavy_seeds = 1;
 	if (!r.corpus_dir)
 		LLVMFuzzerInitialize(&argc, &argv);
 	if (want_builtin)
@@ -221,15 +234,16 @@ int main(int argc, char **argv)
 	for (i = 1; rc == 0 && i < argc; i++) {
 		if (!strcmp(argv[i], "--write-corpus"))
 			i++;
-		else if (!strcmp(argv[i], "--builtin"))
+		else if (!strcmp(argv[i], "--builtin") || !strcmp(argv[i], "--times") ||
+			 !strcmp(argv[i], "--heavy"))
 			continue;
 		else if (!strcmp(argv[i], "--seeds"))
 			seed = 1;
 		else if (!strcmp(argv[i], "--raw"))
 			seed = 0;
 		else if (!strncmp(argv[i], "--", 2)) {
-			fprintf(stderr, "usage: %s [--write-corpus DIR] [--builtin] [--seeds PATH...] "
-					"[--raw PATH...]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--write-corpus DIR] [--times] [--builtin [--heavy]] "
+					"[--seeds PATH...] [--raw PATH...]\n", argv[0]);
 			return 2;
 		} else
 			rc = walk(&r, argv[i], seed);
