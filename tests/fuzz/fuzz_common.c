@@ -699,16 +699,45 @@ static int read_by_icu(const char *name)
 	return 1;
 }
 
-int fuzz_slow_decode_skipped(const char *buf, size_t len, const char *ct)
+/* What the structure scan's end tags cost: each looks for its '>' through
+ * the rest of the body, stopping at the next one. Bytes read in all (also
+ * "<\0/" for UTF-16, which the scan reads decoded). */
+static size_t end_tag_work(const char *buf, size_t len)
 {
-	static int allow = -1;
+	size_t i = len, next_gt = len, work = 0;
+	while (i-- > 0) {
+		if (buf[i] == '>')
+			next_gt = i;
+		else if (buf[i] == '<' && i + 2 < len &&
+			 (buf[i + 1] == '/' || (buf[i + 1] == 0 && buf[i + 2] == '/')))
+			work += next_gt - i;
+	}
+	return work;
+}
+
+static int allowed(const char *var)
+{
+	const char *v = getenv(var);
+	return v && *v == '1';
+}
+
+int fuzz_open_finding_skipped(const char *buf, size_t len, const char *ct)
+{
+	static int allow = -1, allow_scan = -1;
 	const char *p, *end;
 	char name[64];
 	if (allow < 0) {
-		const char *v = getenv("FUZZ_ALLOW_SLOW_DECODE");
-		allow = v && *v == '1';
+		allow = allowed("FUZZ_ALLOW_SLOW_DECODE");
+		allow_scan = allowed("FUZZ_ALLOW_SLOW_SCAN");
 	}
-	if (!allow || len <= FUZZ_PARSE_CHUNK)
+	if (len <= FUZZ_PARSE_CHUNK)
+		return 0;
+	if (allow_scan && end_tag_work(buf, len) > ((size_t)64 << 20)) {
+		fuzz_note("skipped: %zu bytes whose end tags look far for their '>' (FUZZ_ALLOW_SLOW_SCAN)",
+			  len);
+		return 1;
+	}
+	if (!allow)
 		return 0;
 	for (p = ct; p && *p; p++) {
 		if (is_ci(p, "charset=")) {
@@ -741,7 +770,7 @@ wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const cha
 	wms_status st, st2;
 	size_t cap = max_bytes ? max_bytes : WMS_DEFAULT_MAX_REPLY_BYTES;
 
-	if (len <= cap && fuzz_slow_decode_skipped(buf, len, ct)) {
+	if (len <= cap && fuzz_open_finding_skipped(buf, len, ct)) {
 		if (err_out)
 			memset(err_out, 0, sizeof(*err_out));
 		return WMS_OK;
