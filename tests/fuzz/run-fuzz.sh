@@ -18,10 +18,19 @@
 #   FUZZ_ARGS         extra libFuzzer arguments, e.g. "-use_value_profile=1"
 #   FUZZ_ALLOW_LIBXML2_STDERR=1  skip the "libxml2 printed nothing" check
 #                     (to look past that open finding; README.md)
+#   FUZZ_ALLOW_NAMES_HISTORY=1   let a reused workspace answer a reply near
+#                     the distinct-names limit otherwise than a fresh one
+#   FUZZ_ALLOW_SLOW_SCAN=1       skip documents whose end tags make the
+#                     structure scan quadratic
+#   FUZZ_ALLOW_SLOW_DECODE=1     skip documents over 64 KiB in an encoding
+#                     libxml2 reads through ICU (quadratic decoding)
+#                     (each to look past an open finding; README.md)
 #
 # The corpus grows in <build>/fuzz-work/<name>/corpus across runs; it starts
-# from the seeds (the test data the harness's replay test reads, turned into
-# inputs by fuzz-replay-<name> --write-corpus) and tests/fuzz/regress/<name>/.
+# from the seeds (the test data the harness's replay test reads and the
+# built-in seeds, heavy ones included, turned into inputs by
+# fuzz-replay-<name> --write-corpus) and tests/fuzz/regress/<name>/. Inputs
+# may hold macros (fuzz_expand.c): the dictionaries carry their starts.
 set -euo pipefail
 
 # All in one function: bash reads the whole of it before running any, so
@@ -34,7 +43,9 @@ main() {
 	NICE=${FUZZ_NICE:-10}
 	MAX_LEN=${FUZZ_MAX_LEN:-16384}
 	MAX_RESTARTS=${FUZZ_MAX_RESTARTS:-5}
-	ALL=(reply fault fixture config)
+	# ALL, seeds_for, dict_for
+	# shellcheck source=tests/fuzz/harnesses.sh
+	. "$FUZZ_DIR/harnesses.sh"
 
 	usage() {
 		echo "usage: $0 SECONDS [${ALL[*]}]" >&2
@@ -50,23 +61,6 @@ main() {
 	for h in "${HARNESSES[@]}"; do
 		[[ " ${ALL[*]} " == *" $h "* ]] || { echo "unknown harness: $h" >&2; usage; }
 	done
-
-	# Seeds per harness: must agree with tests/fuzz/meson.build.
-	seeds_for() {
-		case $1 in
-		reply) echo "$ROOT/tests/soap/replies" ;;
-		fault) echo "$ROOT/tests/soap/replies/fault" ;;
-		fixture) echo "$ROOT/tests/fixtures/good $ROOT/tests/fixtures/bad $ROOT/tests/fixtures/recorded $ROOT/tests/cli/fixtures" ;;
-		config) echo "$ROOT/tests/config/good $ROOT/tests/config/bad" "$ROOT"/examples/*.yaml ;;
-		esac
-	}
-
-	dict_for() {
-		case $1 in
-		config) echo "$FUZZ_DIR/dict/yaml.dict" ;;
-		*) echo "$FUZZ_DIR/dict/xml.dict" ;;
-		esac
-	}
 
 	if [ ! -f "$BUILD/build.ninja" ]; then
 		command -v clang >/dev/null || { echo "run-fuzz: clang is not installed" >&2; exit 2; }
