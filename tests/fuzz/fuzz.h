@@ -75,7 +75,8 @@ size_t fuzz_macro_count(uint8_t op, uint8_t arg);
  * top-level primer into `primer` (may be NULL: primers dropped; reset
  * first). 0, touching neither, when the input holds no 0x1E: it is its own
  * expansion and old inputs mean what they meant. Repeats stop short of
- * `cap` bytes of output.
+ * `cap` bytes of output (or of FUZZ_EXPAND_MAX, when set and smaller: the
+ * fuzzers run faster on small inputs, and cross fewer limits).
  */
 int fuzz_expand(const uint8_t *data, size_t size, size_t cap, fuzz_bytes *out, fuzz_bytes *primer);
 
@@ -91,6 +92,12 @@ void fuzz_macro_fill(fuzz_bytes *b, size_t count, const char *fragment);
  * point, so that both sides of it are reachable (past it, the input is
  * refused before it is parsed: cheap). */
 #define FUZZ_EXPAND_SLACK (64u * 1024u)
+
+/* Replies expand to 2 MiB and a little, short of the default 4 MiB
+ * max_reply_bytes (the reply harness's bit 7 crosses the cap both ways at
+ * any size): past the scan's second clock reading, and every reply parsed
+ * up to six times costs no more than 2 MiB does. */
+#define FUZZ_REPLY_EXPAND_MAX ((2u << 20) + FUZZ_EXPAND_SLACK)
 
 /* ---- an oracle for the structural limits (fuzz_oracle.c) ------------------- */
 

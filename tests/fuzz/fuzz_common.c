@@ -628,6 +628,11 @@ static void check_limits(const char *buf, size_t len, const char *ct, wms_status
 
 	if (!no_forced_encoding(ct) || r == R_PRESCAN)
 		return; /* read another way, or not at all: nothing to compare */
+	/* A body over 256 KiB that is not XML costs the oracle a parse for
+	 * little: read only what says more (a reply, a fault, a refusal). */
+	if (len > FUZZ_DECODE_SLICE && r == R_OTHER &&
+	    (st == WMS_ERR_NOT_XML || st == WMS_ERR_TRUNCATED || st == WMS_ERR_UNSAFE_XML))
+		return;
 	fuzz_xml_facts_read(&f, buf, len);
 	fuzz_note("libxml2 reads %u elements, %u deep, %u new names%s%s%s%s", f.elements, f.depth,
 		  f.names, f.clean ? ", cleanly" : "", f.limit ? "; crosses: " : "",
@@ -804,15 +809,11 @@ wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const cha
 	if (st2 == WMS_OK)
 		release(op, &o2);
 	check_kept("reused");
-	st2 = parse_once(parse_reused_early, op, &o2, &err2, buf, len, ct, max_bytes);
-	compare(op, "twice in a row on a reused workspace (a deadline an hour away)", st, &o, &err,
-		st2, &o2, &err2);
-	if (st2 == WMS_OK)
-		release(op, &o2);
-	check_kept("reused again");
 	/* Past its deadline a parse reads the first chunk and stops: the same
 	 * answer when that was all of it or enough to decide, else TIMEOUT (never
-	 * for a reply that parses). The workspace it leaves answers as before. */
+	 * for a reply that parses). It reads one chunk, cheap: a body over one
+	 * has it before its second parse on the workspace, which must answer as
+	 * before after it. */
 	if (len > FUZZ_PARSE_CHUNK && len <= cap) {
 		st2 = parse_once(parse_reused_late, op, &o2, &err2, buf, len, ct, max_bytes);
 		check_result(op, st2, &o2, &err2, len, cap, 1, "past the deadline");
@@ -824,11 +825,13 @@ wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const cha
 		if (st2 == WMS_OK)
 			release(op, &o2);
 		check_kept("past the deadline");
-		st2 = parse_once(parse_reused, op, &o2, &err2, buf, len, ct, max_bytes);
-		compare(op, "on the workspace a late parse left", st, &o, &err, st2, &o2, &err2);
-		if (st2 == WMS_OK)
-			release(op, &o2);
 	}
+	st2 = parse_once(parse_reused_early, op, &o2, &err2, buf, len, ct, max_bytes);
+	compare(op, "again on the reused workspace (a deadline an hour away)", st, &o, &err, st2, &o2,
+		&err2);
+	if (st2 == WMS_OK)
+		release(op, &o2);
+	check_kept("reused again");
 	if (flags & FUZZ_PARSE_TWICE) {
 		st2 = parse_once(wms__parse_reply, op, &o2, &err2, buf, len, ct, max_bytes);
 		compare(op, "parsed again", st, &o, &err, st2, &o2, &err2);

@@ -40,6 +40,7 @@
  * 8 times the cap: cost is linear in the cap.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fuzz.h"
 #include "hostile_xml.h"
@@ -289,7 +290,15 @@ static void expand(expander *x, const uint8_t *p, const uint8_t *end, int depth,
 
 int fuzz_expand(const uint8_t *data, size_t size, size_t cap, fuzz_bytes *out, fuzz_bytes *primer)
 {
+	static size_t env_cap = (size_t)-1;
 	expander x;
+
+	if (env_cap == (size_t)-1) {
+		const char *v = getenv("FUZZ_EXPAND_MAX");
+		env_cap = v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+	}
+	if (env_cap && env_cap < cap)
+		cap = env_cap;
 
 	if (primer)
 		fuzz_bytes_reset(primer);

@@ -176,7 +176,7 @@ static void check_plain(const field *f, const wms_error *err, wms_status st)
 		   err->wms_code, wms_code);
 }
 
-#define EXPAND_MAX (WMS_DEFAULT_MAX_REPLY_BYTES + FUZZ_EXPAND_SLACK)
+#define EXPAND_MAX FUZZ_REPLY_EXPAND_MAX
 
 static void one(const uint8_t *data, size_t size)
 {

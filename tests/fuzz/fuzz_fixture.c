@@ -14,8 +14,8 @@
  * holds a 0x1E (fuzz.h, README.md), then is split at the marker: fixture
  * files and requests that cross the structural limits, request bodies of
  * thousands of lines for the diff's limits, reply bodies past the
- * replay's 4 MiB (expansions stop a little past it: the loader's own
- * 64 MiB is crossed by a built-in seed). A primer is a reply body parsed
+ * replay's reply limit (1 MiB here; expansions stop at 2 MiB + 64 KiB: the
+ * loader's own 64 MiB is crossed by a built-in seed). A primer is a reply body parsed
  * on the reused workspace before each replayed body.
  *
  * Checked: a fixture that does not load fails with WMS_ERR_FIXTURE naming
@@ -132,6 +132,10 @@ static void check_limit(const char *doc, size_t len, const char *msg, const char
 			   "elements, %u deep), but: \"%.200s\"", what_doc, f.elements, f.depth, msg);
 }
 
+/* The replay's reply limit here: 1 MiB, so that a fixture crosses it in
+ * less than the expansion cap. */
+#define REPLY_MAX ((size_t)1 << 20)
+
 /* Send one request; returns whether the transport answered it (a hit). */
 static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_version v,
 		    const char *body, size_t len)
@@ -155,8 +159,8 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 	req.connect_timeout_ms = 2000;
 	req.timeout_ms = 10000;
 	req.stall_timeout_ms = 5000;
-	req.max_reply_bytes = WMS_DEFAULT_MAX_REPLY_BYTES;
-	resp.max_body = WMS_DEFAULT_MAX_REPLY_BYTES;
+	req.max_reply_bytes = REPLY_MAX;
+	resp.max_body = REPLY_MAX;
 
 	st = t->send(t, &req, &resp, &err);
 	fuzz_check_libxml2_quiet("replay send");
@@ -229,10 +233,11 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 }
 
 /* The loader refuses files past 64 MiB (FIXTURE_FILE_MAX, src/fixture.c).
- * Expansions stop a little past the replay's 4 MiB reply limit instead:
- * 64 MiB ones cost a second each (a built-in seed, --heavy, crosses it). */
+ * Expansions stop where replies' do instead, past the replay's 1 MiB reply
+ * limit: 64 MiB ones cost a second each (a built-in seed, --heavy, crosses
+ * it). */
 #define FIXTURE_MAX (64u * 1024u * 1024u)
-#define EXPAND_MAX (WMS_DEFAULT_MAX_REPLY_BYTES + FUZZ_EXPAND_SLACK)
+#define EXPAND_MAX FUZZ_REPLY_EXPAND_MAX
 
 static void one(const uint8_t *data, size_t size)
 {
@@ -422,9 +427,9 @@ static const fx_shape fx_shapes[] = {
 	{ "delay-ms 3600001", "", "", "", "<reply status=\"200\" delay-ms=\"3600001\"/>", NULL },
 	{ "after-ms 3600000", "", "", "", "<fault kind=\"reset\" after-ms=\"3600000\"/>", NULL },
 	{ "after-ms 3600001", "", "", "", "<fault kind=\"reset\" after-ms=\"3600001\"/>", NULL },
-	/* a reply past the response's 4 MiB: TOO_LARGE */
-	{ "heavy: a reply body of 4 MiB + 1", "", "", "",
-	  "<reply status=\"200\"><body>\x1e\x37\x81x" E "</body></reply>", "" },
+	/* a reply past the response's 1 MiB: TOO_LARGE */
+	{ "heavy: a reply body of 1 MiB + 1", "", "", "",
+	  "<reply status=\"200\"><body>\x1e\x35\x81x" E "</body></reply>", "" },
 };
 
 #define N_FX (sizeof(fx_shapes) / sizeof(fx_shapes[0]))

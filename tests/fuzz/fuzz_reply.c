@@ -13,8 +13,8 @@
  * fuzz_expand.c first when it holds a 0x1E (fuzz.h, README.md): repeats
  * that reach the parser's limits (4097 names, 257 attributes, 100 001
  * elements...), encodings, and a primer, a reply parsed on the reused
- * workspace before this one. Expanded, a body may be a little larger than
- * the default size cap (4 MiB), never more.
+ * workspace before this one. Expanded, a body is at most 2 MiB + 64 KiB
+ * (FUZZ_REPLY_EXPAND_MAX).
  * Seed files are bodies: each is replayed under 4 operations x 5 types. The
  * built-in seeds put each limit the reply parser has on both sides of its
  * bound, with macros.
@@ -46,7 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-#define EXPAND_MAX (WMS_DEFAULT_MAX_REPLY_BYTES + FUZZ_EXPAND_SLACK)
+#define EXPAND_MAX FUZZ_REPLY_EXPAND_MAX
 
 static void one(const uint8_t *data, size_t size)
 {
@@ -377,10 +377,10 @@ int fuzz_builtin_seed(size_t i, fuzz_bytes *out)
 	case 1:
 		sized(out, SUBMIT, FUZZ_PARSE_CHUNK + 1000, "\xc3\xa9", FUZZ_PARSE_CHUNK - 1);
 		return 1;
-	case 2: /* over the default size cap by one byte: refused unread */
-		fuzz_bytes_reset(out);
-		fuzz_bytes_add(out, "\x00", 1);
-		rep(out, WMS_DEFAULT_MAX_REPLY_BYTES + 1, "<");
+	case 2: /* the cap at 2 MiB (bit 7), then one byte less: refused unread */
+		if (!fuzz_heavy_seeds)
+			return -1;
+		sized(out, SUBMIT | CAPPED, 2u << 20, "", 0);
 		return 1;
 	case 3: { /* the Content-Type's charset is not ASCII-compatible */
 		static const hx_parts none;

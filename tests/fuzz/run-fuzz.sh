@@ -16,6 +16,9 @@
 #   FUZZ_MAX_LEN      libFuzzer -max_len (default 16384)
 #   FUZZ_MAX_RESTARTS restarts after crashes, per harness (default 5)
 #   FUZZ_ARGS         extra libFuzzer arguments, e.g. "-use_value_profile=1"
+#   FUZZ_EXPAND_MAX   a smaller cap, in bytes, on what macros expand to
+#                     (default: the harness's, 2 MiB + 64 KiB for replies):
+#                     faster, but the limits past it are not crossed
 #   FUZZ_ALLOW_LIBXML2_STDERR=1  skip the "libxml2 printed nothing" check
 #                     (to look past that open finding; README.md)
 #   FUZZ_ALLOW_NAMES_HISTORY=1   let a reused workspace answer a reply near
