@@ -400,7 +400,9 @@ typedef struct parse_state {
 	int too_many_names; /* the document crossed WMS__XML_MAX_NAMES */
 	int timed_out;  /* the deadline passed before the body was all fed */
 	int dirty;      /* the context saw a parse that did not end cleanly */
-	size_t dict_base; /* names in the kept dictionary before this parse */
+	size_t dict_base; /* names in the dictionary before this parse */
+	size_t prior;     /* of those, names earlier parses left (0 on a new context) */
+	int names_again;  /* prior names may hide some of this reply's: parse anew */
 	size_t fed;     /* bytes handed to libxml2 */
 	char msg[120];
 	char ns_msg[120]; /* the first namespace error (undeclared prefix...) */
@@ -417,6 +419,7 @@ typedef struct parse_state {
 /* The parser's part of a workspace (soap.h). */
 struct wms__parse_ws {
 	xmlParserCtxtPtr push; /* NULL until the first parse, or after a failed one */
+	size_t new_names;      /* names in push's dictionary when it was made */
 	parse_state st;
 };
 
@@ -479,9 +482,16 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 		return;
 	}
 	/* Names are interned as the start tag is read; the scan's limits bound
-	 * how many one tag can add before this check sees them. */
-	if (pctx->dict && xmlDictSize(pctx->dict) - st->dict_base > WMS__XML_MAX_NAMES) {
-		st->too_many_names = 1;
+	 * how many one tag can add before this check sees them. The names an
+	 * earlier reply left in a kept dictionary are not added again: past
+	 * the limit less those, this reply may be over it or not, so it is
+	 * parsed again on a new context, where the count is exact. */
+	if (pctx->dict &&
+	    xmlDictSize(pctx->dict) - st->dict_base > WMS__XML_MAX_NAMES - st->prior) {
+		if (st->prior)
+			st->names_again = 1;
+		else
+			st->too_many_names = 1;
 		xmlStopParser(pctx);
 		return;
 	}
@@ -686,6 +696,10 @@ static xmlParserCtxtPtr parser_for(wms__parse_ws *ws, const char *encoding)
 		xmlFreeParserCtxt(ws->push);
 		ws->push = NULL;
 	}
+	if (ws->push)
+		ws->new_names = ws->push->dict && xmlDictSize(ws->push->dict) > 0
+					? (size_t)xmlDictSize(ws->push->dict)
+					: 0;
 	return ws->push;
 }
 
@@ -718,8 +732,9 @@ static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, cons
 	wms_status rc;
 	int parsed = 0, feed_decode_errors = 0, undecoded = 0;
 
+again:
 	st->phase = st->doctype = st->code = st->code_phase = st->line = st->nomem = 0;
-	st->too_many_names = st->timed_out = 0;
+	st->too_many_names = st->timed_out = st->names_again = 0;
 	st->fed = 0;
 	st->msg[0] = st->ns_msg[0] = '\0';
 
@@ -735,9 +750,11 @@ static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, cons
 	ctxt->loadsubset = 0;
 	ctxt->validate = 0;
 	st->dict_base = ctxt->dict && xmlDictSize(ctxt->dict) > 0 ? (size_t)xmlDictSize(ctxt->dict) : 0;
+	st->prior = st->dict_base > ws->new_names ? st->dict_base - ws->new_names : 0;
 
 	st->phase = 1;
-	while (st->fed < len && !st->doctype && !st->code && !st->nomem && !st->too_many_names) {
+	while (st->fed < len && !st->doctype && !st->code && !st->nomem && !st->too_many_names &&
+	       !st->names_again) {
 		size_t n = len - st->fed < CHUNK_BYTES ? len - st->fed : CHUNK_BYTES;
 		if (st->fed && deadline_ns && wms__now_ns() >= deadline_ns) {
 			st->timed_out = 1;
@@ -751,6 +768,15 @@ static wms_status parse_xml(wms__parse_ws *ws, const char *buf, size_t len, cons
 	 * that needs bytes past a cut waits for them rather than complain.) */
 	feed_decode_errors = quiet.errors;
 	st->phase = 2;
+	if (st->names_again && !st->nomem && !quiet.nomem) {
+		/* Nothing read so far is kept: the context goes, and this parse
+		 * starts over on a new one (whose count has no prior names). */
+		ctxt->_private = NULL;
+		xmlFreeParserCtxt(ws->push);
+		ws->push = NULL;
+		wms__xml_quiet_end(&quiet);
+		goto again;
+	}
 	if (!st->doctype && !st->code && !st->nomem && !st->too_many_names && !st->timed_out)
 		xmlParseChunk(ctxt, NULL, 0, 1);
 	undecoded = !st->doctype && ascii_undecoded(ctxt);
@@ -1449,7 +1475,10 @@ static int ascii_compatible(const char *enc)
 
 /* [buf, buf + len) decoded to UTF-8 into out, by slices, as far as it
  * decodes: libxml2 stops at the first byte that does not, so what follows
- * is never parsed. NOMEM if memory ran out on the way. */
+ * is never parsed. Some decoders (ICU's) take that byte and report it, so
+ * the error, not a lack of progress, ends it (else every bad byte cost a
+ * move of the rest of the slice: quadratic). NOMEM if memory ran out on
+ * the way; NOT_XML for a decoder that makes too little progress to trust. */
 static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const char *buf,
 			      size_t len, uint64_t deadline_ns)
 {
@@ -1458,7 +1487,7 @@ static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const 
 	unsigned long failures = wms__alloc_lib_failures();
 	wms__xml_quiet quiet;
 	wms_status rc = WMS_OK;
-	size_t off = 0;
+	size_t off = 0, calls = 0;
 
 	wms__xml_quiet_begin(&quiet);
 	if (!in || !dec) {
@@ -1467,7 +1496,7 @@ static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const 
 	}
 	for (;;) {
 		size_t n = len - off < SLICE ? len - off : SLICE;
-		int pending;
+		int pending, errors = quiet.errors;
 		if (off && deadline_ns && wms__now_ns() >= deadline_ns) {
 			rc = WMS_ERR_TIMEOUT;
 			break;
@@ -1486,8 +1515,15 @@ static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const 
 			break;
 		/* All of it, or stuck: a byte that does not decode, or a character
 		 * the end of the body cut short. */
-		if ((off == len && !xmlBufferLength(in)) || xmlBufferLength(in) == pending)
+		if ((off == len && !xmlBufferLength(in)) || xmlBufferLength(in) == pending ||
+		    quiet.errors != errors)
 			break;
+		/* Each call takes at least half of what is pending (the output has
+		 * room for twice the input): a few calls per slice at most. */
+		if (++calls > (len / SLICE + 2) * 8) {
+			rc = WMS_ERR_NOT_XML;
+			break;
+		}
 	}
 done:
 	wms__xml_quiet_end(&quiet);
@@ -1576,8 +1612,12 @@ static wms_status check_limits(const char *buf, size_t len, const sniff_result *
 	case WMS_OK:
 		return scan.limit ? limit_crossed(&scan, err) : WMS_OK;
 	case WMS_ERR_NOT_XML:
+		if (sn->ucs4)
+			return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+					 "reply is in UCS-4 (UTF-32), which libwms does not read");
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-				 "reply is in UCS-4 (UTF-32), which libwms does not read");
+				 "reply is in an encoding whose decoder made too little progress "
+				 "to check the reply's structure");
 	case WMS_ERR_TIMEOUT:
 		return wms__fail(err, WMS_ERR_TIMEOUT, WMS_DELIVERY_ANSWERED,
 				 "reading the reply ran past the call's deadline: stopped checking "

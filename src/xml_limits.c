@@ -49,18 +49,32 @@ static int open_element(unsigned char *ns_of, size_t *depth, unsigned *scope, un
 	return 1;
 }
 
+/* The first '<' at or after `from` (`end` if none). The scan only moves
+ * forward, so the last one found is kept: every search for a '>' or a
+ * quote stops at it, and no byte is searched twice for a '<' (a search
+ * through the rest of the body at each end tag was quadratic). */
+static const char *next_lt(const char **seen, const char *from, const char *end)
+{
+	if (!*seen || *seen < from) {
+		*seen = memchr(from, '<', (size_t)(end - from));
+		if (!*seen)
+			*seen = end;
+	}
+	return *seen;
+}
+
 int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns)
 {
 	/* Namespace declarations of each open element, to leave the scope with
 	 * it; a little deeper than the parsers go (they stop at their depth
 	 * limit, with an error), so the scan stops where it is full. */
 	unsigned char ns_of[WMS__XML_MAX_DEPTH + 8];
-	const char *p = buf, *end = buf + len;
+	const char *p = buf, *end = buf + len, *lt = NULL;
 	size_t depth = 0, elements = 0, clock_at = WMS__XML_SCAN_CLOCK_BYTES;
 	unsigned scope = 0;
 
 	memset(out, 0, sizeof(*out));
-	while (p < end && (p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+	while (p < end && (p = next_lt(&lt, p, end)) < end) {
 		const char *tag = p++;
 		unsigned attrs = 0, ns = 0;
 		int is_ns = 0;
@@ -78,11 +92,11 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 		if (*p == '/') {
 			/* An end tag: libxml2 closes the element even when it is
 			 * malformed, and goes on at a '<' before any '>'. */
-			const char *gt = memchr(p, '>', (size_t)(end - p)), *lt;
+			const char *stop = next_lt(&lt, p, end);
+			const char *gt = memchr(p, '>', (size_t)(stop - p));
 			if (depth)
 				scope -= ns_of[--depth];
-			lt = memchr(p, '<', (size_t)((gt ? gt : end) - p));
-			p = lt ? lt : gt ? gt + 1 : end;
+			p = gt ? gt + 1 : stop;
 			continue;
 		}
 		if (*p == '?') {
@@ -133,12 +147,12 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 				break;
 			}
 			if (*p == '"' || *p == '\'') {
-				const char *q = p + 1 < end ? memchr(p + 1, *p, (size_t)(end - p - 1)) : NULL;
-				const char *lt = memchr(p, '<', (size_t)((q ? q : end) - p));
-				if (lt)
-					p = lt; /* ends the tag, above */
-				else if (q)
+				const char *stop = next_lt(&lt, p + 1, end);
+				const char *q = memchr(p + 1, *p, (size_t)(stop - p - 1));
+				if (q)
 					p = q + 1;
+				else if (stop < end)
+					p = stop; /* ends the tag, above */
 				else
 					return WMS__XML_SCAN_OK; /* a value never closed: libxml2 stops in it */
 			} else if (*p == '=') {

@@ -476,6 +476,36 @@ static void names_at_their_bound(void **state)
 	if (lo > WMS__XML_MAX_NAMES || lo < WMS__XML_MAX_NAMES - 32)
 		fail_msg("%u distinct elements parse, %u do not: the limit is %u names", lo, hi,
 			 WMS__XML_MAX_NAMES);
+	/* The count does not depend on what the workspace kept: names an earlier
+	 * reply left in its dictionary (400 of the same) are counted too. */
+	{
+		hx_buf x = { 0 }, b = { 0 };
+		hx_parts pt = { 0 };
+		parsed p;
+		hx_elements(&x, 400, 1);
+		pt.resp_before = x.data;
+		hx_submit_reply(&b, "H-1", &pt);
+		for (round = 0; round < 4; round++) {
+			hx_buf y = { 0 }, c = { 0 };
+			size_t names, els, text;
+			parse_ws(&p, &ws, &b, NULL, 0);
+			assert_int_equal(p.rc, WMS_OK);
+			assert_int_equal(wms__parse_ws_kept(&ws, &names, &els, &text), 1);
+			assert_true(names > 400);
+			hx_elements(&y, round % 2 ? lo : hi, 1);
+			pt.resp_before = y.data;
+			hx_submit_reply(&c, "H-1", &pt);
+			parse_ws(&p, &ws, &c, NULL, 0);
+			if (p.rc != (round % 2 ? WMS_OK : WMS_ERR_UNEXPECTED_REPLY))
+				fail_msg("%u distinct elements after a reply with 400 of them: %s (%s)",
+					 round % 2 ? lo : hi, wms_status_name(p.rc), p.err.message);
+			pt.resp_before = x.data;
+			hx_free(&y);
+			hx_free(&c);
+		}
+		hx_free(&x);
+		hx_free(&b);
+	}
 	for (round = 0; round < 4; round++) {
 		hx_buf x = { 0 }, b = { 0 };
 		hx_parts pt = { 0 };
@@ -774,6 +804,94 @@ static void libxml2s_own_limits(void **state)
 	}
 }
 
+/* The median of five timings of f(arg). */
+static double median_ms(void (*f)(const void *), const void *arg)
+{
+	double v[5], t;
+	int i, j;
+	for (i = 0; i < 5; i++) {
+		double t0 = util_now_ms();
+		f(arg);
+		v[i] = util_now_ms() - t0;
+		for (j = i; j > 0 && v[j] < v[j - 1]; j--) {
+			t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	}
+	return v[2];
+}
+
+static void scan_it(const void *arg)
+{
+	const hx_buf *b = arg;
+	wms__xml_scan s;
+	assert_int_equal(wms__xml_scan_limits(&s, b->data, b->len, 0), WMS__XML_SCAN_OK);
+}
+
+typedef struct parse_arg {
+	const hx_buf *b;
+	const char *ct;
+	wms_status want;
+} parse_arg;
+
+static void parse_it(const void *arg)
+{
+	const parse_arg *a = arg;
+	parsed p;
+	parse_ws(&p, NULL, a->b, a->ct, 0);
+	if (p.rc != a->want)
+		fail_msg("%s (%s), want %s", wms_status_name(p.rc), p.err.message,
+			 wms_status_name(a->want));
+}
+
+/* What reading a reply costs is linear in its bytes, whatever they are:
+ * end tags without their '>' (each made the scan search the rest of the
+ * body) cost what as many ordinary tags do, and bytes an ICU decoder
+ * rejects one at a time (each made the decoding move the rest of its
+ * slice) cost what decoding as many good ones does. Each against the same
+ * size of ordinary input, timed in this run (medians of 5); the quadratic
+ * forms were over 100 times slower at this size. */
+static void cost_is_linear(void **state)
+{
+	enum { SIZE = 256 * 1024 };
+	hx_buf ends = { 0 }, tags = { 0 }, bad = { 0 }, good = { 0 };
+	parse_arg pb, pg;
+	double t_ends, t_tags, t_bad, t_good;
+	(void)state;
+	hx_put(&ends, "<a>");
+	while (ends.len < SIZE)
+		hx_put(&ends, "</");
+	hx_put(&tags, "<a>");
+	while (tags.len < SIZE)
+		hx_put(&tags, "<b></b>");
+	hx_put(&tags, "</a>");
+	t_ends = median_ms(scan_it, &ends);
+	t_tags = median_ms(scan_it, &tags);
+	if (t_ends > 8 * t_tags + 1)
+		fail_msg("scanning %d KiB: end tags without '>' %.3f ms, ordinary tags %.3f ms",
+			 SIZE / 1024, t_ends, t_tags);
+	/* "UTF_8" is a name only ICU knows, and "\xff" no UTF-8 at all. */
+	hx_put(&bad, "<a>");
+	while (bad.len < SIZE)
+		hx_put(&bad, "\xffx");
+	hx_put(&good, "<?xml version='1.0' encoding='UTF_8'?>");
+	hx_submit_reply(&good, "H-1", NULL);
+	while (good.len < SIZE)
+		hx_put(&good, " ");
+	pb = (parse_arg){ &bad, "text/xml; charset=UTF_8", WMS_ERR_NOT_XML };
+	pg = (parse_arg){ &good, "text/xml", WMS_OK };
+	t_bad = median_ms(parse_it, &pb);
+	t_good = median_ms(parse_it, &pg);
+	if (t_bad > 8 * t_good + 1)
+		fail_msg("%d KiB an ICU decoder rejects took %.3f ms, as many it decodes %.3f ms",
+			 SIZE / 1024, t_bad, t_good);
+	hx_free(&ends);
+	hx_free(&tags);
+	hx_free(&bad);
+	hx_free(&good);
+}
+
 /* Refused before libxml2 reads it: refusing 200 000 attributes costs far
  * less than parsing a reply of the same size without them (medians of 5,
  * measured here, in the same run). */
@@ -848,6 +966,7 @@ int main(void)
 		cmocka_unit_test(deadline_between_chunks),
 		cmocka_unit_test(deadline_in_the_scan),
 		cmocka_unit_test(libxml2s_own_limits),
+		cmocka_unit_test(cost_is_linear),
 		cmocka_unit_test(refusal_costs_less_than_a_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
