@@ -229,8 +229,11 @@ wms_status fuzz_parse_checked(wms__op op, const char *buf, size_t len, const cha
  * quadratic in undecodable bytes"), one whose Content-Type charset or an
  * encoding it declares anywhere libxml2 reads through ICU (a decoder iconv
  * lacks); with FUZZ_ALLOW_SLOW_SCAN=1 ("end tags without '>' make the scan
- * quadratic"), one whose end tags would have the scan read over 64 MiB. */
-int fuzz_open_finding_skipped(const char *buf, size_t len, const char *content_type);
+ * quadratic"), one whose end tags would have the scan read over 64 MiB;
+ * and, when `tree` (the fixture loader reads it: libxml2's tree parser),
+ * with FUZZ_ALLOW_SLOW_COMMENT=1 ("a comment's '--' copied for each one"),
+ * one whose "--" times its length pass 2^30, at any size. */
+int fuzz_open_finding_skipped(const char *buf, size_t len, const char *content_type, int tree);
 
 /* A document (a primer macro's) that fuzz_parse_checked parses on the
  * reused workspace before each input until it is cleared (NULL). */

@@ -278,8 +278,8 @@ static void one(const uint8_t *data, size_t size)
 	ro.on_mismatch = on_mismatch;
 	ro.mismatch_ctx = &log;
 
-	if (fuzz_open_finding_skipped(fixture, fixture_len, NULL) ||
-	    (req && req_len > 1 && fuzz_open_finding_skipped((const char *)req + 1, req_len - 1, NULL)))
+	if (fuzz_open_finding_skipped(fixture, fixture_len, NULL, 1) ||
+	    (req && req_len > 1 && fuzz_open_finding_skipped((const char *)req + 1, req_len - 1, NULL, 1)))
 		goto done;
 	memset(&err, 0, sizeof(err));
 	st = wms__replay_transport_from_memory(&t, fixture, fixture_len, NAME, &ro, &err);

@@ -27,6 +27,8 @@
 #                     structure scan quadratic
 #   FUZZ_ALLOW_SLOW_DECODE=1     skip documents over 64 KiB in an encoding
 #                     libxml2 reads through ICU (quadratic decoding)
+#   FUZZ_ALLOW_SLOW_COMMENT=1    skip fixtures whose comments' "--" make
+#                     libxml2's tree parser quadratic
 #                     (each to look past an open finding; README.md)
 #
 # The corpus grows in <build>/fuzz-work/<name>/corpus across runs; it starts
