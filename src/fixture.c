@@ -95,8 +95,12 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 	case WMS_OK:
 		if (!scan.limit)
 			break;
-		snprintf(why, why_size, "<%s> crosses libwms's limit of %u %s", scan.element,
-			 scan.max, scan.limit);
+		if (scan.malformed)
+			snprintf(why, why_size, "not well-formed XML: %s (byte %zu)", scan.limit,
+				 scan.offset);
+		else
+			snprintf(why, why_size, "<%s> crosses libwms's limit of %u %s", scan.element,
+				 scan.max, scan.limit);
 		return NULL;
 	case WMS_ERR_NOMEM:
 		snprintf(why, why_size, "out of memory");

@@ -1610,6 +1610,10 @@ static wms_status check_limits(const char *buf, size_t len, const sniff_result *
 	wms__xml_scan scan;
 	switch (scan_as_read(&scan, buf, len, sn, encoding, deadline_ns)) {
 	case WMS_OK:
+		if (scan.malformed)
+			return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+					 "reply is not well-formed XML: %s (byte %zu)", scan.limit,
+					 scan.offset);
 		return scan.limit ? limit_crossed(&scan, err) : WMS_OK;
 	case WMS_ERR_NOT_XML:
 		if (sn->ucs4)

@@ -107,9 +107,16 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 		}
 		if (*p == '!') {
 			if (end - p >= 3 && p[1] == '-' && p[2] == '-') {
-				if (!(p = wms__find(p + 3, end, "-->", 3)))
+				const char *dd = wms__find(p + 3, end, "--", 2);
+				if (!dd)
 					break;
-				p += 3;
+				if (dd + 2 < end && dd[2] != '>') {
+					out->malformed = 1;
+					out->limit = "'--' inside a comment";
+					out->offset = (size_t)(dd - buf);
+					return WMS__XML_SCAN_MALFORMED;
+				}
+				p = dd + 3;
 				continue;
 			}
 			if (end - p >= 8 && !memcmp(p, "![CDATA[", 8)) {

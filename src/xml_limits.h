@@ -23,6 +23,8 @@
 /* What a scan found: `limit` NULL when the document keeps every limit. */
 typedef struct wms__xml_scan {
 	const char *limit; /* "attributes on one element", ... (static) */
+	int malformed;     /* not a limit: markup libxml2 rejects, and at a cost
+			    * (`limit` says what) */
 	unsigned max;      /* that limit's value */
 	size_t offset;     /* where the start tag that crossed it begins */
 	char element[48];  /* its name, printable ASCII ('.' for anything else), cut */
@@ -31,7 +33,8 @@ typedef struct wms__xml_scan {
 enum {
 	WMS__XML_SCAN_OK = 0,    /* every limit kept */
 	WMS__XML_SCAN_LIMIT = 1, /* one crossed: see `out` */
-	WMS__XML_SCAN_LATE = 2   /* the deadline passed; out->offset: where the scan stopped */
+	WMS__XML_SCAN_LATE = 2,  /* the deadline passed; out->offset: where the scan stopped */
+	WMS__XML_SCAN_MALFORMED = 3 /* see out->malformed */
 };
 
 /* The scan looks at the clock after each this many bytes (never before). */
@@ -46,7 +49,9 @@ enum {
  * nothing past one: the parsers refuse it). On XML that is not well-formed
  * it may count more than libxml2 would, never less: the parsers stop
  * libxml2 at its first fatal error, and up to that point the two read the
- * same markup. `deadline_ns` (wms__now_ns() time, 0: none) is looked at
+ * same markup. A comment holding "--" (not well-formed) is reported as
+ * malformed: libxml2's tree parser copies the comment read so far for each
+ * one, a cost quadratic in the comment. `deadline_ns` (wms__now_ns() time, 0: none) is looked at
  * every WMS__XML_SCAN_CLOCK_BYTES. Returns a WMS__XML_SCAN_* value.
  */
 int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns);
