@@ -1483,7 +1483,10 @@ static wms_status decode_utf8(wms__buf *out, xmlCharEncodingHandlerPtr h, const 
 			      size_t len, uint64_t deadline_ns)
 {
 	enum { SLICE = 256 * 1024 };
-	xmlBufferPtr in = xmlBufferCreateSize(SLICE + 64), dec = xmlBufferCreateSize(3 * SLICE + 64);
+	/* Sized by the first slice: a small reply does not allocate for a big
+	 * one (xmlCharEncInFunc grows `dec` to twice what is pending). */
+	size_t first = len < SLICE ? len : SLICE;
+	xmlBufferPtr in = xmlBufferCreateSize(first + 64), dec = xmlBufferCreateSize(3 * first + 64);
 	unsigned long failures = wms__alloc_lib_failures();
 	wms__xml_quiet quiet;
 	wms_status rc = WMS_OK;
