@@ -111,17 +111,27 @@ wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
 		      const char *fmt, va_list ap)
 {
 	char *p;
+	size_t n;
 	if (!err)
 		return status;
 	err->status = status;
 	err->delivery = delivery;
 	if (fmt) {
-		int n = vsnprintf(err->message, sizeof(err->message), fmt, ap);
-		if (n >= (int)sizeof(err->message))
+		int w = vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		if (w >= (int)sizeof(err->message))
 			err->message[wms__utf8_whole(err->message, sizeof(err->message) - 1)] = '\0';
-		for (p = err->message; *p; p++)
-			if (*p == '\n' || *p == '\r' || *p == '\t')
+		/* One line of UTF-8: a message may quote what libxml2 quoted of
+		 * the reply (a comment never closed, say), which is any bytes. */
+		for (p = err->message; *p; p += n) {
+			uint32_t c;
+			n = 1;
+			if ((unsigned char)*p < 0x20 || *p == 0x7F)
 				*p = ' ';
+			else if ((unsigned char)*p >= 0x80 && !(n = wms__utf8_decode((unsigned char *)p, &c))) {
+				*p = '?';
+				n = 1;
+			}
+		}
 	} else {
 		wms__strlcpy(err->message, wms_strerror(status), sizeof(err->message));
 	}

@@ -7,6 +7,7 @@
 #include <libxml/encoding.h>
 #include <libxml/xmlerror.h>
 #include "fuzz.h"
+#include "internal.h"
 #include "wms/sys/alloc.h"
 #include "xml_limits.h"
 
@@ -182,13 +183,17 @@ void fuzz_check_libxml2_quiet(const char *what)
 
 /* ---- errors ------------------------------------------------------------------ */
 
+/* One NUL-terminated line of well-formed UTF-8 (a field cut at its size is
+ * cut on a whole character). */
 int fuzz_field_ok(const char *field, size_t size)
 {
 	const unsigned char *p = (const unsigned char *)field, *nul = memchr(field, 0, size);
+	uint32_t c;
+	size_t n;
 	if (!nul)
 		return 0;
-	for (; p < nul; p++)
-		if (*p < 0x20)
+	for (; p < nul; p += n)
+		if (*p < 0x20 || !(n = wms__utf8_decode(p, &c)))
 			return 0;
 	return 1;
 }
@@ -202,7 +207,7 @@ void fuzz_check_error(const wms_error *err, wms_status st, const char *what)
 	FUZZ_CHECK(err->message[0] != '\0', "%s: %s with an empty message", what,
 		   wms_status_name(st));
 	FUZZ_CHECK(fuzz_field_ok(err->message, sizeof(err->message)),
-		   "%s: err.message is not one line of text: \"%.256s\"", what, err->message);
+		   "%s: err.message is not one line of UTF-8 text: \"%.256s\"", what, err->message);
 	FUZZ_CHECK(fuzz_field_ok(err->fault_code, sizeof(err->fault_code)),
 		   "%s: err.fault_code not one NUL-terminated line", what);
 	FUZZ_CHECK(fuzz_field_ok(err->fault_string, sizeof(err->fault_string)),
@@ -582,6 +587,7 @@ static int refusal(wms_status st, const wms_error *err, const char **what, char 
 	if (st == WMS_ERR_NOT_XML &&
 	    (starts(m, "reply body is empty") || starts(m, "reply is not XML (starts with") ||
 	     !strcmp(m, "reply is an HTML page, not XML") || starts(m, "reply is in UCS-4") ||
+	     starts(m, "reply refused: its XML declaration") ||
 	     (starts(m, "reply is not well-formed XML: ") &&
 	      strstr(m, ", but the XML declaration says encoding \""))))
 		return R_PRESCAN;
