@@ -106,8 +106,8 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	default:
-		snprintf(why, why_size, "an encoding libwms does not read (UCS-4, EBCDIC, or a "
-					"byte order mark the XML declaration contradicts)");
+		snprintf(why, why_size, "refused: %s (libwms reads " WMS__ENCODINGS_READ ")",
+			 scan.limit ? scan.limit : "an encoding libwms does not read");
 		return NULL;
 	}
 	ctxt = xmlNewParserCtxt();

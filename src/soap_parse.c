@@ -134,6 +134,9 @@ typedef struct sniff_result {
 	int ebcdic;       /* EBCDIC by its first four bytes (libxml2's detection) */
 	int declared_enc; /* the XML declaration names an encoding */
 	char enc[41];     /* that name, when it is short and ASCII ("" if not) */
+	int decl_unread;  /* a UTF-16 body opens with an XML declaration whose
+			   * end the sniff could not find in ASCII: what it
+			   * names (libxml2 switches to it) is unknown */
 	size_t decl_end;  /* just past an XML declaration at the very start
 			   * (after a UTF-8 BOM); 0 if there is none */
 } sniff_result;
@@ -216,13 +219,18 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 			}
 		}
 		if (r->utf16 != BOM_NONE) {
-			char decl[128];
+			char decl[512];
 			size_t skip = r->bom_kind != BOM_NONE ? 2 : 0;
 			utf16_prefix(decl, sizeof(decl), u + skip, len - skip, r->utf16 == BOM_UTF16BE);
-			if (!strncmp(decl, "<?xml", 5) && xml_space((unsigned char)decl[5]) &&
-			    (q = find_lit(decl, decl + strlen(decl), "?>")) != NULL) {
-				r->declared_enc = find_lit(decl, q, "encoding") != NULL;
-				decl_encoding(decl, q, r->enc, sizeof(r->enc));
+			if (!strncmp(decl, "<?xml", 5) && xml_space((unsigned char)decl[5])) {
+				if ((q = find_lit(decl, decl + strlen(decl), "?>")) != NULL) {
+					r->declared_enc = find_lit(decl, q, "encoding") != NULL;
+					decl_encoding(decl, q, r->enc, sizeof(r->enc));
+				} else if (strlen(decl) * 2 + 2 <= len - skip) {
+					/* cut by the buffer or by a character past ASCII,
+					 * not by the end of the body */
+					r->decl_unread = 1;
+				}
 			}
 		}
 		return;
@@ -473,7 +481,9 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 	if (++st->depth > WMS__XML_MAX_DEPTH) {
 		if (!st->code) {
 			st->code = XML_ERR_INTERNAL_ERROR;
-			st->code_phase = st->phase;
+			/* Too deep whenever libxml2 gets to the tag, which may be
+			 * only once the input has ended: not a truncation. */
+			st->code_phase = 1;
 			st->line = xmlSAX2GetLineNumber(ctx);
 			snprintf(st->msg, sizeof(st->msg), "Excessive depth in document: %d",
 				 WMS__XML_MAX_DEPTH);
@@ -1453,24 +1463,72 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 
 /* ---- the limits, checked before libxml2 reads a byte ---------------------- */
 
+/* `s` is `prefix` (case ignored) then a number in [lo, hi] without a
+ * leading zero. */
+static int name_number(const char *s, const char *prefix, unsigned lo, unsigned hi)
+{
+	size_t n = strlen(prefix);
+	unsigned v = 0;
+	if (xmlStrncasecmp(X(s), X(prefix), (int)n) || !s[n] || s[n] == '0')
+		return 0;
+	for (s += n; *s; s++) {
+		if (*s < '0' || *s > '9' || v > hi)
+			return 0;
+		v = v * 10 + (unsigned)(*s - '0');
+	}
+	return v >= lo && v <= hi;
+}
+
 /* Encodings in which every byte below 0x80 is that ASCII character, so the
- * body's own bytes show its markup: the scan reads them as they are. */
+ * body's own bytes show its markup: the scan reads them as they are. By
+ * these names only: ISO-8859-1 to -16, windows-1250 to -1258. */
 static int ascii_compatible(const char *enc)
 {
-	static const char *const prefixes[] = { "ISO-8859-", "ISO8859-", "ISO_8859-", "WINDOWS-125",
-						"CP125" };
-	size_t i, n;
-	if (!xmlStrcasecmp(X(enc), X("UTF-8")) || !xmlStrcasecmp(X(enc), X("UTF8")) ||
-	    !xmlStrcasecmp(X(enc), X("US-ASCII")) || !xmlStrcasecmp(X(enc), X("ASCII")) ||
-	    !xmlStrcasecmp(X(enc), X("LATIN1")) || !xmlStrcasecmp(X(enc), X("ISO-LATIN-1")))
-		return 1;
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		n = strlen(prefixes[i]);
-		if (!xmlStrncasecmp(X(enc), X(prefixes[i]), (int)n) && enc[n] &&
-		    strspn(enc + n, "0123456789") == strlen(enc + n))
+	static const char *const names[] = { "UTF-8", "UTF8", "US-ASCII", "ASCII", "LATIN1",
+					     "ISO-LATIN-1" };
+	size_t i;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!xmlStrcasecmp(X(enc), X(names[i])))
 			return 1;
-	}
+	return name_number(enc, "ISO-8859-", 1, 16) || name_number(enc, "ISO8859-", 1, 16) ||
+	       name_number(enc, "ISO_8859-", 1, 16) || name_number(enc, "WINDOWS-", 1250, 1258) ||
+	       name_number(enc, "CP", 1250, 1258);
+}
+
+/* The encodings libwms reads, by these names only (case ignored): the
+ * ASCII-compatible ones above, UTF-16, and two stateless multibyte ones
+ * the scan decodes as libxml2 does (through iconv). Any other name libxml2
+ * may still resolve, through iconv or ICU (which ignores '-', '_', '.' and
+ * leading zeros in names, and resets a stateful decoder such as
+ * ISO-2022-JP's or UTF-7's at each call, where the scan's calls and the
+ * parser's fall in different places): the scan could not vouch that it
+ * read the characters the parser reads, so it could not vouch for the
+ * limits. A reply that declares one is refused; a header's charset naming
+ * one is ignored, as one libxml2 lacks is. */
+static int encoding_read(const char *enc)
+{
+	static const char *const names[] = { "UTF-16", "UTF16", "UTF-16LE", "UTF-16BE", "Shift_JIS",
+					     "EUC-JP" };
+	size_t i;
+	if (ascii_compatible(enc))
+		return 1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!xmlStrcasecmp(X(enc), X(names[i])))
+			return 1;
 	return 0;
+}
+
+/* The body names an encoding libwms does not read (encoding_read), or one
+ * the sniff could not read at all: why, for a message, or NULL. */
+static const char *encoding_refused(const sniff_result *sn)
+{
+	if (sn->decl_unread)
+		return "its XML declaration in UTF-16 goes on past 511 characters or past ASCII";
+	if (sn->declared_enc && !sn->enc[0])
+		return "its XML declaration names an encoding over 40 bytes long, or none";
+	if (sn->declared_enc && !encoding_read(sn->enc))
+		return "its XML declaration names an encoding libwms does not read";
+	return NULL;
 }
 
 /* [buf, buf + len) decoded to UTF-8 into out, by slices, as far as it
@@ -1639,12 +1697,22 @@ static wms_status check_limits(const char *buf, size_t len, const sniff_result *
 wms_status wms__xml_check_limits(wms__xml_scan *out, const char *buf, size_t len)
 {
 	sniff_result sn;
+	wms_status rc;
 	wms__xml_init();
 	memset(out, 0, sizeof(*out));
 	sniff(&sn, buf ? buf : "", len);
-	if (encodings_disagree(&sn))
+	if (encodings_disagree(&sn)) {
+		out->limit = "a byte order mark or UTF-16 content the XML declaration contradicts";
 		return WMS_ERR_NOT_XML;
-	return scan_as_read(out, buf ? buf : "", len, &sn, NULL, 0);
+	}
+	if ((out->limit = encoding_refused(&sn)) != NULL)
+		return WMS_ERR_NOT_XML;
+	rc = scan_as_read(out, buf ? buf : "", len, &sn, NULL, 0);
+	if (rc == WMS_ERR_NOT_XML)
+		out->limit = sn.ucs4 || sn.ebcdic ? "in UCS-4 or EBCDIC, which libwms does not read"
+						  : "in an encoding whose decoder made too little "
+						    "progress to check the structure";
+	return rc;
 }
 
 static size_t out_size(wms__op op)
@@ -1664,7 +1732,7 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 			      wms_error *err)
 {
 	char charset[64], start[40];
-	const char *encoding = NULL;
+	const char *encoding = NULL, *why;
 	sniff_result sn;
 	int html_type;
 	wms_status rc;
@@ -1713,10 +1781,18 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 				 bom_name(sn.bom_kind != BOM_NONE ? sn.bom_kind : sn.utf16),
 				 sn.bom_kind != BOM_NONE ? " byte order mark" : " content", start);
 	}
+	if ((why = encoding_refused(&sn)) != NULL) {
+		snippet(start, sizeof(start), sn.enc, strlen(sn.enc));
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
+				 "reply refused: %s%s%s%s (libwms reads " WMS__ENCODINGS_READ ")", why,
+				 start[0] ? " (\"" : "", start, start[0] ? "\")" : "");
+	}
 	/* The BOM or else the XML declaration decide the encoding; the header's
-	 * charset only when neither does. An encoding libxml2 lacks is ignored. */
+	 * charset only when neither does. An encoding libxml2 lacks is ignored,
+	 * and so is one libwms does not read (encoding_read). */
 	if (!sn.bom && !sn.declared_enc && media_charset(content_type, charset, sizeof(charset)) &&
-	    xmlStrcasecmp(X(charset), X("utf-8")) && xmlStrcasecmp(X(charset), X("utf8"))) {
+	    xmlStrcasecmp(X(charset), X("utf-8")) && xmlStrcasecmp(X(charset), X("utf8")) &&
+	    encoding_read(charset)) {
 		wms__xml_quiet quiet;
 		xmlCharEncodingHandlerPtr h;
 		wms__xml_quiet_begin(&quiet);

@@ -110,6 +110,13 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 				const char *dd = wms__find(p + 3, end, "--", 2);
 				if (!dd)
 					break;
+				/* Deeper than the parsers go, they have stopped on
+				 * the depth before this comment: it is not reported
+				 * (the scan reads on, for the limits). */
+				if (dd + 2 < end && dd[2] != '>' && depth > WMS__XML_MAX_DEPTH) {
+					p = dd + 2;
+					continue;
+				}
 				if (dd + 2 < end && dd[2] != '>') {
 					out->malformed = 1;
 					out->limit = "'--' inside a comment";
@@ -181,8 +188,13 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 					p++;
 				if (p == n)
 					p++; /* a lone '/' */
+				/* "xmlns:" then a byte no NCName starts with (a digit,
+				 * '-', '.', ':'): libxml2 reads the whole as an
+				 * attribute's name, not a declaration. */
 				is_ns = (p - n == 5 && !memcmp(n, "xmlns", 5)) ||
-					(p - n > 6 && !memcmp(n, "xmlns:", 6));
+					(p - n > 6 && !memcmp(n, "xmlns:", 6) &&
+					 !(n[6] >= '0' && n[6] <= '9') && n[6] != '-' && n[6] != '.' &&
+					 n[6] != ':');
 			}
 		}
 	}

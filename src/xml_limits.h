@@ -21,8 +21,14 @@
 #define WMS__XML_MAX_NAMES 4096u      /* distinct names in one document (checked while parsing) */
 
 /* What a scan found: `limit` NULL when the document keeps every limit. */
+/* The encodings a reply or fixture may declare (soap_parse.c,
+ * encoding_read), for messages and docs. */
+#define WMS__ENCODINGS_READ                                                                   \
+	"UTF-8, UTF-16, US-ASCII, ISO-8859-1 to -16, windows-1250 to -1258, Shift_JIS and EUC-JP"
+
 typedef struct wms__xml_scan {
-	const char *limit; /* "attributes on one element", ... (static) */
+	const char *limit; /* "attributes on one element", ... (static); after
+			    * wms__xml_check_limits' NOT_XML, why */
 	int malformed;     /* not a limit: markup libxml2 rejects, and at a cost
 			    * (`limit` says what) */
 	unsigned max;      /* that limit's value */
