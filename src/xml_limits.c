@@ -40,6 +40,31 @@ static int hit(wms__xml_scan *out, const char *limit, unsigned max, const char *
 	return WMS__XML_SCAN_LIMIT;
 }
 
+/* wms__find in [p, end), a window of WMS__XML_SCAN_CLOCK_BYTES at a time
+ * with the deadline checked between windows: a comment, PI or CDATA
+ * section as long as the body is searched under the call's deadline too.
+ * NULL when not found, or (*late set to where it was) when the deadline
+ * passed first. */
+static const char *find_timed(const char *p, const char *end, const char *s, size_t n,
+			      uint64_t deadline_ns, const char **late)
+{
+	while (p < end) {
+		const char *w = (size_t)(end - p) > WMS__XML_SCAN_CLOCK_BYTES
+					? p + WMS__XML_SCAN_CLOCK_BYTES
+					: end;
+		/* a match starting in [p, w) may end up to n - 1 bytes past w */
+		const char *q = wms__find(p, (size_t)(end - w) >= n - 1 ? w + n - 1 : end, s, n);
+		if (q || w == end)
+			return q;
+		p = w;
+		if (deadline_ns && wms__now_ns() >= deadline_ns) {
+			*late = p;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
 /* An element, with its namespace declarations, enters the scope. */
 static int open_element(unsigned char *ns_of, size_t *depth, unsigned *scope, unsigned ns)
 {
@@ -72,6 +97,7 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 	const char *p = buf, *end = buf + len, *lt = NULL;
 	size_t depth = 0, elements = 0, clock_at = WMS__XML_SCAN_CLOCK_BYTES;
 	unsigned scope = 0;
+	const char *late = NULL;
 
 	memset(out, 0, sizeof(*out));
 	while (p < end && (p = next_lt(&lt, p, end)) < end) {
@@ -100,14 +126,14 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 			continue;
 		}
 		if (*p == '?') {
-			if (!(p = wms__find(p + 1, end, "?>", 2)))
+			if (!(p = find_timed(p + 1, end, "?>", 2, deadline_ns, &late)))
 				break;
 			p += 2;
 			continue;
 		}
 		if (*p == '!') {
 			if (end - p >= 3 && p[1] == '-' && p[2] == '-') {
-				const char *dd = wms__find(p + 3, end, "--", 2);
+				const char *dd = find_timed(p + 3, end, "--", 2, deadline_ns, &late);
 				if (!dd)
 					break;
 				/* Deeper than the parsers go, they have stopped on
@@ -123,11 +149,11 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 					out->offset = (size_t)(dd - buf);
 					return WMS__XML_SCAN_MALFORMED;
 				}
-				p = dd + 3;
+				p = dd + 2 < end ? dd + 3 : end;
 				continue;
 			}
 			if (end - p >= 8 && !memcmp(p, "![CDATA[", 8)) {
-				if (!(p = wms__find(p + 8, end, "]]>", 3)))
+				if (!(p = find_timed(p + 8, end, "]]>", 3, deadline_ns, &late)))
 					break;
 				p += 3;
 				continue;
@@ -197,6 +223,10 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 					 n[6] != ':');
 			}
 		}
+	}
+	if (late) {
+		out->offset = (size_t)(late - buf);
+		return WMS__XML_SCAN_LATE;
 	}
 	return WMS__XML_SCAN_OK;
 }

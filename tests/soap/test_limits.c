@@ -872,6 +872,41 @@ static void deadline_in_the_scan(void **state)
 	hx_free(&x);
 	hx_free(&b);
 	hx_free(&e);
+	/* Inside one comment, PI or CDATA section the clock is read too, each
+	 * window of the clock's stride (a review's finding: the search for
+	 * its end ran to the end of the body unchecked). Their ends found on
+	 * every side of a window's edge. */
+	{
+		static const char *const opens[] = { "<!--", "<?pi ", "<![CDATA[" };
+		static const char *const closes[] = { "-->", "?>", "]]>" };
+		size_t k, at;
+		for (k = 0; k < 3; k++) {
+			hx_put(&x, "<t>%s", opens[k]);
+			while (x.len < 3u * WMS__XML_SCAN_CLOCK_BYTES)
+				hx_put(&x, "-x?y]z");
+			hx_put(&x, "%s<e/></t>", closes[k]);
+			assert_int_equal(wms__xml_scan_limits(&s, x.data, x.len, 1), WMS__XML_SCAN_LATE);
+			assert_true(s.offset >= WMS__XML_SCAN_CLOCK_BYTES &&
+				    s.offset < WMS__XML_SCAN_CLOCK_BYTES + 64);
+			assert_int_equal(wms__xml_scan_limits(&s, x.data, x.len, 0), WMS__XML_SCAN_OK);
+			hx_free(&x);
+			/* the end straddling the first window's edge: still found
+			 * (what follows it is then scanned: 257 attributes) */
+			for (at = WMS__XML_SCAN_CLOCK_BYTES - 3; at <= WMS__XML_SCAN_CLOCK_BYTES + 1; at++) {
+				hx_put(&x, "<t>%s", opens[k]);
+				while (x.len < 4 + strlen(opens[k]) + at - strlen(closes[k]))
+					hx_put(&x, "a");
+				x.len = 3 + strlen(opens[k]) + at - strlen(closes[k]);
+				x.data[x.len] = '\0';
+				hx_put(&x, "%s<e", closes[k]);
+				hx_attrs(&x, WMS__XML_MAX_ATTRS + 1, "a");
+				hx_put(&x, "/></t>");
+				assert_int_equal(wms__xml_scan_limits(&s, x.data, x.len, 0), WMS__XML_SCAN_LIMIT);
+				assert_string_equal(s.limit, "attributes on one element");
+				hx_free(&x);
+			}
+		}
+	}
 	wms__parse_ws_free(ws.parse);
 }
 
