@@ -616,12 +616,30 @@ static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
 	return st;
 }
 
+/* The first `s` (n bytes) at or after `from` in [.., end), NULL if none;
+ * cached in *seen (`end`: none), as the caller only moves forward: each
+ * byte is searched once. */
+static const char *next_of(const char **seen, const char *from, const char *end, const char *s,
+			   size_t n)
+{
+	if (*seen != end && (!*seen || *seen < from)) {
+		*seen = wms__find(from, end, s, n);
+		if (!*seen)
+			*seen = end;
+	}
+	return *seen == end ? NULL : *seen;
+}
+
 /* Copy `body` into `out` with the content of every WS-Security Password
  * and Nonce element replaced by REDACTED (we build those with the wsse
- * prefix; a reply is scrubbed the same way in case a WMS echoes them). */
+ * prefix; a reply is scrubbed the same way in case a WMS echoes them).
+ * Linear in `len`: the next '>' and "</" are found once, not from each
+ * tag to the end of the body (a reply of 4 MiB of "<wsse:Password " was
+ * quadratic). */
 static wms_status redact(wms__buf *out, const char *body, size_t len)
 {
 	static const char *const tags[] = { "wsse:Password", "wsse:Nonce" };
+	const char *end = body + len, *gt_seen = NULL, *close_seen = NULL;
 	size_t i = 0;
 	wms_status st = WMS_OK;
 
@@ -639,9 +657,9 @@ static wms_status redact(wms__buf *out, const char *body, size_t len)
 			if (len - i < n + 2 || memcmp(body + i + 1, tags[t], n) != 0 ||
 			    (body[i + 1 + n] != '>' && body[i + 1 + n] != ' '))
 				continue;
-			gt = memchr(body + i, '>', len - i);
-			close = gt ? strstr(gt, "</") : NULL; /* body is NUL-terminated */
-			if (!gt || !close || (size_t)(close - body) > len)
+			gt = next_of(&gt_seen, body + i, end, ">", 1);
+			close = gt ? next_of(&close_seen, gt, end, "</", 2) : NULL;
+			if (!gt || !close)
 				continue;
 			st = wms__buf_append(out, body + i, (size_t)(gt - body) + 1 - i);
 			if (!st)
