@@ -106,8 +106,11 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	default:
-		snprintf(why, why_size, "refused: %s (libwms reads " WMS__ENCODINGS_READ ")",
-			 scan.limit ? scan.limit : "an encoding libwms does not read");
+		snprintf(why, why_size, "refused: %s%s",
+			 scan.limit ? scan.limit : "an encoding libwms does not read",
+			 scan.limit && strstr(scan.limit, "encoding")
+				 ? " (libwms reads " WMS__ENCODINGS_READ ")"
+				 : "");
 		return NULL;
 	}
 	ctxt = xmlNewParserCtxt();

@@ -134,9 +134,9 @@ typedef struct sniff_result {
 	int ebcdic;       /* EBCDIC by its first four bytes (libxml2's detection) */
 	int declared_enc; /* the XML declaration names an encoding */
 	char enc[41];     /* that name, when it is short and ASCII ("" if not) */
-	int decl_unread;  /* a UTF-16 body opens with an XML declaration whose
-			   * end the sniff could not find in ASCII: what it
-			   * names (libxml2 switches to it) is unknown */
+	int decl_unread;  /* the body opens with an XML declaration or PI whose
+			   * "?>" is not within WMS__XML_MAX_OPENING_PI
+			   * characters (in UTF-16: or not in ASCII) */
 	size_t decl_end;  /* just past an XML declaration at the very start
 			   * (after a UTF-8 BOM); 0 if there is none */
 } sniff_result;
@@ -219,22 +219,25 @@ static void sniff(sniff_result *r, const char *buf, size_t len)
 			}
 		}
 		if (r->utf16 != BOM_NONE) {
-			char decl[512];
+			char decl[WMS__XML_MAX_OPENING_PI + 1];
 			size_t skip = r->bom_kind != BOM_NONE ? 2 : 0;
 			utf16_prefix(decl, sizeof(decl), u + skip, len - skip, r->utf16 == BOM_UTF16BE);
-			if (!strncmp(decl, "<?xml", 5) && xml_space((unsigned char)decl[5])) {
-				if ((q = find_lit(decl, decl + strlen(decl), "?>")) != NULL) {
-					r->declared_enc = find_lit(decl, q, "encoding") != NULL;
-					decl_encoding(decl, q, r->enc, sizeof(r->enc));
-				} else if (strlen(decl) * 2 + 2 <= len - skip) {
-					/* cut by the buffer or by a character past ASCII,
-					 * not by the end of the body */
-					r->decl_unread = 1;
-				}
+			q = find_lit(decl, decl + strlen(decl), "?>");
+			if (!strncmp(decl, "<?", 2) && !q && strlen(decl) * 2 + 2 <= len - skip)
+				/* cut by the buffer or by a character past ASCII,
+				 * not by the end of the body */
+				r->decl_unread = 1;
+			if (!strncmp(decl, "<?xml", 5) && xml_space((unsigned char)decl[5]) && q) {
+				r->declared_enc = find_lit(decl, q, "encoding") != NULL;
+				decl_encoding(decl, q, r->enc, sizeof(r->enc));
 			}
 		}
 		return;
 	}
+	if (end - p >= 2 && p[0] == '<' && p[1] == '?' &&
+	    (size_t)(end - p) > WMS__XML_MAX_OPENING_PI &&
+	    !find_lit(p, p + WMS__XML_MAX_OPENING_PI, "?>"))
+		r->decl_unread = 1;
 	p = skip_space(p, end);
 	if (p == end) {
 		r->kind = SNIFF_EMPTY;
@@ -1523,7 +1526,8 @@ static int encoding_read(const char *enc)
 static const char *encoding_refused(const sniff_result *sn)
 {
 	if (sn->decl_unread)
-		return "its XML declaration in UTF-16 goes on past 511 characters or past ASCII";
+		return "its XML declaration or the processing instruction it opens with goes on past "
+		       "511 characters (in UTF-16: or past ASCII)";
 	if (sn->declared_enc && !sn->enc[0])
 		return "its XML declaration names an encoding over 40 bytes long, or none";
 	if (sn->declared_enc && !encoding_read(sn->enc))
@@ -1783,9 +1787,9 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 	}
 	if ((why = encoding_refused(&sn)) != NULL) {
 		snippet(start, sizeof(start), sn.enc, strlen(sn.enc));
-		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-				 "reply refused: %s%s%s%s (libwms reads " WMS__ENCODINGS_READ ")", why,
-				 start[0] ? " (\"" : "", start, start[0] ? "\")" : "");
+		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED, "reply refused: %s%s%s%s%s",
+				 why, start[0] ? " (\"" : "", start, start[0] ? "\")" : "",
+				 sn.decl_unread ? "" : " (libwms reads " WMS__ENCODINGS_READ ")");
 	}
 	/* The BOM or else the XML declaration decide the encoding; the header's
 	 * charset only when neither does. An encoding libxml2 lacks is ignored,

@@ -14,6 +14,12 @@
  * only its tree builder enforces: the reply parser, which builds no tree,
  * enforces it itself. */
 #define WMS__XML_MAX_DEPTH 256
+/* An XML declaration or processing instruction that opens a body ends
+ * within this many characters, "<?" and "?>" included: libxml2 2.9's push
+ * parser, given an encoding, reads one 45 bytes at a time (90 in UTF-16)
+ * until its "?>", looking back through all it holds for a '>' each time
+ * (quadratic: 2 MiB without "?>" took 13 s). */
+#define WMS__XML_MAX_OPENING_PI 511
 #define WMS__XML_MAX_ELEMENTS 100000u /* elements in one document */
 #define WMS__XML_MAX_ATTRS 256u       /* attributes on one element */
 #define WMS__XML_MAX_NS_DECLS 64u     /* namespace declarations on one element */
