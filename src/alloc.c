@@ -1,4 +1,6 @@
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -352,6 +354,25 @@ wms_status wms__buf_append(wms__buf *b, const void *data, size_t len)
 		memcpy(b->data + b->len, data, len);
 	b->len += len;
 	b->data[b->len] = '\0';
+	return WMS_OK;
+}
+
+wms_status wms__buf_printf(wms__buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	wms_status rc;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return WMS_ERR_INVALID_ARG;
+	if ((rc = wms__buf_reserve(b, (size_t)n)) != WMS_OK)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
 	return WMS_OK;
 }
 

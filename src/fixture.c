@@ -1716,7 +1716,7 @@ static wms_status mismatch(const replay *r, const wms_http_request *req, const c
 	wms__buf text = { NULL, 0, 0 };
 	diff best, df;
 	size_t i, nearest = (size_t)-1, same_action = 0;
-	char line1[512], first[160], pbuf[96];
+	char first[160], pbuf[96];
 	const char *op = op_name(req);
 	wms_status st = WMS_OK;
 
@@ -1726,10 +1726,10 @@ static wms_status mismatch(const replay *r, const wms_http_request *req, const c
 		if (expected >= r->count) {
 			wms__buf canon = { NULL, 0, 0 };
 			mask_set m = { r->masks, r->mask_count, NULL, 0 };
-			snprintf(line1, sizeof(line1),
-				 "%s request after all %zu fixtures of the sequence were used (SOAPAction \"%s\")\n",
-				 op, r->count, action);
-			st = put(&text, line1);
+			st = wms__buf_printf(&text,
+					     "%s request after all %zu fixtures of the sequence were used "
+					     "(SOAPAction \"%s\")\n",
+					     op, r->count, action);
 			if (st == WMS_OK)
 				st = render_doc(&canon, doc, &m);
 			if (st == WMS_OK)
@@ -1769,12 +1769,10 @@ static wms_status mismatch(const replay *r, const wms_http_request *req, const c
 		goto done;
 
 	if (nearest == (size_t)-1) {
-		snprintf(line1, sizeof(line1), "no fixture has SOAPAction \"%s\" (%s request); loaded:\n",
-			 action, op);
-		st = put(&text, line1);
+		st = wms__buf_printf(&text, "no fixture has SOAPAction \"%s\" (%s request); loaded:\n",
+				     action, op);
 		for (i = 0; i < r->count && st == WMS_OK && text.len < DIFF_TEXT_MAX; i++) {
-			snprintf(line1, sizeof(line1), "  %s: %s\n", r->fx[i].path, r->fx[i].soap_action);
-			st = put(&text, line1);
+			st = wms__buf_printf(&text, "  %s: %s\n", r->fx[i].path, r->fx[i].soap_action);
 		}
 		if (st != WMS_OK)
 			goto done;
@@ -1787,18 +1785,14 @@ static wms_status mismatch(const replay *r, const wms_http_request *req, const c
 
 	{
 		const fixture *fx = &r->fx[nearest];
-		snprintf(line1, sizeof(line1), "%s request matches no fixture; %s fixture %s (%s):\n",
-			 op, r->order == WMS_REPLAY_SEQUENCE ? "the next" : "nearest", fx->path,
-			 fx->name);
-		st = put(&text, line1);
-		if (st == WMS_OK && !same_action) {
-			snprintf(line1, sizeof(line1), "-SOAPAction: %s\n+SOAPAction: %s\n", fx->soap_action,
-				 action);
-			st = put(&text, line1);
-		}
-		snprintf(line1, sizeof(line1), "--- fixture %s\n+++ request\n", fx->name);
+		st = wms__buf_printf(&text, "%s request matches no fixture; %s fixture %s (%s):\n", op,
+				     r->order == WMS_REPLAY_SEQUENCE ? "the next" : "nearest", fx->path,
+				     fx->name);
+		if (st == WMS_OK && !same_action)
+			st = wms__buf_printf(&text, "-SOAPAction: %s\n+SOAPAction: %s\n", fx->soap_action,
+					     action);
 		if (st == WMS_OK)
-			st = put(&text, line1);
+			st = wms__buf_printf(&text, "--- fixture %s\n+++ request\n", fx->name);
 		if (st == WMS_OK)
 			st = diff_render(&text, &best);
 		if (st != WMS_OK)

@@ -62,6 +62,11 @@ wms_status wms__buf_append(wms__buf *b, const void *data, size_t len);
 /* Room for `len` more bytes (and the NUL) without growing again. */
 wms_status wms__buf_reserve(wms__buf *b, size_t len);
 void wms__buf_free(wms__buf *b);
+/* Append printf-style text, whatever its length (never cut). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+wms_status wms__buf_printf(wms__buf *b, const char *fmt, ...);
 
 /* A SOAP fault code (prefix stripped) that rejects the request itself:
  * Client/Sender and the envelope-level codes. Anything else - Server,
