@@ -84,6 +84,7 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 	xmlDocPtr doc = NULL;
 	wms__xml_quiet quiet;
 	wms__xml_scan scan;
+	char found[160];
 	int doctype = 0;
 
 	xml_init();
@@ -95,12 +96,8 @@ static xmlDocPtr safe_parse(const char *buf, size_t len, const char *url, char *
 	case WMS_OK:
 		if (!scan.limit)
 			break;
-		if (scan.malformed)
-			snprintf(why, why_size, "not well-formed XML: %s (byte %zu)", scan.limit,
-				 scan.offset);
-		else
-			snprintf(why, why_size, "<%s> crosses libwms's limit of %u %s", scan.element,
-				 scan.max, scan.limit);
+		wms__xml_scan_describe(&scan, found, sizeof(found));
+		snprintf(why, why_size, "%s%s", scan.malformed ? "not well-formed XML: " : "", found);
 		return NULL;
 	case WMS_ERR_NOMEM:
 		snprintf(why, why_size, "out of memory");

@@ -24,10 +24,13 @@
  * Lifetimes (what each pointer a parse leaves behind may be read until):
  *  - rel.name and rel.uri point into the kept parser context's dictionary.
  *    xmlCtxtResetPush keeps the dictionary (a reused context interns each
- *    name once), so they stay valid until the context is freed. The context
- *    is freed or kept only in release(), after check_reply and the fault
- *    reader (every reader of those names) have returned: never inside
- *    parse_xml.
+ *    name once), so they stay valid until the context is freed. Once an
+ *    element has been recorded the context is freed or kept only in
+ *    release(), after check_reply and the fault reader (every reader of
+ *    those names) have returned. parse_xml frees it itself only before
+ *    anything of this parse is read: when a reset fails (parser_for) and
+ *    when a parse near the names limit starts over on a new context (its
+ *    elements are reset first, and nothing read them).
  *  - rseg.p and the rel/rseg links point into the workspace's arrays, which
  *    move while they grow: links are indexes until link_elements(), once the
  *    parse is over, and the arrays are emptied or given back only by the
@@ -499,6 +502,8 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 	 * earlier reply left in a kept dictionary are not added again: past
 	 * the limit less those, this reply may be over it or not, so it is
 	 * parsed again on a new context, where the count is exact. */
+	/* (unsigned: st->prior is at most what release() keeps, below the limit) */
+	_Static_assert(WMS__PARSE_KEEP_NAMES < WMS__XML_MAX_NAMES, "a kept dictionary under the limit");
 	if (pctx->dict &&
 	    xmlDictSize(pctx->dict) - st->dict_base > WMS__XML_MAX_NAMES - st->prior) {
 		if (st->prior)
@@ -1601,11 +1606,6 @@ done:
 	return rc;
 }
 
-static wms_status limit_crossed(const wms__xml_scan *scan, wms_error *err)
-{
-	return unexpected(err, "reply refused: <%s> crosses libwms's limit of %u %s", scan->element,
-			  scan->max, scan->limit);
-}
 
 /* The encoding a BOM, or libxml2's look at the first bytes, says and the
  * one the declaration names disagree: libxml2 would read what follows the
@@ -1665,6 +1665,7 @@ static wms_status scan_as_read(wms__xml_scan *scan, const char *buf, size_t len,
 	if (rc == WMS_OK && wms__xml_scan_limits(scan, dec.data ? dec.data : "", dec.len,
 						 deadline_ns) == WMS__XML_SCAN_LATE)
 		rc = WMS_ERR_TIMEOUT;
+	scan->decoded = 1;
 	wms__buf_free(&dec);
 	return rc;
 }
@@ -1673,13 +1674,16 @@ static wms_status check_limits(const char *buf, size_t len, const sniff_result *
 			       const char *encoding, uint64_t deadline_ns, wms_error *err)
 {
 	wms__xml_scan scan;
+	char what[160];
 	switch (scan_as_read(&scan, buf, len, sn, encoding, deadline_ns)) {
 	case WMS_OK:
+		if (!scan.limit)
+			return WMS_OK;
+		wms__xml_scan_describe(&scan, what, sizeof(what));
 		if (scan.malformed)
 			return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,
-					 "reply is not well-formed XML: %s (byte %zu)", scan.limit,
-					 scan.offset);
-		return scan.limit ? limit_crossed(&scan, err) : WMS_OK;
+					 "reply is not well-formed XML: %s", what);
+		return unexpected(err, "reply refused: %s", what);
 	case WMS_ERR_NOT_XML:
 		if (sn->ucs4)
 			return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED,

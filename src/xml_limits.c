@@ -1,5 +1,6 @@
 /* The structural limits of src/xml_limits.h, counted on the bytes. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "internal.h"
 #include "xml_limits.h"
@@ -229,4 +230,14 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 		return WMS__XML_SCAN_LATE;
 	}
 	return WMS__XML_SCAN_OK;
+}
+
+void wms__xml_scan_describe(const wms__xml_scan *scan, char *dst, size_t size)
+{
+	if (scan->malformed)
+		snprintf(dst, size, "%s (byte %zu%s)", scan->limit, scan->offset,
+			 scan->decoded ? " of the text decoded to UTF-8" : "");
+	else
+		snprintf(dst, size, "<%s> crosses libwms's limit of %u %s", scan->element, scan->max,
+			 scan->limit);
 }

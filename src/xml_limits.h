@@ -40,6 +40,9 @@ typedef struct wms__xml_scan {
 	unsigned max;      /* that limit's value */
 	size_t offset;     /* where the start tag that crossed it begins */
 	char element[48];  /* its name, printable ASCII ('.' for anything else), cut */
+	int decoded;       /* offset counts bytes of the body decoded to UTF-8
+			    * (set by wms__xml_check_limits and the reply
+			    * parser, not by wms__xml_scan_limits) */
 } wms__xml_scan;
 
 enum {
@@ -67,5 +70,10 @@ enum {
  * every WMS__XML_SCAN_CLOCK_BYTES. Returns a WMS__XML_SCAN_* value.
  */
 int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns);
+
+/* What a scan that crossed a limit or found markup libxml2 rejects found,
+ * for a message, into dst: "<e> crosses libwms's limit of 256 attributes on
+ * one element", or "'--' inside a comment (byte 88)". */
+void wms__xml_scan_describe(const wms__xml_scan *scan, char *dst, size_t size);
 
 #endif

@@ -1076,6 +1076,22 @@ static void hyphens_in_comments(void **state)
 		assert_non_null(strstr(p.err.message, "'--' inside a comment"));
 	}
 	hx_free(&b);
+	/* In UTF-16, where the scan reads the decoded text, the message says
+	 * so of the offset. */
+	{
+		hx_buf u = { 0 };
+		hx_put(&b, "<soap:Envelope xmlns:soap='" HX_SOAP11 "'><soap:Body><!-- a -- b -->");
+		hx_put(&b, "</soap:Body></soap:Envelope>");
+		hx_utf16(&u, b.data, b.len, 0, 1);
+		parse_ws(&p, &ws, &u, NULL, 0);
+		assert_int_equal(p.rc, WMS_ERR_NOT_XML);
+		if (!strstr(p.err.message, "(byte 88 of the text decoded to UTF-8)"))
+			fail_msg("%s", p.err.message);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		assert_non_null(strstr(p.err.message, "'--' inside a comment (byte 88)"));
+		hx_free(&u);
+		hx_free(&b);
+	}
 	/* Deeper than the parsers go, a comment is not the scan's to report:
 	 * libxml2 stopped on the depth before it, and so does the message
 	 * (a fuzzer's finding: it named the comment). */
