@@ -33,7 +33,7 @@ typedef struct wms__xml_ws {
 void wms__parse_ws_free(wms__parse_ws *ws); /* NULL-safe */
 void wms__build_ws_free(wms__build_ws *ws); /* NULL-safe */
 
-/* A thread-safe stack of idle workspaces (soap_xml.c). take gives NULL when
+/* A thread-safe stack of idle workspaces (soap_ws.c). take gives NULL when
  * it has none idle and cannot make one: callers go on without. */
 typedef struct wms__xml_pool wms__xml_pool;
 wms_status wms__xml_pool_new(wms__xml_pool **out, size_t max_idle); /* 0 = 8 */
