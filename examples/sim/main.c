@@ -15,7 +15,7 @@
 #include <libxml/parser.h>
 #include "wms_sim.h"
 
-#define SIM_VERSION "0.1.0"
+#define SIM_VERSION "0.2.0"
 
 static void usage(FILE *f)
 {

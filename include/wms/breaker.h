@@ -157,6 +157,7 @@ WMS_EXTERN(void) wms_breaker_release(wms_breaker *breaker, const wms_breaker_per
  * DISABLED, and for NULL. It says how the permit was granted: a trial whose
  * round is over (decided, or written off after max_wait_in_half_open_ms)
  * still reads 1, though its outcome no longer decides anything.
+ * Since 0.2.0.
  */
 WMS_EXTERN(int) wms_breaker_permit_is_trial(const wms_breaker_permit *permit);
 
