@@ -520,7 +520,9 @@ static void test_handle_follows_each_request(void **state)
 	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
 	f->req.ca_file = NULL;
+	f->req.connect_timeout_ms = 30000; /* as in test_tls_handshake_failure */
 	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
+	f->req.connect_timeout_ms = 2000;
 	lb_stop(notls);
 
 	/* and the first server, as at the start */
@@ -1168,6 +1170,12 @@ static void test_tls_handshake_failure(void **state)
 	start(f, &s);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(f->srv));
 	f->req.url = url;
+	/* libcurl's connect timeout covers the handshake, and loading the CA
+	 * bundle before it takes seconds under valgrind on a busy machine (it
+	 * once ran past 2 s there): time enough that only the handshake can
+	 * fail. */
+	f->req.connect_timeout_ms = 30000;
+	f->req.timeout_ms = f->req.stall_timeout_ms = 60000;
 	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
 	assert_int_equal(lb_requests(f->srv), 0);
 }
