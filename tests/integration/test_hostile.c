@@ -773,26 +773,43 @@ static void test_structure_limits(void **state)
 		unsigned status;
 		wms_status want;
 		const char *message;
+		const char *decl; /* bytes before the reply, or NULL */
+		unsigned pad;     /* so many 'x' at the end of decl, then "?>" */
+		const char *ct;   /* the Content-Type (NULL: text/xml) */
 	} shapes[] = {
-		{ "3000 distinct names", HX_NAMES, 3000, HX_RESPONSE, 0, 0, 0, WMS_OK, NULL },
+		{ "3000 distinct names", HX_NAMES, 3000, HX_RESPONSE, 0, 0, 0, WMS_OK, NULL, NULL, 0, NULL },
 		{ "5000 distinct names", HX_NAMES, 5000, HX_RESPONSE, 0, 0, 0, WMS_ERR_UNEXPECTED_REPLY,
-		  "more than 4096 distinct names" },
-		{ "256 attributes on the response", HX_ATTRS, 256, HX_RESPONSE, 0, 0, 0, WMS_OK, NULL },
+		  "more than 4096 distinct names", NULL, 0, NULL },
+		{ "256 attributes on the response", HX_ATTRS, 256, HX_RESPONSE, 0, 0, 0, WMS_OK, NULL, NULL, 0, NULL },
 		{ "1000 attributes on the response", HX_ATTRS, 1000, HX_RESPONSE, 0, 0, 0,
 		  WMS_ERR_UNEXPECTED_REPLY,
-		  "<wh:SubmitOrderResponse> crosses libwms's limit of 256 attributes" },
+		  "<wh:SubmitOrderResponse> crosses libwms's limit of 256 attributes", NULL, 0, NULL },
 		{ "600 namespace declarations on the Envelope", HX_NS_DECLS, 600, HX_ENVELOPE, 0, 0, 0,
-		  WMS_ERR_UNEXPECTED_REPLY, "limit of 64 namespace declarations" },
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 64 namespace declarations", NULL, 0, NULL },
 		{ "1000 attributes on a Header element", HX_ATTRS, 1000, HX_HEADER, 0, 0, 0,
-		  WMS_ERR_UNEXPECTED_REPLY, "<h:Trace> crosses" },
+		  WMS_ERR_UNEXPECTED_REPLY, "<h:Trace> crosses", NULL, 0, NULL },
 		{ "fault detail with 3000 distinct elements", HX_NAMES, 3000, HX_FAULT11, 0, 0, 500,
-		  WMS_ERR_SOAP_FAULT, "SOAP fault Server: warehouse closed [INTERNAL]" },
+		  WMS_ERR_SOAP_FAULT, "SOAP fault Server: warehouse closed [INTERNAL]", NULL, 0, NULL },
 		{ "200 000 attributes, 1.6 MB", HX_ATTRS, 200000, HX_RESPONSE, 0, 1, 0,
-		  WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes" },
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes", NULL, 0, NULL },
 		{ "100 007 elements", HX_ELEMENTS, 100000, HX_RESPONSE, 0, 1, 0,
-		  WMS_ERR_UNEXPECTED_REPLY, "limit of 100000 elements" },
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 100000 elements", NULL, 0, NULL },
 		{ "UTF-16, 257 attributes", HX_ATTRS, 257, HX_RESPONSE, 1, 0, 0,
-		  WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes" },
+		  WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes", NULL, 0, NULL },
+		/* encodings the scan could not vouch for: refused by name */
+		{ "an encoding name of 48 bytes (ICU reads it as UTF-7), 3000 attributes", HX_ATTRS,
+		  3000, HX_RESPONSE, 0, 0, 0, WMS_ERR_NOT_XML, "names an encoding over 40 bytes",
+		  "<?xml version='1.0' encoding='U-T-F-7-----------------------------------------'?>", 0,
+		  NULL },
+		{ "ISO_2022_JP (stateful, through ICU), 3000 attributes", HX_ATTRS, 3000, HX_RESPONSE, 0,
+		  0, 0, WMS_ERR_NOT_XML, "names an encoding libwms does not read (\"ISO_2022_JP\")",
+		  "<?xml version='1.0' encoding='ISO_2022_JP'?>", 0, NULL },
+		{ "charset=ISO_2022_JP in the header, ESC $ B, 300 attributes", HX_ATTRS, 300,
+		  HX_RESPONSE, 0, 0, 0, WMS_ERR_UNEXPECTED_REPLY, "limit of 256 attributes",
+		  "<!-- \x1b$B -->", 0, "text/xml; charset=ISO_2022_JP" },
+		{ "an opening PI of 600 bytes, charset ISO-8859-1", HX_NAMES, 10, HX_RESPONSE, 0, 0, 0,
+		  WMS_ERR_NOT_XML, "goes on past 511 characters", "<?pi ", 600,
+		  "text/xml; charset=ISO-8859-1" },
 	};
 	enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]) };
 	fx *f = *state;
@@ -806,6 +823,14 @@ static void test_structure_limits(void **state)
 	for (i = 0; i < NSHAPES; i++) {
 		hx_buf reply = { 0 };
 		int ok = shapes[i].want == WMS_OK, fault = shapes[i].want == WMS_ERR_SOAP_FAULT;
+		if (shapes[i].decl) {
+			unsigned k;
+			hx_put(&reply, "%s", shapes[i].decl);
+			for (k = 0; k < shapes[i].pad; k++)
+				hx_put(&reply, "x");
+			if (shapes[i].pad)
+				hx_put(&reply, "?>");
+		}
 		hx_reply(&reply, ORDER_ID, shapes[i].what, shapes[i].n, shapes[i].where);
 		if (shapes[i].utf16)
 			hx_utf16(&bodies[i], reply.data, reply.len, 0, 1);
@@ -813,7 +838,7 @@ static void test_structure_limits(void **state)
 			bodies[i] = reply;
 		if (shapes[i].utf16)
 			hx_free(&reply);
-		cases[i] = (hcase){ ROW(shapes[i].name, shapes[i].status, NULL, bodies[i].data,
+		cases[i] = (hcase){ ROW(shapes[i].name, shapes[i].status, shapes[i].ct, bodies[i].data,
 				       bodies[i].len, shapes[i].want,
 				       ok || fault ? WMS_DELIVERY_ANSWERED : WMS_DELIVERY_UNKNOWN,
 				       ok ? WMS_OUTCOME_SUCCESS : WMS_OUTCOME_FAILURE,
