@@ -36,15 +36,17 @@ typedef struct wms_config wms_config;
  * Read and check a YAML file (at most 1 MiB). On success `*out` is a config
  * to free with wms_config_free(); on failure it is NULL and the status is
  * WMS_ERR_CONFIG (delivery NOT_SENT; message "<file>:<line>: <dotted.key>:
- * <problem>", or "<file>: cannot open: <strerror>"), WMS_ERR_NOMEM, or
+ * <problem>", "<file>: cannot open: <strerror>", or "<file>: larger than
+ * 1 MiB: not an SLA file"), WMS_ERR_NOMEM, or
  * WMS_ERR_INVALID_ARG for a NULL `out` or `path`. The accepted syntax
  * (decimal integers only, true/false, no anchors/aliases/tags, ...) is
  * described in examples/fulfillment-sla.yaml.
  */
 WMS_EXTERN(wms_status) wms_config_load_yaml(wms_config **out, const char *path, wms_error *err);
 
-/** The same from memory (`yaml` need not be NUL-terminated); `name` is used
- *  in messages in place of a file name (NULL: "<yaml>"). */
+/** The same from memory (`yaml` need not be NUL-terminated, at most 1 MiB:
+ *  "<name>: larger than 1 MiB (<len> bytes): not an SLA file"); `name` is
+ *  used in messages in place of a file name (NULL: "<yaml>"). */
 WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml, size_t len,
 					     const char *name, wms_error *err);
 
