@@ -57,7 +57,8 @@
  * collected per call through the context's structured handler). */
 #define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
 
-#define VALUE_MAX 256 /* longest simple value we look at, after trimming */
+#define VALUE_MAX 256 /* longest text of a simple value looked at, white space
+			* included (trimmed after) */
 
 static const char *const response_names[WMS__OP_COUNT] = {
 	"SubmitOrderResponse", "GetOrderStatusResponse", "CancelOrderResponse",
@@ -1020,7 +1021,10 @@ static wms_status value(const rel *parent, const char *where, const char *name, 
 		return unexpected(err, "%s/%s: not an %s", where, name, type);
 	if (rc == TEXT_HAS_ELEMENTS)
 		return unexpected(err, "%s/%s: expected text, found child elements", where, name);
-	if (rc == TEXT_TOO_LONG || strlen(tmp) >= size)
+	if (rc == TEXT_TOO_LONG)
+		return unexpected(err, "%s/%s: text longer than %d bytes, white space included "
+				  "(the value is at most %zu)", where, name, VALUE_MAX, size - 1);
+	if (strlen(tmp) >= size)
 		return unexpected(err, "%s/%s: value longer than %zu bytes", where, name, size - 1);
 	if (!tmp[0])
 		return unexpected(err, "%s/%s: empty", where, name);

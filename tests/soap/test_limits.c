@@ -1175,6 +1175,36 @@ static void too_deep_at_the_end(void **state)
 	wms__parse_ws_free(ws.parse);
 }
 
+/* A field's text is looked at up to 256 bytes, white space included, and
+ * trimmed after: an id with 250 spaces around it is read, with 251 it is
+ * refused, and the message says it was the text, not the id, that was
+ * long (it said "value longer than 64 bytes" of a 5-byte id). */
+static void padded_values(void **state)
+{
+	wms__xml_ws ws = { NULL, NULL };
+	size_t pad;
+	parsed p;
+	(void)state;
+	for (pad = 250; pad <= 252; pad++) {
+		hx_buf b = { 0 }, id = { 0 };
+		hx_put(&id, "%*sORD-1", (int)pad, "");
+		hx_submit_reply(&b, id.data, NULL);
+		parse_ws(&p, &ws, &b, NULL, 0);
+		if (pad + 5 <= 256) {
+			assert_int_equal(p.rc, WMS_OK);
+			assert_string_equal(p.submit.order_id, "ORD-1");
+		} else {
+			assert_int_equal(p.rc, WMS_ERR_UNEXPECTED_REPLY);
+			if (!strstr(p.err.message, "clientOrderId: text longer than 256 bytes, white "
+						   "space included (the value is at most 64)"))
+				fail_msg("%s", p.err.message);
+		}
+		hx_free(&b);
+		hx_free(&id);
+	}
+	wms__parse_ws_free(ws.parse);
+}
+
 /* A message is one line of UTF-8, whatever bytes of the reply libxml2
  * quoted in its own (a fuzzer's finding: "Comment not terminated" quotes
  * the comment). */
@@ -1287,6 +1317,7 @@ int main(void)
 		cmocka_unit_test(too_deep_at_the_end),
 		cmocka_unit_test(opening_pi),
 		cmocka_unit_test(messages_are_utf8),
+		cmocka_unit_test(padded_values),
 		cmocka_unit_test(refusal_costs_less_than_a_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
