@@ -1536,7 +1536,7 @@ static const char *encoding_refused(const sniff_result *sn)
 {
 	if (sn->decl_unread)
 		return "its XML declaration or the processing instruction it opens with goes on past "
-		       "511 characters (in UTF-16: or past ASCII)";
+		       WMS__XML_STR(WMS__XML_MAX_OPENING_PI) " characters (in UTF-16: or past ASCII)";
 	if (sn->declared_enc && !sn->enc[0])
 		return "its XML declaration names an encoding over 40 bytes long, or none";
 	if (sn->declared_enc && !encoding_read(sn->enc))

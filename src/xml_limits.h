@@ -20,6 +20,8 @@
  * until its "?>", looking back through all it holds for a '>' each time
  * (quadratic: 2 MiB without "?>" took 13 s). */
 #define WMS__XML_MAX_OPENING_PI 511
+#define WMS__XML_STR_(x) #x
+#define WMS__XML_STR(x) WMS__XML_STR_(x) /* a limit's value, as a string */
 #define WMS__XML_MAX_ELEMENTS 100000u /* elements in one document */
 #define WMS__XML_MAX_ATTRS 256u       /* attributes on one element */
 #define WMS__XML_MAX_NS_DECLS 64u     /* namespace declarations on one element */
