@@ -99,6 +99,12 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 	size_t depth = 0, elements = 0, clock_at = WMS__XML_SCAN_CLOCK_BYTES;
 	unsigned scope = 0;
 	const char *late = NULL;
+	/* Once a start tag has gone past the depth, libxml2 has stopped there
+	 * or before (on that depth, or on an earlier fatal error: in
+	 * well-formed XML the scan's depth is libxml2's): nothing after it is
+	 * the first cause, even where the scan, reading on for the limits
+	 * from inside a comment it skipped, counts the depth down again. */
+	int past_depth = 0;
 
 	memset(out, 0, sizeof(*out));
 	while (p < end && (p = next_lt(&lt, p, end)) < end) {
@@ -137,10 +143,10 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 				const char *dd = find_timed(p + 3, end, "--", 2, deadline_ns, &late);
 				if (!dd)
 					break;
-				/* Deeper than the parsers go, they have stopped on
-				 * the depth before this comment: it is not reported
-				 * (the scan reads on, for the limits). */
-				if (dd + 2 < end && dd[2] != '>' && depth > WMS__XML_MAX_DEPTH) {
+				/* Past the depth, the parsers have stopped before
+				 * this comment: it is not reported (the scan reads
+				 * on, for the limits). */
+				if (dd + 2 < end && dd[2] != '>' && past_depth) {
 					p = dd + 2;
 					continue;
 				}
@@ -183,6 +189,8 @@ int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64
 				if (!open_element(ns_of, &depth, &scope, ns))
 					return hit(out, "namespace declarations in scope",
 						   WMS__XML_MAX_NS_SCOPE, buf, tag, end);
+				if (depth > WMS__XML_MAX_DEPTH)
+					past_depth = 1;
 				if (empty)
 					scope -= ns_of[--depth];
 				break;
