@@ -1713,11 +1713,10 @@ wms_status wms__xml_check_limits(wms__xml_scan *out, const char *buf, size_t len
 	wms__xml_init();
 	memset(out, 0, sizeof(*out));
 	sniff(&sn, buf ? buf : "", len);
-	if (encodings_disagree(&sn)) {
-		out->limit = "a byte order mark or UTF-16 content the XML declaration contradicts";
-		return WMS_ERR_NOT_XML;
-	}
-	if ((out->limit = encoding_refused(&sn)) != NULL)
+	out->limit = encodings_disagree(&sn)
+			     ? "a byte order mark or UTF-16 content the XML declaration contradicts"
+			     : encoding_refused(&sn);
+	if (out->limit)
 		return WMS_ERR_NOT_XML;
 	rc = scan_as_read(out, buf ? buf : "", len, &sn, NULL, 0);
 	if (rc == WMS_ERR_NOT_XML)

@@ -504,7 +504,15 @@ int fuzz_builtin_seed(size_t i, fuzz_bytes *out)
 		add(out, "\x1f");
 		fuzz_bytes_free(&utf16);
 		return 1;
-	case 2: /* heavy: a file past 64 MiB, refused unread; its bytes as they
+	case 2: /* a UTF-8 BOM, then a declaration that agrees with it, and one
+		 * that does not (refused before it is parsed) */
+	case 3:
+		fuzz_bytes_reset(out);
+		add(out, i == 2 ? "\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+				: "\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>");
+		add(out, fixture);
+		return 1;
+	case 4: /* heavy: a file past 64 MiB, refused unread; its bytes as they
 		 * are (past the expansion cap), so only replayed, never written
 		 * to a corpus */
 		if (fuzz_heavy_seeds != 1)

@@ -132,7 +132,7 @@ static void rep(fuzz_bytes *b, size_t n, const char *fragment)
 	fuzz_bytes_add(b, "\x1f", 1);
 }
 
-enum where { AT_RESP_ATTRS, AT_RESP_BEFORE, AT_ENV_ATTRS, AT_HEADER, AT_ID };
+enum where { AT_RESP_ATTRS, AT_RESP_BEFORE, AT_ENV_ATTRS, AT_HEADER, AT_ID, AT_DECL };
 
 /* A SubmitOrderResponse (hx_submit_reply) carrying pre, n x frag, n x frag2
  * and post at `where`; encoded by macro OP `enc` (0: not), after `decl`. */
@@ -220,6 +220,16 @@ static const shape shapes[] = {
 	  "<?xml version=\"1.0\" encoding=\"x123456789x123456789x123456789x123456789x\"?>" },
 	{ "an id in 257 bytes of text, a character across the cut", SUBMIT, AT_ID, "", " ", NULL,
 	  "\xc3\xa9", 255, 0, NULL },
+	/* an opening declaration's "?>" within 511 bytes, or refused; with a
+	 * charset too (libxml2 then reads it 45 bytes at a time) */
+	{ "a declaration of 511 bytes", SUBMIT, AT_DECL, "<?xml version=\"1.0\"", " ", NULL, "?>", 490, 0,
+	  NULL },
+	{ "a declaration of 512 bytes", SUBMIT, AT_DECL, "<?xml version=\"1.0\"", " ", NULL, "?>", 491, 0,
+	  NULL },
+	{ "ISO-8859-1: a declaration of 511 bytes", SUBMIT | 0x0Cu, AT_DECL, "<?xml version=\"1.0\"", " ",
+	  NULL, "?>", 490, 0, NULL },
+	{ "ISO-8859-1: a declaration of 512 bytes", SUBMIT | 0x0Cu, AT_DECL, "<?xml version=\"1.0\"", " ",
+	  NULL, "?>", 491, 0, NULL },
 };
 
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
@@ -243,8 +253,9 @@ static void build_shape(const shape *sh, fuzz_bytes *out)
 	case AT_ENV_ATTRS: parts.env_attrs = (const char *)s.data; break;
 	case AT_HEADER: parts.header = (const char *)s.data; break;
 	case AT_ID: id = (const char *)s.data; break;
+	case AT_DECL: break;
 	}
-	parts.decl = sh->decl;
+	parts.decl = sh->where == AT_DECL ? (const char *)s.data : sh->decl;
 	hx_submit_reply(&reply, id, &parts);
 	fuzz_bytes_reset(out);
 	fuzz_bytes_add(out, &sh->sel, 1);
