@@ -22,8 +22,7 @@
 #   FUZZ_BUILD_DIR      where run-fuzz.sh keeps its corpus (default: <repo>/build-fuzz)
 #   FUZZ_NICE           nice level (default 10)
 #   FUZZ_COV_NO_CORPUS=1  seeds and regress/ only
-#   FUZZ_ALLOW_*        as for run-fuzz.sh; default 1 here (the open findings
-#                       would stop a replay at their first input)
+#   FUZZ_ALLOW_*        as for run-fuzz.sh; default 0 (no finding is open)
 #   LLVM_PROFDATA, LLVM_COV  the tools (default: llvm-profdata, llvm-cov, or -14)
 set -euo pipefail
 
