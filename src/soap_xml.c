@@ -8,6 +8,7 @@
 #include <libxml/parser.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xmlmemory.h>
+#include "init.h"
 #include "soap.h"
 
 /* ---- libxml2 set-up and error capture ------------------------------------ */
@@ -32,7 +33,7 @@ static int xml_mem_is_default(void)
 static void xml_init_once(void)
 {
 	atomic_store(&xml_started, 1);
-	/* wms_global_init (alloc.c) asked for it before anything in libwms used
+	/* wms_global_init (global.c) asked for it before anything in libwms used
 	 * libxml2: the switch must precede libxml2's first allocation. */
 	if (wms__alloc_route_libxml2() && xml_mem_is_default())
 		xml_routed = xmlMemSetup(wms__lib_free, wms__lib_malloc, wms__lib_realloc,
@@ -54,11 +55,13 @@ const char *wms__xml_route_obstacle(void)
 	return NULL;
 }
 
-int wms__xml_init_routed(void)
+wms_status wms__xml_global_init(int *routed)
 {
+	*routed = 0;
 	if (pthread_once(&xml_once, xml_init_once) != 0)
-		return 0;
-	return xml_routed;
+		return WMS_ERR_INTERNAL;
+	*routed = xml_routed;
+	return WMS_OK;
 }
 
 static void quiet_structured(void *ctx, xmlErrorPtr error)

@@ -124,6 +124,7 @@
 #include <string.h>
 #include <strings.h>
 #include <curl/curl.h>
+#include "init.h"
 #include "internal.h"
 #include "wms/sys/transport.h"
 
@@ -235,7 +236,7 @@ static int global_routed;
 
 static void global_init(void)
 {
-	/* wms_global_init (alloc.c) may route libcurl through the seam. */
+	/* wms_global_init (global.c) may route libcurl through the seam. */
 	if (!wms__alloc_route_libcurl()) {
 		global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 		return;
