@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "wms/wms.h"
 #include "wms_sim.h"
+#include "util/num.h"
 
 enum ledger_state { PENDING, IN_FLIGHT, UNKNOWN, CONFIRMED };
 
@@ -514,11 +515,8 @@ static int usage(void)
 
 static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
-	char *end;
-	unsigned long v;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || !*s || *end || *s == '-' || v < lo || v > hi)
+	uint64_t v;
+	if (wms__parse_uint_str(s, lo, hi, &v) != WMS__NUM_OK)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

@@ -5,7 +5,6 @@
  * health, or replay a call log through a breaker to tune it (breaker-sim).
  * `wmsctl --help` lists the commands and the exit codes scripts can rely on.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "util/num.h"
 #include "wmsctl.h"
 
 #define CMD_SUBMIT 0x01u
@@ -293,15 +293,8 @@ static int usage_error(const command *cmd, const char *fmt, ...)
 
 static int parse_u32(uint32_t *out, const char *s, uint32_t min, uint32_t max)
 {
-	char *end;
-	unsigned long v;
-
-	/* strtoul would accept leading blanks and a sign (and wrap "-1") */
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < min || v > max)
+	uint64_t v;
+	if (wms__parse_uint_str(s, min, max, &v) != WMS__NUM_OK)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

@@ -1,5 +1,6 @@
 /* wmsctl: exit codes, error lines, and output that is safe to print. */
 #include <string.h>
+#include "util/json.h"
 #include "wmsctl.h"
 
 /* A fault the WMS raised about itself (resending may help), as opposed to
@@ -118,55 +119,12 @@ void ctl_print_error(const char *command, wms_status st, const wms_error *err)
 	fputs(")\n", stderr);
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s)
+static int put_file(void *payload, const char *p, size_t n)
 {
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-			return 0;
-		if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f))
-			return 0; /* overlong, surrogate */
-		return 3;
-	}
-	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-			return 0;
-		if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-			return 0; /* overlong, past U+10FFFF */
-		return 4;
-	}
-	return 0;
+	return fwrite(p, 1, n, payload) != n;
 }
 
 void ctl_put_json(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
-
-	fputc('"', f);
-	while (*p) {
-		if (*p == '"' || *p == '\\') {
-			fputc('\\', f);
-			fputc(*p++, f);
-		} else if (*p == '\n') {
-			fputs("\\n", f);
-			p++;
-		} else if (*p == '\t') {
-			fputs("\\t", f);
-			p++;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(f, "\\u%04x", (unsigned)*p++);
-		} else if ((n = utf8_len(p)) == 0) {
-			fputs("\\ufffd", f);
-			p++;
-		} else {
-			fwrite(p, 1, n, f);
-			p += n;
-		}
-	}
-	fputc('"', f);
+	(void)wms__json_string_to(s, put_file, f); /* a short write shows in ferror(f) */
 }

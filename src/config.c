@@ -71,6 +71,7 @@
 #include <string.h>
 #include <yaml.h>
 #include "internal.h"
+#include "util/num.h"
 #include "wms/config.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 20)
@@ -566,8 +567,8 @@ static wms_status parse_number(parser *p, const key_def *d, const char *path, si
 {
 	char got[ECHO_MAX + 8];
 	uint64_t v = 0;
-	size_t i, digits = n;
-	int overflow = 0;
+	size_t digits = n;
+	int rc;
 
 	echo(got, sizeof(got), s, n);
 	if (d->type == T_PERCENT && n > 0 && s[n - 1] == '%')
@@ -591,20 +592,13 @@ static wms_status parse_number(parser *p, const key_def *d, const char *path, si
 	}
 	if (digits > 1 && s[0] == '-' && all_digits(s + 1, digits - 1))
 		goto out_of_range; /* negative */
-	if (!all_digits(s, digits))
+	rc = wms__parse_uint(s, digits, d->lo, d->hi, &v);
+	if (rc == WMS__NUM_NOT_DIGITS)
 		goto not_number;
 	if (digits > 1 && s[0] == '0')
 		return fail_at(p, line, path, d->name,
 			       "must be a decimal integer without leading zeros (got %s)", got);
-	for (i = 0; i < digits; i++) {
-		unsigned c = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - c) / 10) {
-			overflow = 1;
-			break;
-		}
-		v = v * 10 + c;
-	}
-	if (overflow || v < d->lo || v > d->hi)
+	if (rc == WMS__NUM_RANGE)
 		goto out_of_range;
 	*out = v;
 	return WMS_OK;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
+#include "util/json.h"
 #include "wms/health.h"
 
 void wms_free(void *ptr)
@@ -51,22 +52,6 @@ static wms_status putf(wms__buf *b, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return WMS_ERR_INTERNAL;
 	return wms__buf_append(b, tmp, (size_t)n);
-}
-
-/* JSON string body: quotes, backslashes and control characters escaped. */
-static wms_status put_json_string(wms__buf *b, const char *s)
-{
-	wms_status st = put(b, "\"");
-	for (; st == WMS_OK && s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			st = putf(b, "\\%c", ch);
-		else if (ch < 0x20)
-			st = putf(b, "\\u%04x", ch);
-		else
-			st = wms__buf_append(b, s, 1);
-	}
-	return st ? st : put(b, "\"");
 }
 
 /* Prometheus label value: backslash, double quote and newline escaped. */
@@ -135,7 +120,7 @@ wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t coun
 		const wms_breaker_snapshot *k = &s[i];
 		st = put(&b, i ? ",{\"name\":" : "{\"name\":");
 		if (!st)
-			st = put_json_string(&b, k->name);
+			st = wms__json_string(&b, k->name);
 		if (!st)
 			st = putf(&b, ",\"state\":\"%s\",\"state_value\":%d,\"failure_rate\":",
 				  wms_breaker_state_name(k->state), (int)k->state);

@@ -6,13 +6,13 @@
  *     kill -USR1 PID                        # every fault and the schedule cleared
  *     kill -TERM PID                        # clean stop
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <libxml/parser.h>
+#include "util/num.h"
 #include "wms_sim.h"
 
 #define SIM_VERSION "0.2.0"
@@ -49,17 +49,16 @@ static void usage(FILE *f)
 
 static int number(const char *flag, const char *v, unsigned long max, unsigned long *out)
 {
-	char *end;
+	uint64_t u;
 	if (!v || !*v || *v == '-' || *v == '+') {
 		fprintf(stderr, "wms-sim: %s wants a number\n", flag);
 		return -1;
 	}
-	errno = 0;
-	*out = strtoul(v, &end, 10);
-	if (errno || *end || *out > max) {
+	if (wms__parse_uint_str(v, 0, max, &u) != WMS__NUM_OK) {
 		fprintf(stderr, "wms-sim: %s: '%s' is not a number 0..%lu\n", flag, v, max);
 		return -1;
 	}
+	*out = (unsigned long)u;
 	return 0;
 }
 

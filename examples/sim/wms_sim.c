@@ -27,6 +27,8 @@
 #include <microhttpd.h>
 #include <libxml/parser.h>
 #include "sim_internal.h"
+#include "util/json.h"
+#include "util/num.h"
 #include "wms_sim_config.h"
 
 #define NS_PER_MS ((uint64_t)1000000)
@@ -1404,20 +1406,14 @@ done:
 
 /* ---- /stats and /control --------------------------------------------------- */
 
+static int put_buf(void *b, const char *p, size_t n)
+{
+	return wms_sim__buf_add(b, p, n);
+}
+
 static int json_string(sim_buf *b, const char *v)
 {
-	const char *p;
-	int rc = wms_sim__buf_add(b, "\"", 1);
-	for (p = v; *p && rc == 0; p++) {
-		unsigned char ch = (unsigned char)*p;
-		if (ch == '"' || ch == '\\')
-			rc = wms_sim__buf_printf(b, "\\%c", ch);
-		else if (ch < 0x20)
-			rc = wms_sim__buf_printf(b, "\\u%04x", ch);
-		else
-			rc = wms_sim__buf_add(b, p, 1);
-	}
-	return rc ? rc : wms_sim__buf_add(b, "\"", 1);
+	return wms__json_string_to(v, put_buf, b);
 }
 
 static int stats_json(wms_sim *s, sim_buf *b)
@@ -1596,13 +1592,8 @@ static void parse_form(control_args *a, char *body, size_t len)
 
 static int parse_u32(const char *s, uint32_t *out)
 {
-	char *end;
-	unsigned long long v;
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > UINT32_MAX)
+	uint64_t v;
+	if (wms__parse_uint_str(s, 0, UINT32_MAX, &v) != WMS__NUM_OK)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -1954,12 +1945,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static int parse_u64(const char *s, uint64_t *out)
 {
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return errno || *end ? -1 : 0;
+	return wms__parse_uint_str(s, 0, UINT64_MAX, out) != WMS__NUM_OK ? -1 : 0;
 }
 
 static wms_sim_status parse_schedule(const char *text, window **out, size_t *count)
