@@ -1,0 +1,183 @@
+/*
+ * The base tier on its own (src/util/): each helper at its bounds, on both
+ * sides, twice where a second call could see what the first left.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "util/alloc.h"
+#include "util/buf.h"
+#include "util/json.h"
+#include "util/num.h"
+#include "util/str.h"
+#include "util/utf8.h"
+
+static void numbers(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t lo, hi;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{ "0", 0, 10, WMS__NUM_OK, 0 },
+		{ "10", 0, 10, WMS__NUM_OK, 10 },
+		{ "11", 0, 10, WMS__NUM_RANGE, 0 },
+		{ "4", 5, 10, WMS__NUM_RANGE, 0 },
+		{ "5", 5, 10, WMS__NUM_OK, 5 },
+		{ "007", 0, 10, WMS__NUM_OK, 7 }, /* leading zeros: the caller's */
+		{ "4294967295", 0, UINT32_MAX, WMS__NUM_OK, UINT32_MAX },
+		{ "4294967296", 0, UINT32_MAX, WMS__NUM_RANGE, 0 },
+		{ "18446744073709551615", 0, UINT64_MAX, WMS__NUM_OK, UINT64_MAX },
+		{ "18446744073709551616", 0, UINT64_MAX, WMS__NUM_RANGE, 0 },
+		{ "99999999999999999999999", 0, UINT64_MAX, WMS__NUM_RANGE, 0 },
+		{ "", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ "-1", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ "+1", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ " 1", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ "\t1", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ "1 ", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ "1x", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+		{ "0x1", 0, 10, WMS__NUM_NOT_DIGITS, 0 },
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int rc = wms__parse_uint_str(cases[i].s, cases[i].lo, cases[i].hi, &v);
+		if (rc != cases[i].rc)
+			fail_msg("\"%s\": %d, expected %d", cases[i].s, rc, cases[i].rc);
+		assert_int_equal(v, rc == WMS__NUM_OK ? cases[i].v : 12345); /* untouched unless OK */
+	}
+	{
+		uint64_t v;
+		assert_int_equal(wms__parse_uint_str(NULL, 0, 1, &v), WMS__NUM_NOT_DIGITS);
+		/* a length, not the NUL: "12" of "123" */
+		assert_int_equal(wms__parse_uint("123", 2, 0, 100, &v), WMS__NUM_OK);
+		assert_int_equal(v, 12);
+		assert_int_equal(wms__parse_uint("123", 0, 0, 100, &v), WMS__NUM_NOT_DIGITS);
+	}
+}
+
+static void expect_json(const char *in, const char *want)
+{
+	wms__buf b = { 0 };
+	int round;
+	for (round = 0; round < 2; round++) {
+		b.len = 0;
+		assert_int_equal(wms__json_string(&b, in), WMS_OK);
+		if (strcmp(b.data, want))
+			fail_msg("json of \"%s\": %s, expected %s", in, b.data, want);
+	}
+	wms__buf_free(&b);
+}
+
+static int stop_after(void *payload, const char *p, size_t n)
+{
+	int *left = payload;
+	(void)p;
+	(void)n;
+	return --*left <= 0 ? 7 : 0;
+}
+
+static void json_strings(void **state)
+{
+	int left;
+	(void)state;
+	expect_json("", "\"\"");
+	expect_json("plain", "\"plain\"");
+	expect_json("q\"b\\", "\"q\\\"b\\\\\"");
+	expect_json("a\nb\tc\r\x01\x1f\x7f", "\"a\\nb\\tc\\u000d\\u0001\\u001f\\u007f\"");
+	expect_json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\xa6", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\xa6\"");
+	expect_json("\xff", "\"\\ufffd\"");
+	expect_json("ok\xc3", "\"ok\\ufffd\"");
+	expect_json("\xc0\xaf", "\"\\ufffd\\ufffd\"");           /* overlong */
+	expect_json("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""); /* a surrogate */
+	expect_json("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* past U+10FFFF */
+	expect_json("\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"");              /* U+10FFFF */
+	/* a sink that stops: its status comes back, nothing more is put */
+	left = 3;
+	assert_int_equal(wms__json_string_to("abcdef", stop_after, &left), 7);
+	assert_int_equal(left, 0);
+	left = 1;
+	assert_int_equal(wms__json_string_to("", stop_after, &left), 7);
+}
+
+static void utf8_and_strings(void **state)
+{
+	char dst[4];
+	uint32_t cp = 0;
+	(void)state;
+	assert_int_equal(wms__utf8_decode((const unsigned char *)"\xdf\xbf", &cp), 2);
+	assert_int_equal(cp, 0x7FF);
+	assert_int_equal(wms__utf8_decode((const unsigned char *)"\xe0\x9f\xbf", &cp), 0); /* overlong */
+	assert_int_equal(wms__utf8_decode((const unsigned char *)"\xe0\xa0\x80", &cp), 3);
+	assert_int_equal(cp, 0x800);
+	assert_int_equal(wms__utf8_decode((const unsigned char *)"\xc3", &cp), 0); /* cut at the NUL */
+	assert_int_equal(wms__utf8_whole("ab\xc3\xa9", 3), 2);
+	assert_int_equal(wms__utf8_whole("ab\xc3\xa9", 4), 4);
+	assert_true(wms__utf8_text_ok("caf\xc3\xa9"));
+	assert_false(wms__utf8_text_ok("a\x7f"));
+	assert_false(wms__utf8_text_ok("a\xc2\x85")); /* C1 */
+	/* a field of 4: 3 bytes fit, a character across the cut goes */
+	wms__strlcpy(dst, "abc", sizeof(dst));
+	assert_string_equal(dst, "abc");
+	wms__strlcpy(dst, "abcd", sizeof(dst));
+	assert_string_equal(dst, "abc");
+	wms__strlcpy(dst, "ab\xc3\xa9", sizeof(dst));
+	assert_string_equal(dst, "ab");
+	wms__strlcpy(dst, NULL, sizeof(dst));
+	assert_string_equal(dst, "");
+	{
+		static const char hay[] = "xxabxab";
+		assert_ptr_equal(wms__find(hay, hay + 7, "ab", 2), hay + 2);
+		assert_ptr_equal(wms__find(hay + 3, hay + 7, "ab", 2), hay + 5);
+		assert_null(wms__find(hay, hay + 3, "ab", 2)); /* "xxa": the b is past the end */
+		assert_null(wms__find(hay + 6, hay + 7, "ab", 2));
+		assert_ptr_equal(wms__find(hay, hay + 7, "", 0), hay);
+	}
+}
+
+static void buffers(void **state)
+{
+	wms__buf b = { 0 };
+	size_t i;
+	(void)state;
+	/* past the first 256 bytes and on, twice on one buffer */
+	for (i = 0; i < 2; i++) {
+		size_t n;
+		b.len = 0;
+		for (n = 0; n < 255; n++)
+			assert_int_equal(wms__buf_append(&b, "x", 1), WMS_OK);
+		assert_int_equal(b.cap, i == 0 ? 256 : 2048); /* 255 and the NUL; kept */
+		assert_int_equal(wms__buf_append(&b, "y", 1), WMS_OK);
+		assert_int_equal(b.cap, i == 0 ? 512 : 2048);
+		assert_int_equal(b.len, 256);
+		assert_int_equal(b.data[256], '\0');
+		assert_int_equal(wms__buf_printf(&b, "%0*d", 1000, 7), WMS_OK);
+		assert_int_equal(b.len, 1256);
+		assert_int_equal(b.data[1255], '7');
+		assert_int_equal(b.cap, 2048);
+	}
+	assert_int_equal(wms__buf_reserve(&b, SIZE_MAX), WMS_ERR_NOMEM);
+	assert_int_equal(b.len, 1256);
+	wms__buf_free(&b);
+	assert_null(b.data);
+	wms__buf_free(&b);
+	wms__buf_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(numbers),
+		cmocka_unit_test(json_strings),
+		cmocka_unit_test(utf8_and_strings),
+		cmocka_unit_test(buffers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
