@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <libxml/tree.h>
 #include <libxml/xmlschemas.h>
+#include "util/buf.h"
 #include "wms_sim.h"
 
 #define SIM_NS "urn:libwms:warehouse:1"
@@ -37,21 +38,9 @@ wms_sim_status wms_sim__fail(wms_sim_status st, const char *fmt, ...)
 #endif
 	;
 
-/* ---- growable byte buffer ------------------------------------------------ */
-
-typedef struct sim_buf {
-	char *data; /* NUL-terminated when non-NULL */
-	size_t len;
-	size_t cap;
-} sim_buf;
-
-int wms_sim__buf_add(sim_buf *b, const void *data, size_t len); /* 0 or -1 (ENOMEM) */
-int wms_sim__buf_printf(sim_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-void wms_sim__buf_free(sim_buf *b);
+/* Buffers are the base tier's (wms__buf, src/util/buf.h). They allocate
+ * through its seam: in a test binary that installs an allocator
+ * (wms_set_allocator), the in-process simulator uses it too. */
 
 /* ---- the order store (sim_store.c) ----------------------------------------- */
 

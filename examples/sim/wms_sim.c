@@ -76,59 +76,6 @@ const char *wms_sim_status_name(wms_sim_status st)
 	return "UNKNOWN_STATUS";
 }
 
-int wms_sim__buf_add(sim_buf *b, const void *data, size_t len)
-{
-	if (b->len + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-		while (cap < b->len + len + 1)
-			cap *= 2;
-		p = realloc(b->data, cap);
-		if (!p)
-			return -1;
-		b->data = p;
-		b->cap = cap;
-	}
-	if (len)
-		memcpy(b->data + b->len, data, len);
-	b->len += len;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-int wms_sim__buf_printf(sim_buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	int n;
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -1;
-	if ((size_t)n < sizeof(tmp))
-		return wms_sim__buf_add(b, tmp, (size_t)n);
-	{
-		char *big = malloc((size_t)n + 1);
-		int rc;
-		if (!big)
-			return -1;
-		va_start(ap, fmt);
-		vsnprintf(big, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		rc = wms_sim__buf_add(b, big, (size_t)n);
-		free(big);
-		return rc;
-	}
-}
-
-void wms_sim__buf_free(sim_buf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
-}
-
 /* ---- names ---------------------------------------------------------------- */
 
 static const char *const op_names[SIM_OP_COUNT] = { "SubmitOrder", "GetOrderStatus",
@@ -1086,7 +1033,7 @@ static enum MHD_Result serve_raw(wms_sim *s, int fd, const script *sc, unsigned 
 /* ---- SOAP ------------------------------------------------------------------ */
 
 typedef struct req_ctx {
-	sim_buf body;
+	wms__buf body;
 	int too_large;
 	int hold;
 	int close_after; /* a scripted reply's `close`: shut the socket once it is out */
@@ -1406,17 +1353,12 @@ done:
 
 /* ---- /stats and /control --------------------------------------------------- */
 
-static int put_buf(void *b, const char *p, size_t n)
+static int json_string(wms__buf *b, const char *v)
 {
-	return wms_sim__buf_add(b, p, n);
+	return wms__json_string(b, v) != WMS_OK;
 }
 
-static int json_string(sim_buf *b, const char *v)
-{
-	return wms__json_string_to(v, put_buf, b);
-}
-
-static int stats_json(wms_sim *s, sim_buf *b)
+static int stats_json(wms_sim *s, wms__buf *b)
 {
 	uint64_t now = mono_ns(), total, per[SIM_OP_COUNT], t, accepted, open_now;
 	wms_sim_fault f[SIM_OP_COUNT + 1];
@@ -1451,40 +1393,40 @@ static int stats_json(wms_sim *s, sim_buf *b)
 	}
 	pthread_mutex_unlock(&s->lock);
 
-	rc |= wms_sim__buf_add(b, "{\"url\":", 7);
+	rc |= wms__buf_append(b, "{\"url\":", 7);
 	rc |= json_string(b, s->url);
-	rc |= wms_sim__buf_printf(b, ",\"listening\":%s,\"uptime_ms\":%" PRIu64
+	rc |= wms__buf_printf(b, ",\"listening\":%s,\"uptime_ms\":%" PRIu64
 				  ",\"requests\":{\"total\":%" PRIu64,
 				  listening ? "true" : "false", (now - s->start_ns) / NS_PER_MS,
 				  total);
 	for (i = 0; i < SIM_OP_COUNT; i++)
-		rc |= wms_sim__buf_printf(b, ",\"%s\":%" PRIu64, op_names[i], per[i]);
-	rc |= wms_sim__buf_printf(b, "},\"fault\":{\"kind\":\"%s\",\"param\":%" PRIu32 "}",
+		rc |= wms__buf_printf(b, ",\"%s\":%" PRIu64, op_names[i], per[i]);
+	rc |= wms__buf_printf(b, "},\"fault\":{\"kind\":\"%s\",\"param\":%" PRIu32 "}",
 				  fault_names[f[SIM_OP_COUNT]], param[SIM_OP_COUNT]);
-	rc |= wms_sim__buf_add(b, ",\"faults\":{", 11);
+	rc |= wms__buf_append(b, ",\"faults\":{", 11);
 	for (i = 0; i < SIM_OP_COUNT; i++) {
 		if (f[i] == WMS_SIM_FAULT_NONE)
 			continue;
-		rc |= wms_sim__buf_printf(b, "%s\"%s\":{\"kind\":\"%s\",\"param\":%" PRIu32 "}",
+		rc |= wms__buf_printf(b, "%s\"%s\":{\"kind\":\"%s\",\"param\":%" PRIu32 "}",
 					  first ? "" : ",", op_names[i], fault_names[f[i]],
 					  param[i]);
 		first = 0;
 	}
-	rc |= wms_sim__buf_add(b, "},\"replies\":{", 13);
+	rc |= wms__buf_append(b, "},\"replies\":{", 13);
 	first = 1;
 	for (i = 0; i <= SIM_OP_COUNT; i++) {
 		if (!rs[i].set)
 			continue;
-		rc |= wms_sim__buf_printf(b, "%s\"%s\":{\"status\":%u,\"body\":", first ? "" : ",",
+		rc |= wms__buf_printf(b, "%s\"%s\":{\"status\":%u,\"body\":", first ? "" : ",",
 					  i < SIM_OP_COUNT ? op_names[i] : "*", rs[i].status);
 		if (rs[i].real)
-			rc |= wms_sim__buf_add(b, "\"real\"", 6);
+			rc |= wms__buf_append(b, "\"real\"", 6);
 		else
-			rc |= wms_sim__buf_printf(b, "%zu", rs[i].bytes);
-		rc |= wms_sim__buf_printf(b, ",\"left\":%" PRIu32 "}", rs[i].left);
+			rc |= wms__buf_printf(b, "%zu", rs[i].bytes);
+		rc |= wms__buf_printf(b, ",\"left\":%" PRIu32 "}", rs[i].left);
 		first = 0;
 	}
-	rc |= wms_sim__buf_printf(b, "},\"connections\":{\"accepted\":%" PRIu64 ",\"open\":%" PRIu64
+	rc |= wms__buf_printf(b, "},\"connections\":{\"accepted\":%" PRIu64 ",\"open\":%" PRIu64
 				  "},\"schedule\":{\"windows\":%zu,\"elapsed_ms\":%" PRIu64
 				  "},\"orders\":%zu}\n",
 				  accepted, open_now, windows, t, orders);
@@ -1702,7 +1644,7 @@ static enum MHD_Result serve_control(wms_sim *s, struct MHD_Connection *c, req_c
 	control_args a;
 	wms_sim_status st = WMS_SIM_OK;
 	char msg[300] = "";
-	sim_buf out = { NULL, 0, 0 };
+	wms__buf out = { NULL, 0, 0 };
 	enum MHD_Result ret;
 	window *w = NULL;
 	size_t wn = 0;
@@ -1799,12 +1741,12 @@ static enum MHD_Result serve_control(wms_sim *s, struct MHD_Connection *c, req_c
 		goto bad;
 	}
 	if (stats_json(s, &out) != 0) {
-		wms_sim__buf_free(&out);
+		wms__buf_free(&out);
 		ret = MHD_NO;
 		goto done;
 	}
 	ret = respond(c, 200, "application/json", out.data, out.len, NULL, NULL);
-	wms_sim__buf_free(&out);
+	wms__buf_free(&out);
 	goto done;
 bad:
 	ret = respond_text(c, 400, msg);
@@ -1856,11 +1798,11 @@ static enum MHD_Result route(wms_sim *s, struct MHD_Connection *c, const char *u
 	if (strcmp(url, "/warehouse.xsd") == 0 && get)
 		return respond(c, 200, "text/xml; charset=utf-8", s->xsd, s->xsd_len, NULL, NULL);
 	if (strcmp(url, "/stats") == 0 && get) {
-		sim_buf b = { NULL, 0, 0 };
+		wms__buf b = { NULL, 0, 0 };
 		enum MHD_Result ret = MHD_NO;
 		if (stats_json(s, &b) == 0)
 			ret = respond(c, 200, "application/json", b.data, b.len, NULL, NULL);
-		wms_sim__buf_free(&b);
+		wms__buf_free(&b);
 		return ret;
 	}
 	if (strcmp(url, "/control") == 0) {
@@ -1892,9 +1834,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 	if (*upload_size) {
 		if (!r->too_large &&
 		    (r->body.len + *upload_size > MAX_BODY ||
-		     wms_sim__buf_add(&r->body, upload, *upload_size) != 0)) {
+		     wms__buf_append(&r->body, upload, *upload_size) != 0)) {
 			r->too_large = 1;
-			wms_sim__buf_free(&r->body);
+			wms__buf_free(&r->body);
 		}
 		*upload_size = 0;
 		return MHD_YES;
@@ -1920,7 +1862,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		pthread_cond_broadcast(&s->wake);
 		pthread_mutex_unlock(&s->lock);
 	}
-	wms_sim__buf_free(&r->body);
+	wms__buf_free(&r->body);
 	free(r);
 	*con_cls = NULL;
 }
@@ -2097,7 +2039,7 @@ wms_sim_status wms_sim_set_schedule(wms_sim *s, const char *text)
 static wms_sim_status read_file(const char *path, char **out, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
-	sim_buf b = { NULL, 0, 0 };
+	wms__buf b = { NULL, 0, 0 };
 	char chunk[8192];
 	size_t n;
 
@@ -2106,19 +2048,19 @@ static wms_sim_status read_file(const char *path, char **out, size_t *len)
 	if (!f)
 		return wms_sim__fail(WMS_SIM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (wms_sim__buf_add(&b, chunk, n) != 0) {
+		if (wms__buf_append(&b, chunk, n) != 0) {
 			fclose(f);
-			wms_sim__buf_free(&b);
+			wms__buf_free(&b);
 			return wms_sim__fail(WMS_SIM_ERR_NOMEM, "out of memory reading %s", path);
 		}
 	}
 	if (ferror(f)) {
 		fclose(f);
-		wms_sim__buf_free(&b);
+		wms__buf_free(&b);
 		return wms_sim__fail(WMS_SIM_ERR_IO, "cannot read %s", path);
 	}
 	fclose(f);
-	if (!b.data && wms_sim__buf_add(&b, "", 0) != 0)
+	if (!b.data && wms__buf_append(&b, "", 0) != 0)
 		return wms_sim__fail(WMS_SIM_ERR_NOMEM, "out of memory reading %s", path);
 	*out = b.data;
 	*len = b.len;
@@ -2391,17 +2333,17 @@ static wms_sim_status load_wsdl(wms_sim *s, const char *path)
 {
 	char *text;
 	size_t len, plen = sizeof(WSDL_PLACEHOLDER) - 1, ulen = strlen(s->url);
-	sim_buf b = { NULL, 0, 0 };
+	wms__buf b = { NULL, 0, 0 };
 	const char *p, *hit;
 	wms_sim_status st = read_file(path, &text, &len);
 
 	if (st != WMS_SIM_OK)
 		return st;
 	for (p = text; (hit = strstr(p, WSDL_PLACEHOLDER)) != NULL; p = hit + plen)
-		if (wms_sim__buf_add(&b, p, (size_t)(hit - p)) != 0 ||
-		    wms_sim__buf_add(&b, s->url, ulen) != 0)
+		if (wms__buf_append(&b, p, (size_t)(hit - p)) != 0 ||
+		    wms__buf_append(&b, s->url, ulen) != 0)
 			goto nomem;
-	if (wms_sim__buf_add(&b, p, len - (size_t)(p - text)) != 0)
+	if (wms__buf_append(&b, p, len - (size_t)(p - text)) != 0)
 		goto nomem;
 	free(text);
 	s->wsdl = b.data;
@@ -2409,7 +2351,7 @@ static wms_sim_status load_wsdl(wms_sim *s, const char *path)
 	return WMS_SIM_OK;
 nomem:
 	free(text);
-	wms_sim__buf_free(&b);
+	wms__buf_free(&b);
 	return wms_sim__fail(WMS_SIM_ERR_NOMEM, "out of memory");
 }
 
