@@ -22,7 +22,7 @@ WMS_BEGIN_DECL
 
 typedef struct wms_breaker wms_breaker;
 
-/** Breaker states. The first three values are the gauge seed 000 names
+/** Breaker states. The first three values are those of the state gauge
  *  (fulfillment.circuit_breaker_state: 0 closed, 1 open, 2 half-open). */
 typedef enum wms_breaker_state {
 	WMS_BREAKER_CLOSED = 0,

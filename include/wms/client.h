@@ -30,7 +30,7 @@ typedef enum wms_breaker_scope {
 } wms_breaker_scope;
 
 /**
- * Retries inside the breaker (seed 001: the breaker wraps the retry). Each
+ * Retries inside the breaker (the breaker wraps the retry). Each
  * attempt asks the breaker and is recorded by it; no attempt follows
  * CIRCUIT_OPEN; all attempts and backoffs fit inside timeout_ms. A failure
  * is retried when the breaker counts it as a failure, after error_filter
@@ -138,8 +138,8 @@ typedef struct wms_client_options {
 	/** TLS: CA bundle file / directory; NULL = the system's. */
 	const char *ca_file;
 	const char *ca_path;
-	/** One breaker for the client (default) or one per operation (seed 001's
-	 *  "separate breakers for different resources"). Ignored when `breaker` is set. */
+	/** One breaker for the client (default) or one per operation (a breaker
+	 *  per resource). Ignored when `breaker` is set. */
 	wms_breaker_scope breaker_scope;
 	/** Retries inside the breaker; default: none (1 attempt). */
 	wms_retry_options retry;
@@ -155,7 +155,7 @@ typedef struct wms_client_options {
 	 *  the client then neither hooks that breaker nor sends an initial sample. */
 	wms_metric_fn on_metric;
 	void *metric_ctx;
-	/** Prefix of metric names; NULL = "fulfillment" (seed 000's
+	/** Prefix of metric names; NULL = "fulfillment" (the state gauge is then
 	 *  fulfillment.circuit_breaker_state). */
 	const char *metric_prefix;
 	/** TLS client certificate and private key, PEM files (mutual TLS). */

@@ -1,9 +1,9 @@
 /*
  * libwms - configuration from the SLA file.
  *
- * Seed 000 keeps the breaker's thresholds in the human-authored SLA file
- * (contracts/slas/fulfillment-sla.yaml, `circuit_breaker` block). libwms
- * reads that block - and the `client` block's timeouts - with libyaml:
+ * A service keeps the breaker's thresholds in its human-authored SLA file
+ * (e.g. contracts/slas/fulfillment-sla.yaml, `circuit_breaker` block).
+ * libwms reads that block - and the `client` block's timeouts - with libyaml:
  *
  *     wms_config *cfg;
  *     if (wms_config_load_yaml(&cfg, "fulfillment-sla.yaml", &err) != WMS_OK)

@@ -1,7 +1,7 @@
 /*
  * libwms - health and metrics documents.
  *
- * Seed 001 exposes its breakers on a health endpoint; seed 000 publishes the
+ * A service exposes its breakers on a health endpoint and publishes their
  * state as a gauge. These render every breaker of a client (or any set of
  * breakers) as a JSON health document and as Prometheus text exposition,
  * ready to serve from the service's own /health and /metrics handlers.
