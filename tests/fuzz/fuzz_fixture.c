@@ -232,7 +232,7 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 	return st != WMS_ERR_FIXTURE;
 }
 
-/* The loader refuses files past 64 MiB (FIXTURE_FILE_MAX, src/fixture.c).
+/* The loader refuses files past 64 MiB (FIXTURE_FILE_MAX, src/fixture/format.c).
  * Expansions stop where replies' do instead, past the replay's 1 MiB reply
  * limit: 64 MiB ones cost a second each (a built-in seed, --heavy, crosses
  * it). */
