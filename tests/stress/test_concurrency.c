@@ -15,7 +15,7 @@
  * Run it under ThreadSanitizer too (./run tsan): that build must be silent.
  *
  * The permits: the client calls wms_breaker_acquire/record/release from
- * src/client.c. The test links with -Wl,--wrap for those three (the cmocka
+ * src/client/call.c. The test links with -Wl,--wrap for those three (the cmocka
  * way of intercepting a call between two objects of a static library), so
  * it sees every permit the client gets: a trial permit
  * (wms_breaker_permit_is_trial) is counted in flight from the moment

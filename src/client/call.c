@@ -1,0 +1,597 @@
+/*
+ * One call: every operation is breaker -> validate -> build -> send ->
+ * parse -> classify -> record, with optional retries inside the breaker.
+ * The breaker is asked first, so an open breaker answers before any XML is
+ * built or any socket touched.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "client/client.h"
+
+wms_status wms_stock_reply_new(wms_stock_reply **out, size_t count)
+{
+	wms_stock_reply *r;
+	if (!out)
+		return WMS_ERR_INVALID_ARG;
+	*out = NULL;
+	if (count > WMS_MAX_SKUS)
+		return WMS_ERR_INVALID_ARG;
+	r = wms__calloc(1, sizeof(*r));
+	if (!r)
+		return WMS_ERR_NOMEM;
+	if (count) {
+		r->levels = wms__calloc(count, sizeof(*r->levels));
+		if (!r->levels) {
+			wms__free(r);
+			return WMS_ERR_NOMEM;
+		}
+	}
+	r->count = count;
+	*out = r;
+	return WMS_OK;
+}
+
+/* ---- one exchange ------------------------------------------------------ */
+
+static const char *reason_phrase(long status)
+{
+	switch (status) {
+	case 400: return " Bad Request";
+	case 401: return " Unauthorized";
+	case 403: return " Forbidden";
+	case 404: return " Not Found";
+	case 405: return " Method Not Allowed";
+	case 408: return " Request Timeout";
+	case 413: return " Payload Too Large";
+	case 415: return " Unsupported Media Type";
+	case 429: return " Too Many Requests";
+	case 500: return " Internal Server Error";
+	case 502: return " Bad Gateway";
+	case 503: return " Service Unavailable";
+	case 504: return " Gateway Timeout";
+	default: return "";
+	}
+}
+
+/* Interpret an HTTP reply: a SOAP answer, a SOAP fault, or an HTTP error. */
+static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
+			    const wms_http_response *resp, size_t max, uint64_t deadline_ns,
+			    wms_error *err)
+{
+	wms_status st;
+	long code = resp->status;
+	int ok_status = code >= 200 && code < 300;
+
+	if (resp->overflow)
+		return wms__fail(err, WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN,
+				 "reply exceeds max_reply_bytes (%zu)", max);
+	if (ok_status || (code >= 400 && resp->body_len)) {
+		st = wms__parse_reply_ws(ws, op, out, resp->body ? resp->body : "", resp->body_len,
+					 resp->content_type, max, deadline_ns, err);
+		if (st == WMS_ERR_SOAP_FAULT) {
+			err->delivery = WMS_DELIVERY_ANSWERED;
+			err->http_status = code;
+			return st;
+		}
+		if (ok_status) {
+			err->http_status = code;
+			err->delivery = st == WMS_OK ? WMS_DELIVERY_ANSWERED : WMS_DELIVERY_UNKNOWN;
+			return st;
+		}
+		/* Out of memory while reading the error body: that, not the status. */
+		if (st == WMS_ERR_NOMEM) {
+			err->http_status = code;
+			err->delivery = code >= 500 ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_ANSWERED;
+			return st;
+		}
+		/* An error status whose body is no SOAP fault: an HTTP error. */
+		if (st == WMS_OK && op == WMS__OP_GET_STOCK_LEVEL && out) {
+			wms_stock_reply_free(*(wms_stock_reply **)out);
+			*(wms_stock_reply **)out = NULL;
+		}
+	}
+	/* drop what the parser said (fault fields, message), keep the call's identity */
+	err->fault_code[0] = err->fault_string[0] = err->wms_code[0] = '\0';
+	st = wms__fail(err, WMS_ERR_HTTP,
+		       code >= 500 ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_ANSWERED,
+		       "HTTP %ld%s from the endpoint (%s, %zu bytes)", code, reason_phrase(code),
+		       resp->content_type && *resp->content_type ? resp->content_type
+								 : "no content type",
+		       resp->body_len);
+	err->http_status = code;
+	return st;
+}
+
+/* The first `s` (n bytes) at or after `from` in [.., end), NULL if none;
+ * cached in *seen (`end`: none), as the caller only moves forward: each
+ * byte is searched once. */
+static const char *next_of(const char **seen, const char *from, const char *end, const char *s,
+			   size_t n)
+{
+	if (*seen != end && (!*seen || *seen < from)) {
+		*seen = wms__find(from, end, s, n);
+		if (!*seen)
+			*seen = end;
+	}
+	return *seen == end ? NULL : *seen;
+}
+
+/* Copy `body` into `out` with the content of every WS-Security Password
+ * and Nonce element replaced by REDACTED (we build those with the wsse
+ * prefix; a reply is scrubbed the same way in case a WMS echoes them).
+ * Linear in `len`: the next '>' and "</" are found once, not from each
+ * tag to the end of the body (a reply of 4 MiB of "<wsse:Password " was
+ * quadratic). */
+static wms_status redact(wms__buf *out, const char *body, size_t len)
+{
+	static const char *const tags[] = { "wsse:Password", "wsse:Nonce" };
+	const char *end = body + len, *gt_seen = NULL, *close_seen = NULL;
+	size_t i = 0;
+	wms_status st = WMS_OK;
+
+	while (st == WMS_OK && i < len) {
+		const char *lt = memchr(body + i, '<', len - i);
+		size_t t, at = lt ? (size_t)(lt - body) : len;
+		int done = 0;
+		st = wms__buf_append(out, body + i, at - i);
+		i = at;
+		if (!lt || st)
+			break;
+		for (t = 0; t < 2 && !done; t++) {
+			size_t n = strlen(tags[t]);
+			const char *gt, *close;
+			if (len - i < n + 2 || memcmp(body + i + 1, tags[t], n) != 0 ||
+			    (body[i + 1 + n] != '>' && body[i + 1 + n] != ' '))
+				continue;
+			gt = next_of(&gt_seen, body + i, end, ">", 1);
+			close = gt ? next_of(&close_seen, gt, end, "</", 2) : NULL;
+			if (!gt || !close)
+				continue;
+			st = wms__buf_append(out, body + i, (size_t)(gt - body) + 1 - i);
+			if (!st)
+				st = wms__buf_append(out, "REDACTED", 8);
+			i = (size_t)(close - body);
+			done = 1;
+		}
+		if (!done && !st) {
+			st = wms__buf_append(out, "<", 1);
+			i++;
+		}
+	}
+	return st;
+}
+
+static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_response *resp,
+		     wms_status st, const wms_error *err, uint64_t start)
+{
+	wms_wire_record rec;
+	wms__buf clean = { 0 };
+	const char *body = resp ? resp->body : req->body;
+	size_t len = resp ? resp->body_len : req->body_len;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.correlation_id = err->correlation_id;
+	rec.direction = resp ? WMS_WIRE_REPLY : WMS_WIRE_REQUEST;
+	rec.operation = req->operation;
+	rec.attempt = err->attempts;
+	rec.http_status = resp ? resp->status : 0;
+	rec.content_type = resp ? resp->content_type : req->content_type;
+	rec.full_len = len;
+	rec.status = st;
+	if (resp)
+		rec.elapsed_ms = (wms__now_ns() - start) / 1e6;
+	if (body && len && redact(&clean, body, len) == WMS_OK) {
+		rec.body = clean.data;
+		rec.body_len = clean.len < c->wire_max ? clean.len : c->wire_max;
+	} else {
+		rec.body = "";
+		rec.body_len = 0;
+	}
+	c->on_wire(&rec, c->wire_ctx);
+	wms__buf_free(&clean);
+}
+
+static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms__buf *body,
+			   void *out, uint32_t timeout_ms, wms_error *err)
+{
+	wms_http_request req;
+	wms_http_response resp;
+	/* What is done with the reply's bytes keeps the attempt's deadline too. */
+	uint64_t start, deadline = wms__now_ns() + (uint64_t)timeout_ms * 1000000u;
+	wms_status st;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	resp.max_body = c->max_reply_bytes;
+	req.url = c->endpoint;
+	req.operation = wms__op_name(op);
+	req.soap_action = wms__op_action(op);
+	req.soap_version = c->soap_version;
+	req.content_type = wms__op_content_type(op, c->soap_version);
+	req.body = body->data;
+	req.body_len = body->len;
+	req.timeout_ms = timeout_ms;
+	req.connect_timeout_ms = c->connect_timeout_ms < timeout_ms ? c->connect_timeout_ms
+								    : timeout_ms;
+	req.stall_timeout_ms = c->stall_timeout_ms;
+	req.max_reply_bytes = c->max_reply_bytes;
+	req.user_agent = c->user_agent;
+	req.ca_file = c->ca_file;
+	req.ca_path = c->ca_path;
+	req.client_cert = c->client_cert;
+	req.client_key = c->client_key;
+	req.pinned_public_key = c->pinned_public_key;
+	req.http_username = c->http_username;
+	req.http_password = c->http_password;
+	req.correlation_id = err->correlation_id;
+
+	if (c->on_wire)
+		wire_log(c, &req, NULL, WMS_OK, err, 0);
+	start = c->on_wire ? wms__now_ns() : 0;
+	st = c->transport->send(c->transport, &req, &resp, err);
+	if (st == WMS_OK)
+		st = interpret(ws, op, out, &resp, c->max_reply_bytes, deadline, err);
+	else if (err->status != st)
+		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
+	if (c->on_wire)
+		wire_log(c, &req, &resp, st, err, start);
+	wms_http_response_clear(&resp);
+	return st;
+}
+
+/* ---- one call: breaker, retries, fallback ------------------------------- */
+
+static const char circuit_open_msg[] = "circuit breaker open: call rejected without sending";
+
+/* The parser knows the reply, not the request: check the reply answers
+ * this request (same order id; one level per SKU asked, in order). */
+static wms_status correlate(const call *k, wms_error *err)
+{
+	const char *got = NULL, *want = NULL;
+	size_t i;
+
+	switch (k->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		got = ((const wms_submit_reply *)k->out)->order_id;
+		want = k->order->order_id;
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		got = ((const wms_status_reply *)k->out)->order_id;
+		want = k->order_id;
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		got = ((const wms_cancel_reply *)k->out)->order_id;
+		want = k->order_id;
+		break;
+	case WMS__OP_GET_STOCK_LEVEL: {
+		wms_stock_reply **r = k->out;
+		if ((*r)->count != k->sku_count)
+			goto stock_mismatch;
+		for (i = 0; i < k->sku_count; i++)
+			if (strcmp((*r)->levels[i].sku, k->skus[i]) != 0)
+				goto stock_mismatch;
+		return WMS_OK;
+stock_mismatch:
+		wms_stock_reply_free(*r);
+		*r = NULL;
+		return wms__fail(err, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN,
+				 "GetStockLevel reply does not list the %zu SKUs asked for, in order",
+				 k->sku_count);
+	}
+	case WMS__OP_COUNT:
+		break;
+	}
+	if (got && want && strcmp(got, want) != 0)
+		return wms__fail(err, WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN,
+				 "%s reply is for order id '%.64s', not '%.64s'", wms__op_name(k->op),
+				 got, want);
+	return WMS_OK;
+}
+
+static wms_status ask_breaker(wms_breaker *b, wms_breaker_permit *permit, wms_error *err)
+{
+	uint32_t retry = 0;
+	wms_status st = wms_breaker_acquire(permit, b, &retry);
+	if (st == WMS_ERR_CIRCUIT_OPEN) {
+		err->status = st;
+		err->delivery = WMS_DELIVERY_NOT_SENT;
+		err->retry_after_ms = retry;
+		memcpy(err->message, circuit_open_msg, sizeof(circuit_open_msg));
+	}
+	return st;
+}
+
+/* Whether the breaker refuses calls now (a failed attempt may just have
+ * opened it); if so, *retry_after_ms says for how long. OPEN's comes from
+ * the snapshot: the call was made, not refused, so no rejection is counted
+ * (OPEN with no time left lets a probe through: not refused). FORCED_OPEN
+ * has none there, so a rejected acquire gives the hint a new call would
+ * get; a permit granted because it changed meanwhile goes straight back. */
+static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
+{
+	wms_breaker_state state = wms_breaker_state_get(b);
+	wms_breaker_snapshot snap;
+	wms_breaker_permit p;
+
+	if (state == WMS_BREAKER_OPEN) {
+		wms_breaker_snapshot_get(&snap, b);
+		if (snap.state == WMS_BREAKER_OPEN && snap.retry_after_ms) {
+			*retry_after_ms = snap.retry_after_ms;
+			return 1;
+		}
+		state = snap.state;
+	}
+	if (state != WMS_BREAKER_FORCED_OPEN)
+		return 0;
+	if (wms_breaker_acquire(&p, b, retry_after_ms) == WMS_ERR_CIRCUIT_OPEN)
+		return 1;
+	wms_breaker_release(b, &p);
+	return 0;
+}
+
+/* Tell the breaker how an attempt went; returns how it counted. */
+static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker_permit *permit,
+				const wms_error *err, int *recorded)
+{
+	wms_outcome outcome =
+		wms__call_outcome(err, c->error_filter, c->error_filter_ctx, recorded);
+
+	if (*recorded)
+		wms_breaker_record(b, permit, outcome);
+	else
+		wms_breaker_release(b, permit);
+	return outcome;
+}
+
+/* Validate the arguments and build the envelope for one attempt (the
+ * builders check their input first, without allocating; WS-Security needs
+ * a fresh nonce and created per message, so with it every attempt builds
+ * anew). */
+static wms_status build(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,
+			wms_error *err)
+{
+	wms__request r;
+	r.op = k->op;
+	r.order = k->order;
+	r.order_id = k->order_id;
+	r.reason = k->reason;
+	r.skus = k->skus;
+	r.sku_count = k->sku_count;
+	wms__buf_free(body);
+	return wms__build_request_ws(ws, body, c->soap_version, &r,
+				     c->wsse.mode != WMS_WSSE_NONE ? &c->wsse : NULL, err);
+}
+
+static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
+{
+	const wms_fallbacks *f = &c->fallbacks;
+	wms_fallback_call fc;
+	wms_error why = *err;
+	wms_status st = WMS_ERR_CIRCUIT_OPEN;
+	int ran = 1;
+
+	memset(&fc, 0, sizeof(fc));
+	fc.operation = wms__op_name(k->op);
+	fc.order = k->order;
+	fc.order_id = k->op == WMS__OP_SUBMIT_ORDER && k->order ? k->order->order_id : k->order_id;
+	fc.reason = k->reason;
+	fc.skus = k->skus;
+	fc.sku_count = k->sku_count;
+	fc.error = &why;
+	switch (k->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		if (!f->submit_order)
+			return st;
+		memset(k->out, 0, sizeof(wms_submit_reply));
+		st = f->submit_order(k->out, &fc, f->ctx);
+		((wms_submit_reply *)k->out)->from_fallback = 1;
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		if (!f->get_order_status)
+			return st;
+		memset(k->out, 0, sizeof(wms_status_reply));
+		st = f->get_order_status(k->out, &fc, f->ctx);
+		((wms_status_reply *)k->out)->from_fallback = 1;
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		if (!f->cancel_order)
+			return st;
+		memset(k->out, 0, sizeof(wms_cancel_reply));
+		st = f->cancel_order(k->out, &fc, f->ctx);
+		((wms_cancel_reply *)k->out)->from_fallback = 1;
+		break;
+	case WMS__OP_GET_STOCK_LEVEL: {
+		wms_stock_reply **o = k->out;
+		if (!f->get_stock_level)
+			return st;
+		*o = NULL;
+		st = f->get_stock_level(o, &fc, f->ctx);
+		if (*o)
+			(*o)->from_fallback = 1;
+		break;
+	}
+	case WMS__OP_COUNT:
+		ran = 0;
+		break;
+	}
+	if (!ran)
+		return st;
+	err->status = st;
+	err->delivery = WMS_DELIVERY_NOT_SENT;
+	err->fallback = 1;
+	snprintf(err->message, sizeof(err->message), "circuit breaker open: answered by the %s fallback (%s)",
+		 fc.operation, wms_status_name(st));
+	return st;
+}
+
+static wms_status perform(wms_client *c, const call *k, wms_error *err)
+{
+	wms_breaker *b = c->breakers[k->op];
+	wms_breaker_permit permit;
+	wms__buf body = { 0 };
+	wms__xml_ws *ws = NULL;
+	wms_delivery delivery = WMS_DELIVERY_NOT_SENT;
+	uint64_t start = 0, deadline = 0, rng = 0;
+	uint32_t attempt, timeout = c->timeout_ms;
+	wms_outcome outcome;
+	int recorded;
+	wms_status st;
+
+	wms_error_clear(err);
+	wms__strlcpy(err->operation, wms__op_name(k->op), sizeof(err->operation));
+	st = ask_breaker(b, &permit, err);
+	if (st == WMS_ERR_CIRCUIT_OPEN)
+		return c->has_fallbacks ? run_fallback(c, k, err) : st;
+	ws = wms__xml_pool_take(c->xml_pool);
+	st = build(c, ws, k, &body, err);
+	if (st != WMS_OK) {
+		wms_breaker_release(b, &permit);
+		goto done;
+	}
+	snprintf(err->correlation_id, sizeof(err->correlation_id), "%s-%06llu", c->id_prefix,
+		 (unsigned long long)(atomic_fetch_add_explicit(&c->call_seq, 1,
+								memory_order_relaxed) + 1));
+	if (c->retry.max_attempts > 1) {
+		start = wms__now_ns();
+		deadline = start + (uint64_t)c->timeout_ms * 1000000u;
+		rng = start ^ (uint64_t)(uintptr_t)&permit;
+	}
+	for (attempt = 1;; attempt++) {
+		wms_status prev = st; /* the last attempt's status (attempt > 1) */
+		err->attempts = attempt;
+		if (attempt > 1 && c->wsse.mode != WMS_WSSE_NONE &&
+		    (st = build(c, ws, k, &body, err)) != WMS_OK) {
+			/* This attempt was never made, the earlier ones were: the
+			 * call's delivery is theirs, UNKNOWN once one may have
+			 * arrived (NOMEM after the request was sent), and the
+			 * message keeps the last one's status. */
+			size_t n = strlen(err->message);
+			wms_breaker_release(b, &permit);
+			err->attempts = attempt - 1;
+			err->delivery = wms__merge_delivery(delivery, WMS_DELIVERY_NOT_SENT);
+			snprintf(err->message + n, sizeof(err->message) - n,
+				 " (attempt %u not sent; attempt %u: %s)", attempt, attempt - 1,
+				 wms_status_name(prev));
+			break;
+		}
+		st = exchange(c, ws, k->op, &body, k->out, timeout, err);
+		if (st == WMS_OK)
+			st = correlate(k, err);
+		delivery = wms__merge_delivery(attempt == 1 ? WMS_DELIVERY_NOT_SENT : delivery,
+					  err->delivery);
+		err->delivery = delivery;
+		outcome = tell_breaker(c, b, &permit, err, &recorded);
+		if (attempt >= c->retry.max_attempts ||
+		    !wms__retryable(&c->retry, st, outcome, recorded, delivery))
+			break;
+		/* If this attempt opened the breaker, the retry would be refused:
+		 * stop now rather than after the pause (or at the deadline check). */
+		if (breaker_refuses(b, &err->retry_after_ms))
+			break;
+		{
+			uint64_t now = wms__now_ns();
+			uint64_t pause = wms__backoff_ns(&c->retry, attempt, &rng);
+			/* the next attempt needs time left after its pause: at least 1 ms */
+			if (now + pause + 1000000u >= deadline)
+				break;
+			wms__sleep_ns(pause);
+			now = wms__now_ns();
+			if (now + 1000000u >= deadline)
+				break;
+			timeout = (uint32_t)((deadline - now) / 1000000u);
+		}
+		{
+			/* Never after CIRCUIT_OPEN: keep the last real error. */
+			wms_error open_err = *err;
+			if (ask_breaker(b, &permit, &open_err) == WMS_ERR_CIRCUIT_OPEN) {
+				err->retry_after_ms = open_err.retry_after_ms;
+				break;
+			}
+		}
+		/* a fresh error for the attempt; the merged delivery is kept aside */
+		{
+			char op[sizeof(err->operation)], id[sizeof(err->correlation_id)];
+			memcpy(op, err->operation, sizeof(op));
+			memcpy(id, err->correlation_id, sizeof(id));
+			wms_error_clear(err);
+			memcpy(err->operation, op, sizeof(op));
+			memcpy(err->correlation_id, id, sizeof(id));
+		}
+	}
+done:
+	wms__xml_pool_give(c->xml_pool, ws);
+	wms__buf_free(&body);
+	return st;
+}
+
+/* ---- the operations --------------------------------------------------------- */
+
+#define NULL_ARG(err, what)                                                                  \
+	(wms_error_clear(err),                                                               \
+	 wms__fail((err), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL", (what)))
+
+wms_status wms_submit_order(wms_submit_reply *out, wms_client *c, const wms_order *order,
+			    wms_error *err)
+{
+	wms_submit_reply tmp;
+	wms_error local;
+	call k = { WMS__OP_SUBMIT_ORDER, NULL, NULL, NULL, NULL, 0, NULL };
+
+	if (!c || !order)
+		return NULL_ARG(err, c ? "order" : "client");
+	k.order = order;
+	k.out = out ? out : &tmp;
+	return perform(c, &k, err ? err : &local);
+}
+
+wms_status wms_get_order_status(wms_status_reply *out, wms_client *c, const char *order_id,
+				wms_error *err)
+{
+	wms_status_reply tmp;
+	wms_error local;
+	call k = { WMS__OP_GET_ORDER_STATUS, NULL, NULL, NULL, NULL, 0, NULL };
+
+	if (!c)
+		return NULL_ARG(err, "client");
+	k.order_id = order_id;
+	k.out = out ? out : &tmp;
+	return perform(c, &k, err ? err : &local);
+}
+
+wms_status wms_cancel_order(wms_cancel_reply *out, wms_client *c, const char *order_id,
+			    const char *reason, wms_error *err)
+{
+	wms_cancel_reply tmp;
+	wms_error local;
+	call k = { WMS__OP_CANCEL_ORDER, NULL, NULL, NULL, NULL, 0, NULL };
+
+	if (!c)
+		return NULL_ARG(err, "client");
+	k.order_id = order_id;
+	k.reason = reason;
+	k.out = out ? out : &tmp;
+	return perform(c, &k, err ? err : &local);
+}
+
+wms_status wms_get_stock_level(wms_stock_reply **out, wms_client *c, const char *const *skus,
+			       size_t sku_count, wms_error *err)
+{
+	wms_stock_reply *reply = NULL;
+	wms_error local;
+	wms_status st;
+	call k = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, NULL, 0, NULL };
+
+	if (out)
+		*out = NULL;
+	if (!c || !out)
+		return NULL_ARG(err, c ? "out" : "client");
+	k.skus = skus;
+	k.sku_count = sku_count;
+	k.out = &reply;
+	st = perform(c, &k, err ? err : &local);
+	if (st == WMS_OK)
+		*out = reply;
+	else
+		wms_stock_reply_free(reply);
+	return st;
+}

@@ -1,0 +1,108 @@
+/* What the client's files (src/client/) share: the client itself and one
+ * call's arguments. Never installed. */
+#ifndef WMS_CLIENT_CLIENT_H
+#define WMS_CLIENT_CLIENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "client_internal.h"
+#include "internal.h"
+#include "soap.h"
+#include "wms/client.h"
+#include "wms/sys/transport.h"
+
+/* What the state-change hook of one breaker needs. */
+typedef struct breaker_hook {
+	wms_client *client;
+	wms_breaker *breaker;  /* set once made; the gauge reads its state */
+	const char *operation; /* NULL for the client-wide breaker */
+	wms_breaker_event_fn user_fn;
+	void *user_ctx;
+} breaker_hook;
+
+struct wms_client {
+	char *endpoint;
+	char *user_agent;
+	char *ca_file;
+	char *ca_path;
+	wms_soap_version soap_version;
+	uint32_t connect_timeout_ms;
+	uint32_t timeout_ms;
+	uint32_t stall_timeout_ms;
+	size_t max_reply_bytes;
+	/* breakers[op]: the same pointer for every op in PER_CLIENT scope */
+	wms_breaker *breakers[WMS__OP_COUNT];
+	breaker_hook hooks[WMS__OP_COUNT];
+	size_t breaker_count;
+	int own_breakers;
+	wms_transport *transport;
+	wms_retry_options retry;
+	wms_error_filter_fn error_filter;
+	void *error_filter_ctx;
+	wms_fallbacks fallbacks;
+	int has_fallbacks;
+	wms_metric_fn on_metric;
+	void *metric_ctx;
+	char *state_metric; /* "<prefix>.circuit_breaker_state" */
+	/* TLS and authentication */
+	char *client_cert;
+	char *client_key;
+	char *pinned_public_key;
+	char *http_username;
+	char *http_password;
+	wms__wsse wsse;
+	char *wsse_username;
+	char *wsse_password;
+	/* wire log and correlation ids */
+	wms_wire_log_fn on_wire;
+	void *wire_ctx;
+	size_t wire_max;
+	char id_prefix[16];
+	_Atomic uint64_t call_seq;
+	/* libxml2 workspaces, one per call in flight (soap.h) */
+	wms__xml_pool *xml_pool;
+};
+
+/* One call's arguments, as the operations pass them on. */
+typedef struct call {
+	wms__op op;
+	const wms_order *order;
+	const char *order_id;
+	const char *reason;
+	const char *const *skus;
+	size_t sku_count;
+	void *out; /* the reply struct, or wms_stock_reply ** */
+} call;
+
+/* ---- classify.c: what counts as a failure, what may be tried again ------ */
+
+/* How a finished attempt counts for the breaker: the default
+ * classification, then the caller's filter (a value it should not return
+ * reads as IGNORED). *record = 0: the attempt says nothing of the WMS (our
+ * own error), the permit goes back unrecorded. */
+wms_outcome wms__call_outcome(const wms_error *err, wms_error_filter_fn filter, void *filter_ctx,
+			      int *record);
+
+/* Whether an attempt that ended with `st`, counted `outcome` (recorded or
+ * not), may be tried again, the attempts and the time left aside: the
+ * breaker counted it as a failure and, with not_sent_only, it provably did
+ * not reach the WMS (`delivery`, the whole call's so far). */
+int wms__retryable(const wms_retry_options *r, wms_status st, wms_outcome outcome, int recorded,
+		   wms_delivery delivery);
+
+/* ---- retry.c: backoff and the call's delivery --------------------------- */
+
+/* Full-jitter backoff before retry `retry_no` (1: the first): uniform in
+ * [0, min(max, initial * mult^(retry_no-1))] ms, in ns; *rng is the
+ * caller's xorshift state (non-zero). */
+uint64_t wms__backoff_ns(const wms_retry_options *r, uint32_t retry_no, uint64_t *rng);
+
+/* Sleep `ns`, through signals. */
+void wms__sleep_ns(uint64_t ns);
+
+/* The delivery that is true of the whole call, given what it was so far and
+ * the last attempt's. */
+wms_delivery wms__merge_delivery(wms_delivery so_far, wms_delivery last);
+
+#endif

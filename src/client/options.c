@@ -1,0 +1,410 @@
+/* The client's options: checked, copied with their defaults, and the
+ * client made from them (its breakers, workspace pool and transport). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include "client/client.h"
+
+wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
+{
+	if (!opts || version != WMS_CLIENT_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	memset(opts, 0, sizeof(*opts));
+	opts->version = version;
+	opts->breaker_options.version = WMS_BREAKER_OPTIONS_VERSION;
+	return WMS_OK;
+}
+
+static int has_scheme(const char *url)
+{
+	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+/* Passwords are wiped before their memory goes back. */
+static void free_secret(char *p)
+{
+	if (p) {
+		volatile char *v = p;
+		while (*v)
+			*v++ = '\0';
+		wms__free(p);
+	}
+}
+
+void wms_client_free(wms_client *c)
+{
+	size_t i;
+	if (!c)
+		return;
+	if (c->transport && c->transport->free)
+		c->transport->free(c->transport);
+	wms__xml_pool_free(c->xml_pool);
+	if (c->own_breakers)
+		for (i = 0; i < WMS__OP_COUNT; i++)
+			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
+				wms_breaker_free(c->breakers[i]);
+	wms__free(c->endpoint);
+	wms__free(c->user_agent);
+	wms__free(c->ca_file);
+	wms__free(c->ca_path);
+	wms__free(c->state_metric);
+	wms__free(c->client_cert);
+	wms__free(c->client_key);
+	wms__free(c->pinned_public_key);
+	wms__free(c->http_username);
+	free_secret(c->http_password);
+	wms__free(c->wsse_username);
+	free_secret(c->wsse_password);
+	wms__free(c);
+}
+
+static wms_status dup_opt(char **dst, const char *src)
+{
+	if (!src)
+		return WMS_OK;
+	*dst = wms__strdup(src);
+	return *dst ? WMS_OK : WMS_ERR_NOMEM;
+}
+
+static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state state,
+		       const char *name)
+{
+	wms_metric m;
+	if (!c->on_metric)
+		return;
+	/* The gauge has three values (0, 1, 2): a manual state reads as what
+	 * callers get from it (forced open rejects, disabled lets all through). */
+	m.name = c->state_metric;
+	m.value = state == WMS_BREAKER_FORCED_OPEN ? 1.0
+		  : state == WMS_BREAKER_DISABLED ? 0.0
+						  : (double)state;
+	m.breaker = name;
+	m.operation = h->operation;
+	c->on_metric(&m, c->metric_ctx);
+}
+
+static void on_breaker_event(const wms_breaker_event *ev, void *ctx)
+{
+	breaker_hook *h = ctx;
+	/* The state now, not ev->to: events made on two threads at once may
+	 * arrive in either order, and the gauge must end on the true state. */
+	emit_state(h->client, h, h->breaker ? wms_breaker_state_get(h->breaker) : ev->to,
+		   ev->name);
+	if (h->user_fn)
+		h->user_fn(ev, h->user_ctx);
+}
+
+static wms_status make_breakers(wms_client *c, const wms_client_options *opts, wms_error *err)
+{
+	wms_breaker_options bo = opts->breaker_options;
+	char name[96];
+	const char *base = bo.name ? bo.name : "wms";
+	size_t i, n = opts->breaker_scope == WMS_BREAKER_PER_OPERATION ? WMS__OP_COUNT : 1;
+	wms_status st;
+
+	for (i = 0; i < n; i++) {
+		breaker_hook *h = &c->hooks[i];
+		h->client = c;
+		h->operation = n > 1 ? wms__op_name((wms__op)i) : NULL;
+		h->user_fn = bo.on_state_change;
+		h->user_ctx = bo.event_ctx;
+		if (n > 1) {
+			/* a long base is cut on a whole character, as a name must be */
+			snprintf(name, sizeof(name), "%s.%s", base, h->operation);
+			name[wms__utf8_whole(name, strlen(name))] = '\0';
+			bo.name = name;
+		}
+		bo.on_state_change = on_breaker_event;
+		bo.event_ctx = h;
+		st = wms_breaker_new(&c->breakers[i], &bo);
+		if (st != WMS_OK) {
+			/* own_breakers is not set yet, so wms_client_free will not
+			 * free the ones already made: free them here */
+			while (i--) {
+				wms_breaker_free(c->breakers[i]);
+				c->breakers[i] = NULL;
+			}
+			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
+					 st == WMS_ERR_INVALID_ARG
+						 ? "breaker_options: a value is out of range"
+						 : "cannot create the breaker");
+		}
+		h->breaker = c->breakers[i];
+		bo.on_state_change = h->user_fn;
+		bo.event_ctx = h->user_ctx;
+	}
+	for (; i < WMS__OP_COUNT; i++) {
+		c->breakers[i] = c->breakers[0];
+		c->hooks[i] = c->hooks[0];
+	}
+	c->breaker_count = n;
+	c->own_breakers = 1;
+	for (i = 0; i < n; i++) {
+		wms_breaker_snapshot snap;
+		wms_breaker_snapshot_get(&snap, c->breakers[i]);
+		emit_state(c, &c->hooks[i], snap.state, snap.name);
+	}
+	return WMS_OK;
+}
+
+/* A readable file (dir 0) or searchable directory (dir 1), or NULL. */
+static wms_status check_path(wms_error *err, const char *what, const char *path, int dir)
+{
+	struct stat sb;
+	char why[128];
+
+	if (!path)
+		return WMS_OK;
+	if (!*path)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: empty path (leave it NULL for none)", what);
+	if (stat(path, &sb) == 0 && (dir ? !S_ISDIR(sb.st_mode) : S_ISDIR(sb.st_mode)))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: \"%s\" is %s", what, path, dir ? "not a directory" : "a directory");
+	if (access(path, dir ? R_OK | X_OK : R_OK) != 0) {
+		int e = errno;
+		if (strerror_r(e, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "error %d", e);
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: cannot %s \"%s\": %s", what, dir ? "search" : "read", path, why);
+	}
+	return WMS_OK;
+}
+
+static wms_status check_retry(wms_retry_options *r, wms_error *err)
+{
+	if (r->max_attempts == 0)
+		r->max_attempts = 1;
+	if (!r->initial_backoff_ms)
+		r->initial_backoff_ms = 100;
+	if (!r->max_backoff_ms)
+		r->max_backoff_ms = 2000;
+	if (!r->backoff_multiplier_pct)
+		r->backoff_multiplier_pct = 200;
+	if (r->max_attempts > 10 || r->backoff_multiplier_pct < 100 ||
+	    r->backoff_multiplier_pct > 1000 || r->initial_backoff_ms > WMS_MAX_TIMEOUT_MS ||
+	    r->max_backoff_ms > WMS_MAX_TIMEOUT_MS || r->max_backoff_ms < r->initial_backoff_ms)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "retry: max_attempts must be 1-10, backoff_multiplier_pct 100-1000, "
+				 "initial_backoff_ms <= max_backoff_ms <= %u", WMS_MAX_TIMEOUT_MS);
+	return WMS_OK;
+}
+
+/* Every check of the options, before anything is made: INVALID_ARG saying
+ * what is wrong. *retry gets the retry options with their defaults. */
+static wms_status check_options(const wms_client_options *opts, wms_retry_options *retry,
+				wms_error *err)
+{
+	const wms_transport *transport = opts->transport;
+	wms_status st;
+
+	if (opts->version != WMS_CLIENT_OPTIONS_VERSION)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "options version %u is not supported (this libwms knows %u)",
+				 opts->version, WMS_CLIENT_OPTIONS_VERSION);
+	if (!transport && (!opts->endpoint || !has_scheme(opts->endpoint)))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "endpoint must be an http:// or https:// URL");
+	if (opts->soap_version != WMS_SOAP_11 && opts->soap_version != WMS_SOAP_12)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "soap_version must be WMS_SOAP_11 or WMS_SOAP_12");
+	if (opts->breaker_scope != WMS_BREAKER_PER_CLIENT &&
+	    opts->breaker_scope != WMS_BREAKER_PER_OPERATION)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "breaker_scope must be PER_CLIENT or PER_OPERATION");
+	if (opts->timeout_ms > WMS_MAX_TIMEOUT_MS || opts->connect_timeout_ms > WMS_MAX_TIMEOUT_MS ||
+	    opts->stall_timeout_ms > WMS_MAX_TIMEOUT_MS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "timeouts must be at most %u ms", WMS_MAX_TIMEOUT_MS);
+	if (opts->max_idle_connections > 1024)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "max_idle_connections must be at most 1024 (got %u)",
+				 (unsigned)opts->max_idle_connections);
+	if (opts->max_reply_bytes > (size_t)1 << 30)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "max_reply_bytes must be at most 1 GiB");
+	*retry = opts->retry;
+	if ((st = check_retry(retry, err)) != WMS_OK)
+		return st;
+	if (!opts->http_username != !opts->http_password)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "http_username and http_password go together");
+	if (opts->wsse_mode != WMS_WSSE_NONE &&
+	    ((opts->wsse_mode != WMS_WSSE_PASSWORD_TEXT &&
+	      opts->wsse_mode != WMS_WSSE_PASSWORD_DIGEST) ||
+	     !opts->wsse_username || !*opts->wsse_username || !opts->wsse_password))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wsse_mode needs wsse_username and wsse_password");
+	/* Refused here, not on every call: what the envelope cannot carry. */
+	if (opts->wsse_mode != WMS_WSSE_NONE &&
+	    ((st = wms__validate_text(opts->wsse_username, "wsse_username", 0, err)) != WMS_OK ||
+	     (opts->wsse_mode == WMS_WSSE_PASSWORD_TEXT && *opts->wsse_password &&
+	      (st = wms__validate_text(opts->wsse_password, "wsse_password", 1, err)) != WMS_OK)))
+		return st;
+	if (!opts->client_cert != !opts->client_key)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "client_cert and client_key go together");
+	/* The libcurl transport reads these files on every new connection: a
+	 * path that is wrong today is said now, not as a TLS failure on the
+	 * first call (a custom transport may read them otherwise, or not). */
+	if (!transport &&
+	    ((st = check_path(err, "ca_file", opts->ca_file, 0)) != WMS_OK ||
+	     (st = check_path(err, "ca_path", opts->ca_path, 1)) != WMS_OK ||
+	     (st = check_path(err, "client_cert", opts->client_cert, 0)) != WMS_OK ||
+	     (st = check_path(err, "client_key", opts->client_key, 0)) != WMS_OK ||
+	     (opts->pinned_public_key && strncmp(opts->pinned_public_key, "sha256//", 8) != 0 &&
+	      (st = check_path(err, "pinned_public_key", opts->pinned_public_key, 0)) != WMS_OK)))
+		return st;
+	return WMS_OK;
+}
+
+/* What the client keeps of the options: values with their defaults, and
+ * its own copy of every string. WMS_OK or WMS_ERR_NOMEM. */
+static wms_status copy_options(wms_client *c, const wms_client_options *opts,
+			       const wms_retry_options *retry)
+{
+	char metric[128];
+
+	c->retry = *retry;
+	c->error_filter = opts->error_filter;
+	c->error_filter_ctx = opts->error_filter_ctx;
+	if (opts->fallbacks) {
+		c->fallbacks = *opts->fallbacks;
+		c->has_fallbacks = 1;
+	}
+	c->on_metric = opts->on_metric;
+	c->metric_ctx = opts->metric_ctx;
+	c->soap_version = opts->soap_version;
+	c->timeout_ms = opts->timeout_ms ? opts->timeout_ms : WMS_DEFAULT_TIMEOUT_MS;
+	c->connect_timeout_ms =
+		opts->connect_timeout_ms ? opts->connect_timeout_ms : WMS_DEFAULT_CONNECT_TIMEOUT_MS;
+	if (c->connect_timeout_ms > c->timeout_ms)
+		c->connect_timeout_ms = c->timeout_ms; /* the total deadline always wins */
+	c->stall_timeout_ms =
+		opts->stall_timeout_ms ? opts->stall_timeout_ms : WMS_DEFAULT_STALL_TIMEOUT_MS;
+	c->max_reply_bytes = opts->max_reply_bytes ? opts->max_reply_bytes : WMS_DEFAULT_MAX_REPLY_BYTES;
+	snprintf(metric, sizeof(metric), "%s.circuit_breaker_state",
+		 opts->metric_prefix ? opts->metric_prefix : "fulfillment");
+	if (dup_opt(&c->state_metric, metric) ||
+	    dup_opt(&c->endpoint, opts->endpoint ? opts->endpoint : "") ||
+	    dup_opt(&c->user_agent, opts->user_agent ? opts->user_agent : "libwms/" WMS_VERSION) ||
+	    dup_opt(&c->ca_file, opts->ca_file) || dup_opt(&c->ca_path, opts->ca_path) ||
+	    dup_opt(&c->client_cert, opts->client_cert) ||
+	    dup_opt(&c->client_key, opts->client_key) ||
+	    dup_opt(&c->pinned_public_key, opts->pinned_public_key) ||
+	    dup_opt(&c->http_username, opts->http_username) ||
+	    dup_opt(&c->http_password, opts->http_password) ||
+	    dup_opt(&c->wsse_username, opts->wsse_username) ||
+	    dup_opt(&c->wsse_password, opts->wsse_password))
+		return WMS_ERR_NOMEM;
+	c->wsse.mode = opts->wsse_mode;
+	c->wsse.username = c->wsse_username;
+	c->wsse.password = c->wsse_password;
+	c->on_wire = opts->on_wire;
+	c->wire_ctx = opts->wire_ctx;
+	c->wire_max = opts->wire_log_max_bytes ? opts->wire_log_max_bytes : 4096;
+	return WMS_OK;
+}
+
+/* Correlation ids: a random per-client prefix and a counter. */
+static void make_id_prefix(wms_client *c)
+{
+	unsigned char rnd[4] = { 0 };
+	uint64_t t = wms__now_ns();
+	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		memcpy(rnd, &t, sizeof(rnd));
+	snprintf(c->id_prefix, sizeof(c->id_prefix), "wms-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+		 rnd[3]);
+}
+
+wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_error *err)
+{
+	wms_client *c = NULL;
+	wms_transport *transport = opts ? opts->transport : NULL;
+	wms_retry_options retry;
+	wms_status st;
+	size_t i;
+
+	wms_error_clear(err);
+	if (!out) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "out is NULL");
+		goto fail;
+	}
+	*out = NULL;
+	if (!opts) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "options are required (the endpoint has no default)");
+		goto fail;
+	}
+	if ((st = check_options(opts, &retry, err)) != WMS_OK)
+		goto fail;
+	c = wms__calloc(1, sizeof(*c));
+	if (!c || copy_options(c, opts, &retry) != WMS_OK) {
+		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+		goto fail;
+	}
+	make_id_prefix(c);
+	if (opts->breaker) {
+		for (i = 0; i < WMS__OP_COUNT; i++) {
+			c->breakers[i] = opts->breaker;
+			c->hooks[i].client = c;
+		}
+		c->breaker_count = 1;
+	} else {
+		st = make_breakers(c, opts, err);
+		if (st != WMS_OK)
+			goto fail;
+	}
+	wms__xml_init();
+	st = wms__xml_pool_new(&c->xml_pool, opts->max_idle_connections);
+	if (st != WMS_OK) {
+		wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the XML workspace pool");
+		goto fail;
+	}
+	if (!transport) {
+		st = wms__curl_transport_new(&transport, opts->max_idle_connections);
+		if (st != WMS_OK) {
+			wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the HTTP transport");
+			goto fail;
+		}
+	}
+	c->transport = transport;
+	transport = NULL;
+	*out = c;
+	return WMS_OK;
+fail:
+	if (transport && transport->free)
+		transport->free(transport);
+	wms_client_free(c);
+	return err ? err->status : st;
+}
+
+wms_breaker *wms_client_breaker(wms_client *c)
+{
+	return c ? c->breakers[0] : NULL;
+}
+
+wms_breaker *wms_client_breaker_for(wms_client *c, const char *operation)
+{
+	size_t i;
+	if (!c || !operation)
+		return NULL;
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		if (strcmp(operation, wms__op_name((wms__op)i)) == 0)
+			return c->breakers[i];
+	return NULL;
+}
+
+size_t wms_client_breakers(wms_breaker **out, size_t max, wms_client *c)
+{
+	size_t i;
+	if (!c)
+		return 0;
+	for (i = 0; i < c->breaker_count && i < max && out; i++)
+		out[i] = c->breakers[i];
+	return c->breaker_count;
+}
