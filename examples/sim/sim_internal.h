@@ -1,10 +1,14 @@
-/* wms-sim internals shared by wms_sim.c (HTTP, faults), sim_store.c (the
- * order store) and sim_soap.c (envelopes). Never installed. */
+/* wms-sim internals shared by wms_sim.c (the sim object, start and stop),
+ * sim_faults.c, sim_scripts.c, the HTTP side (sim_http.c, sim_serve.c,
+ * sim_control.c; their libmicrohttpd declarations are in sim_http.h),
+ * sim_store.c (the order store) and sim_soap.c (envelopes). Never installed. */
 #ifndef WMS_SIM_INTERNAL_H
 #define WMS_SIM_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <libxml/tree.h>
 #include <libxml/xmlschemas.h>
 #include "util/buf.h"
@@ -152,5 +156,141 @@ int wms_sim__request_perform(const sim_request *req, sim_store *store, uint64_t 
 /* A SOAP fault: server = Server/Receiver, else Client/Sender. HTTP 500. */
 int wms_sim__reply_fault(sim_reply *out, int soap12, int server, const char *wms_code,
 			 const char *message, int retryable);
+
+/* ---- the sim object (wms_sim.c and the files split from it) --------------- */
+
+/* The simulator's state, and what those files call across each other.
+ * "Lock held": the caller holds the sim's `lock`. */
+
+#define NS_PER_MS ((uint64_t)1000000)
+#define MAX_CONTENT_TYPE 512u
+
+struct MHD_Daemon; /* <microhttpd.h>: only the HTTP side looks inside */
+
+typedef struct wms_sim__fault_slot {
+	wms_sim_fault kind; /* NONE: not set */
+	uint32_t param;
+	uint64_t seen;       /* matching requests so far (every-nth) */
+	uint64_t until_ns;   /* refuse: monotonic end, 0 = until cleared */
+} wms_sim__fault_slot;
+
+/* A scripted reply (wms_sim_set_reply), immutable once made; shared by
+ * reference between its slot and the requests being answered with it. */
+typedef struct wms_sim__script {
+	unsigned refs;        /* under the sim's lock */
+	unsigned status;      /* 0: the default */
+	char *content_type;   /* NULL: the default */
+	int no_content_type;
+	char *body;           /* NULL: the real answer */
+	size_t body_len;
+	int perform;
+	int lie_length;
+	uint64_t content_length;
+	int hang;
+	uint64_t hang_after;
+	uint32_t trickle_ms;
+	int close;
+} wms_sim__script;
+
+typedef struct wms_sim__reply_slot {
+	wms_sim__script *sc; /* NULL: none */
+	uint32_t left;       /* requests it still answers; 0: until cleared */
+} wms_sim__reply_slot;
+
+typedef struct wms_sim__window {
+	uint64_t start_ms;
+	uint64_t end_ms;
+	wms_sim_fault kind;
+	sim_op op;
+	uint32_t param;
+	uint64_t seen;
+} wms_sim__window;
+
+struct wms_sim {
+	/* fixed after start */
+	char bind[64];
+	int ipv6;
+	uint16_t port;
+	char url[160];
+	char base_url[150];
+	char *wsdl;
+	size_t wsdl_len;
+	char *xsd;
+	size_t xsd_len;
+	sim_schema *schema;
+	sim_store *store;
+	FILE *log;
+	uint64_t start_ns;
+
+	pthread_mutex_t lock; /* everything below */
+	pthread_cond_t wake;  /* any change: waiters re-check */
+	struct MHD_Daemon *daemon;
+	int listening;
+	int closing;          /* the daemon is being stopped: hanging requests leave */
+	int stopping;
+	unsigned hold;        /* /control replies that a refuse must not cut */
+	uint64_t requested;   /* listener changes asked for ... */
+	uint64_t applied;     /* ... and carried out by the supervisor */
+	int listen_failed;
+	char listen_error[200];
+	wms_sim__fault_slot all;
+	wms_sim__fault_slot per_op[SIM_OP_COUNT];
+	wms_sim__reply_slot reply_all;
+	wms_sim__reply_slot reply_op[SIM_OP_COUNT];
+	uint64_t conns_accepted;
+	uint64_t conns_open;
+	wms_sim__window *windows;
+	size_t window_count;
+	uint64_t schedule_t0_ns;
+	uint64_t requests_total;
+	uint64_t requests_op[SIM_OP_COUNT];
+	uint64_t clock_offset_ns;
+	uint64_t garbage_seed;
+	pthread_t supervisor;
+	int supervisor_started;
+
+	pthread_mutex_t log_lock;
+	char mhd_message[200]; /* libmicrohttpd's last message (start failures) */
+};
+
+/* wms_sim.c: the names, by sim_op and by wms_sim_fault. */
+extern const char *const wms_sim__op_names[SIM_OP_COUNT];
+extern const char *const wms_sim__fault_names[WMS_SIM_FAULT_COUNT];
+
+/* wms_sim.c: the clock (mono_ns without the advanced offset; now with it,
+ * taking the lock), a wait on `wake` with the lock held, and a whole file
+ * read into memory (malloc'd and NUL-terminated; len excludes the NUL). */
+uint64_t wms_sim__mono_ns(void);
+void wms_sim__wait_until(wms_sim *s, uint64_t at_ns);
+uint64_t wms_sim__now(wms_sim *s);
+wms_sim_status wms_sim__read_file(const char *path, char **out, size_t *len);
+
+/* sim_faults.c: fault lookup, all with the lock held. take_fault counts
+ * the request (every-nth), peek_fault does not (for /stats). */
+void wms_sim__expire(wms_sim *s, uint64_t now);
+wms_sim_fault wms_sim__take_fault(wms_sim *s, sim_op op, uint64_t now, uint32_t *param);
+wms_sim_fault wms_sim__peek_fault(const wms_sim *s, sim_op op, uint64_t now, uint32_t *param);
+int wms_sim__refusing(const wms_sim *s, uint64_t now);
+uint64_t wms_sim__next_change(const wms_sim *s, uint64_t now);
+wms_sim_status wms_sim__set_fault_locked(wms_sim *s, const char *op, wms_sim_fault kind,
+					 uint32_t param);
+/* sim_faults.c: the schedule's text; installing it takes ownership of w. */
+int wms_sim__parse_u64(const char *s, uint64_t *out);
+wms_sim_status wms_sim__parse_schedule(const char *text, wms_sim__window **out, size_t *count);
+void wms_sim__install_schedule(wms_sim *s, wms_sim__window *w, size_t n);
+
+/* sim_scripts.c: scripts and their slots. script_new and script_free need
+ * no lock, script_unref and unref_scripts take it; the rest want it held. */
+void wms_sim__script_free(wms_sim__script *sc);
+void wms_sim__script_unref(wms_sim *s, wms_sim__script *sc);
+wms_sim_status wms_sim__script_new(wms_sim__script **out, const wms_sim_reply *r);
+wms_sim__script *wms_sim__install_script(wms_sim *s, sim_op op, wms_sim__script *sc,
+					 uint32_t times);
+void wms_sim__uninstall_scripts(wms_sim *s, wms_sim__script **old);
+void wms_sim__unref_scripts(wms_sim *s, wms_sim__script **old);
+wms_sim__script *wms_sim__take_script(wms_sim *s, sim_op op);
+
+/* sim_http.c: the listener brought in line with the faults (lock held). */
+wms_sim_status wms_sim__sync_listener(wms_sim *s);
 
 #endif
