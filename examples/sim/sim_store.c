@@ -15,7 +15,6 @@
 #include <time.h>
 #include "sim_internal.h"
 
-#define NS_PER_MS ((uint64_t)1000000)
 #define SHIPPED_STEP 4
 
 static const char *const step_names[] = { "RECEIVED", "ALLOCATED", "PICKING", "PACKED",
