@@ -15,6 +15,7 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xmlsave.h>
 #include "soap.h"
+#include "util/base64.h"
 
 /* ---- operations ---------------------------------------------------------- */
 
@@ -132,14 +133,6 @@ static void envelope_drop(envelope *e)
 #define WSSE_PROFILE "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0"
 #define WSSE_B64 "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary"
 
-static wms_status b64(char *out, size_t size, const unsigned char *in, size_t n)
-{
-	if (size < 4 * ((n + 2) / 3) + 1 || n > INT32_MAX)
-		return WMS_ERR_INTERNAL;
-	EVP_EncodeBlock((unsigned char *)out, in, (int)n);
-	return WMS_OK;
-}
-
 /* Fill the Header with a UsernameToken: fresh 16-byte nonce and created per message; the digest
  * is Base64(SHA-1(nonce + created + password)) (UsernameToken profile 1.0). */
 static wms_status add_wsse(xmlNodePtr header, xmlNsPtr soap, const wms__wsse *w)
@@ -151,7 +144,6 @@ static wms_status add_wsse(xmlNodePtr header, xmlNsPtr soap, const wms__wsse *w)
 	struct timespec ts;
 	struct tm tm;
 	size_t got = 0;
-	wms_status rc;
 
 	if (!(sec = xmlNewChild(header, NULL, X("Security"), NULL)) ||
 	    !(wsse = xmlNewNs(sec, X(WSSE_NS), X("wsse"))) ||
@@ -192,9 +184,9 @@ static wms_status add_wsse(xmlNodePtr header, xmlNsPtr soap, const wms__wsse *w)
 		if (!ok)
 			return WMS_ERR_INTERNAL;
 	}
-	if ((rc = b64(nonce64, sizeof(nonce64), nonce, sizeof(nonce))) != WMS_OK ||
-	    (rc = b64(digest64, sizeof(digest64), digest, sizeof(digest))) != WMS_OK)
-		return rc;
+	if (wms__base64_encode(nonce64, sizeof(nonce64), nonce, sizeof(nonce)) != WMS_OK ||
+	    wms__base64_encode(digest64, sizeof(digest64), digest, sizeof(digest)) != WMS_OK)
+		return WMS_ERR_INTERNAL; /* the buffers are sized for them */
 	OPENSSL_cleanse(digest, sizeof(digest));
 	if (!(pw = xmlNewTextChild(tok, wsse, X("Password"), X(digest64))) ||
 	    !xmlSetProp(pw, X("Type"), X(WSSE_PROFILE "#PasswordDigest")) ||

@@ -18,6 +18,7 @@
 #include <libxml/tree.h>
 
 #include "internal.h"
+#include "util/base64.h"
 #include "wms/fixture.h"
 #include "fixture/fixture.h"
 
@@ -125,31 +126,24 @@ static wms_status put_escaped(wms__buf *out, const char *s, size_t len)
 	return st;
 }
 
+/* Base64 in lines of 76 characters, each after a newline and `indent`. */
 static wms_status put_b64(wms__buf *out, const unsigned char *d, size_t len, const char *indent)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i, col = 0;
-	wms_status st = WMS_OK;
-	for (i = 0; i < len && st == WMS_OK; i += 3) {
-		char q[4];
-		unsigned v = (unsigned)d[i] << 16;
-		if (i + 1 < len)
-			v |= (unsigned)d[i + 1] << 8;
-		if (i + 2 < len)
-			v |= d[i + 2];
-		q[0] = tab[(v >> 18) & 63];
-		q[1] = tab[(v >> 12) & 63];
-		q[2] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
-		q[3] = i + 2 < len ? tab[v & 63] : '=';
-		if (col == 0) {
-			st = wms__fx_put(out, "\n");
-			if (st == WMS_OK)
-				st = wms__fx_put(out, indent);
-		}
+	size_t n = wms__base64_len(len), i;
+	char *text = wms__malloc(n + 1);
+	wms_status st;
+
+	if (!text)
+		return WMS_ERR_NOMEM;
+	st = wms__base64_encode(text, n + 1, d, len);
+	for (i = 0; i < n && st == WMS_OK; i += 76) {
+		st = wms__fx_put(out, "\n");
 		if (st == WMS_OK)
-			st = wms__buf_append(out, q, 4);
-		col = (col + 4) % 76;
+			st = wms__fx_put(out, indent);
+		if (st == WMS_OK)
+			st = wms__buf_append(out, text + i, n - i < 76 ? n - i : 76);
 	}
+	wms__free(text);
 	return st;
 }
 

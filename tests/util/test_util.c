@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "util/alloc.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/json.h"
 #include "util/num.h"
@@ -171,6 +172,59 @@ static void buffers(void **state)
 	wms__buf_free(NULL);
 }
 
+/* RFC 4648's vectors both ways, white space skipped, each refusal with
+ * its offset, and the encoder's room at its bound. */
+static void base64(void **state)
+{
+	static const char *const plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+	static const char *const coded[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
+					     "Zm9vYmFy" };
+	static const struct {
+		const char *in;
+		wms__base64_error why;
+		size_t at;
+	} bad[] = {
+		{ "Z===", WMS__B64_MISPLACED_PAD, 1 }, { "=AAA", WMS__B64_MISPLACED_PAD, 0 },
+		{ "Zg===", WMS__B64_MISPLACED_PAD, 4 }, { "Zg=A", WMS__B64_BAD_CHAR, 3 },
+		{ "Zg==Zg==", WMS__B64_BAD_CHAR, 4 }, { "Zm9v!", WMS__B64_BAD_CHAR, 4 },
+		{ "Zm-v", WMS__B64_BAD_CHAR, 2 }, { "Zm9", WMS__B64_LENGTH, 3 },
+		{ "Zg=", WMS__B64_LENGTH, 3 },
+	};
+	wms__buf b = { 0 };
+	char out[16];
+	size_t i, at;
+	wms__base64_error why;
+	(void)state;
+	for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		size_t n = strlen(plain[i]);
+		assert_int_equal(wms__base64_len(n), strlen(coded[i]));
+		/* room for the text and its NUL, not one byte less */
+		assert_int_equal(wms__base64_encode(out, strlen(coded[i]), plain[i], n),
+				 WMS_ERR_INVALID_ARG);
+		assert_int_equal(wms__base64_encode(out, strlen(coded[i]) + 1, plain[i], n), WMS_OK);
+		assert_string_equal(out, coded[i]);
+		b.len = 0;
+		assert_int_equal(wms__base64_decode(&b, coded[i], strlen(coded[i]), &why, &at), WMS_OK);
+		assert_int_equal(b.len, n);
+		assert_memory_equal(b.data ? b.data : "", plain[i], n);
+	}
+	/* appended, white space anywhere */
+	b.len = 0;
+	assert_int_equal(wms__buf_append(&b, "<", 1), WMS_OK);
+	assert_int_equal(wms__base64_decode(&b, " Zm9v\r\nYm\tFy \n", 14, &why, &at), WMS_OK);
+	assert_string_equal(b.data, "<foobar");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		b.len = 0;
+		assert_int_equal(wms__base64_decode(&b, bad[i].in, strlen(bad[i].in), &why, &at),
+				 WMS_ERR_INVALID_ARG);
+		if (why != bad[i].why || at != bad[i].at)
+			fail_msg("\"%s\": error %d at %zu, expected %d at %zu", bad[i].in, (int)why, at,
+				 (int)bad[i].why, bad[i].at);
+		assert_int_equal(b.len, 0);
+	}
+	wms__buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +232,7 @@ int main(void)
 		cmocka_unit_test(json_strings),
 		cmocka_unit_test(utf8_and_strings),
 		cmocka_unit_test(buffers),
+		cmocka_unit_test(base64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
