@@ -513,7 +513,8 @@ int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_o
 		opts.connect_timeout_ms = cfg->connect_timeout_ms;
 	ctl_breaker_flags(&opts.breaker_options, cfg);
 	opts.transport = transport; /* owned by the client from here on */
-	opts.user_agent = "wmsctl/" WMS_VERSION;
+	if (!transport) /* a replay transport sends nothing: no user agent */
+		opts.user_agent = "wmsctl/" WMS_VERSION;
 	st = wms_client_new(out, &opts, &err);
 	if (st != WMS_OK) {
 		ctl_print_error(cfg->command, st, &err);

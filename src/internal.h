@@ -33,9 +33,4 @@ wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
  * Receiver, an empty or unknown code - is the WMS's trouble. */
 int wms__fault_is_request_error(const char *code);
 
-/* transport_curl.c: wms_curl_transport_new keeping up to max_idle idle
- * handles (keep-alive connections); 0 = 8. */
-struct wms_transport;
-wms_status wms__curl_transport_new(struct wms_transport **out, size_t max_idle);
-
 #endif

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <curl/curl.h>
 #include "init.h"
 #include "internal.h"
@@ -23,6 +25,7 @@ _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 /* Idle easy handles (and so idle keep-alive connections) kept for reuse,
  * unless the client says otherwise (max_idle_connections). */
 #define POOL_DEFAULT_IDLE 8
+#define POOL_MAX_IDLE 1024u
 
 /* What the callbacks of one call share. */
 struct call {
@@ -80,17 +83,8 @@ struct conn {
 	char died[96];
 	/* Set once the constant options are on h; 0 forces a full set-up. */
 	int configured;
-	/* The values h carries now (NULL: not set, libcurl's default). */
+	/* The URL h carries now (NULL: not set). */
 	char *url;
-	char *user_agent;
-	char *ca_file;
-	char *ca_path;
-	/* mutual TLS, pinning, HTTP Basic: set at set-up, compared per call */
-	char *client_cert;
-	char *client_key;
-	char *pinned_public_key;
-	char *http_username;
-	char *http_password;
 	/* the per-call X-Correlation-Id line, linked after the cached headers
 	 * for the transfer only (never freed by curl_slist_free_all) */
 	struct curl_slist corr_node;
@@ -108,6 +102,15 @@ _Static_assert(sizeof(((struct conn *)0)->corr_line) >= sizeof("X-Correlation-Id
 
 struct curl_transport {
 	wms_transport parent;
+	/* What every handle is set up with (copies; NULL: libcurl's default). */
+	char *user_agent;
+	char *ca_file;
+	char *ca_path;
+	char *client_cert;
+	char *client_key;
+	char *pinned_public_key;
+	char *http_username;
+	char *http_password; /* wiped when the transport goes */
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 	int share_locks_ready;
@@ -177,22 +180,7 @@ static void share_unlock(CURL *handle, curl_lock_data data, void *userptr)
 static void conn_forget(struct conn *k)
 {
 	wms__free(k->url);
-	wms__free(k->user_agent);
-	wms__free(k->ca_file);
-	wms__free(k->ca_path);
-	wms__free(k->client_cert);
-	wms__free(k->client_key);
-	wms__free(k->pinned_public_key);
-	wms__free(k->http_username);
-	if (k->http_password) {
-		volatile char *v = k->http_password;
-		while (*v)
-			*v++ = '\0';
-	}
-	wms__free(k->http_password);
-	k->url = k->user_agent = k->ca_file = k->ca_path = NULL;
-	k->client_cert = k->client_key = k->pinned_public_key = NULL;
-	k->http_username = k->http_password = NULL;
+	k->url = NULL;
 	k->connect_ms = k->total_ms = k->stall_s = 0;
 	/* HTTPHEADER still points at the list: only free it once h is reset
 	 * or gone, or the next set-up replaces it. */
@@ -688,12 +676,6 @@ static int headers_match(const struct conn *k, const wms_http_request *req)
 					       req->soap_action ? req->soap_action : "", "\""));
 }
 
-/* Both NULL, or equal strings. */
-static int same_opt(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 /* Remember `value` as what `*slot` says h carries. A failed copy only costs
  * a full set-up on the next call. */
 static void remember(struct conn *k, char **slot, const char *value)
@@ -929,9 +911,10 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 			goto done;                         \
 	} while (0)
 
-/* Every option that is the same for all calls, on a handle just reset (or
- * new), plus the CA and user agent, which are reset-only (see "Handle reuse"). */
-static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_request *req)
+/* Every option that is the same for all calls - the transport's own (TLS
+ * files, pin, credentials, user agent) among them - on a handle just reset
+ * (or new). */
+static CURLcode setup(struct curl_transport *t, struct conn *k)
 {
 	CURL *h = k->h;
 	CURLcode rc = CURLE_OK;
@@ -964,26 +947,26 @@ static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_r
 	SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
 	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
 	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
-	if (req->ca_file)
-		SETOPT(CURLOPT_CAINFO, req->ca_file);
-	if (req->ca_path)
-		SETOPT(CURLOPT_CAPATH, req->ca_path);
-	if (req->user_agent)
-		SETOPT(CURLOPT_USERAGENT, req->user_agent);
-	if (req->client_cert) {
-		SETOPT(CURLOPT_SSLCERT, req->client_cert);
+	if (t->ca_file)
+		SETOPT(CURLOPT_CAINFO, t->ca_file);
+	if (t->ca_path)
+		SETOPT(CURLOPT_CAPATH, t->ca_path);
+	if (t->user_agent)
+		SETOPT(CURLOPT_USERAGENT, t->user_agent);
+	if (t->client_cert) {
+		SETOPT(CURLOPT_SSLCERT, t->client_cert);
 		SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
 	}
-	if (req->client_key) {
-		SETOPT(CURLOPT_SSLKEY, req->client_key);
+	if (t->client_key) {
+		SETOPT(CURLOPT_SSLKEY, t->client_key);
 		SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
 	}
-	if (req->pinned_public_key)
-		SETOPT(CURLOPT_PINNEDPUBLICKEY, req->pinned_public_key);
-	if (req->http_username && req->http_password) {
+	if (t->pinned_public_key)
+		SETOPT(CURLOPT_PINNEDPUBLICKEY, t->pinned_public_key);
+	if (t->http_username && t->http_password) {
 		SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		SETOPT(CURLOPT_USERNAME, req->http_username);
-		SETOPT(CURLOPT_PASSWORD, req->http_password);
+		SETOPT(CURLOPT_USERNAME, t->http_username);
+		SETOPT(CURLOPT_PASSWORD, t->http_password);
 	}
 	SETOPT(CURLOPT_WRITEFUNCTION, on_body);
 	SETOPT(CURLOPT_WRITEDATA, &k->c);
@@ -1001,14 +984,6 @@ static CURLcode setup(struct curl_transport *t, struct conn *k, const wms_http_r
 #endif
 	SETOPT(CURLOPT_ERRORBUFFER, k->errbuf);
 	k->configured = 1;
-	remember(k, &k->ca_file, req->ca_file);
-	remember(k, &k->ca_path, req->ca_path);
-	remember(k, &k->user_agent, req->user_agent);
-	remember(k, &k->client_cert, req->client_cert);
-	remember(k, &k->client_key, req->client_key);
-	remember(k, &k->pinned_public_key, req->pinned_public_key);
-	remember(k, &k->http_username, req->http_username);
-	remember(k, &k->http_password, req->http_password);
 done:
 	return rc;
 }
@@ -1020,14 +995,8 @@ static CURLcode configure(struct curl_transport *t, struct conn *k, const wms_ht
 	CURL *h = k->h;
 	CURLcode rc = CURLE_OK;
 
-	if (!k->configured || !same_opt(k->ca_file, req->ca_file) ||
-	    !same_opt(k->ca_path, req->ca_path) || !same_opt(k->user_agent, req->user_agent) ||
-	    !same_opt(k->client_cert, req->client_cert) ||
-	    !same_opt(k->client_key, req->client_key) ||
-	    !same_opt(k->pinned_public_key, req->pinned_public_key) ||
-	    !same_opt(k->http_username, req->http_username) ||
-	    !same_opt(k->http_password, req->http_password)) {
-		rc = setup(t, k, req);
+	if (!k->configured) {
+		rc = setup(t, k);
 		if (rc != CURLE_OK)
 			goto done;
 	}
@@ -1085,8 +1054,7 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	if ((uint64_t)req->body_len > (uint64_t)INT64_MAX)
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					  "request body too large");
-	if (has_crlf(req->url) || has_crlf(req->content_type) || has_crlf(req->soap_action) ||
-	    has_crlf(req->user_agent))
+	if (has_crlf(req->url) || has_crlf(req->content_type) || has_crlf(req->soap_action))
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					  "URL or header value contains CR or LF");
 
@@ -1205,34 +1173,127 @@ static void curl_transport_free(wms_transport *self)
 	if (t->pool_lock_ready)
 		pthread_mutex_destroy(&t->pool_lock);
 	wms__free(t->idle);
+	wms__free(t->user_agent);
+	wms__free(t->ca_file);
+	wms__free(t->ca_path);
+	wms__free(t->client_cert);
+	wms__free(t->client_key);
+	wms__free(t->pinned_public_key);
+	wms__free(t->http_username);
+	wms__free_secret(t->http_password);
 	wms__free(t);
+}
+
+wms_status wms_curl_transport_options_init(wms_curl_transport_options *opts, unsigned version)
+{
+	if (!opts || version != WMS_CURL_TRANSPORT_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	memset(opts, 0, sizeof(*opts));
+	opts->version = version;
+	return WMS_OK;
+}
+
+/* A readable file (dir 0) or searchable directory (dir 1), or NULL: libcurl
+ * reads them on every new connection, so a path that is wrong today is
+ * said now, not as a TLS failure on the first call. */
+static wms_status check_path(wms_error *err, const char *what, const char *path, int dir)
+{
+	struct stat sb;
+	char why[128];
+
+	if (!path)
+		return WMS_OK;
+	if (!*path)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: empty path (leave it NULL for none)", what);
+	if (stat(path, &sb) == 0 && (dir ? !S_ISDIR(sb.st_mode) : S_ISDIR(sb.st_mode)))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: \"%s\" is %s", what, path, dir ? "not a directory" : "a directory");
+	if (access(path, dir ? R_OK | X_OK : R_OK) != 0) {
+		int e = errno;
+		if (strerror_r(e, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "error %d", e);
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: cannot %s \"%s\": %s", what, dir ? "search" : "read", path, why);
+	}
+	return WMS_OK;
+}
+
+static wms_status check_options(const wms_curl_transport_options *o, wms_error *err)
+{
+	wms_status st;
+
+	if (o->version != WMS_CURL_TRANSPORT_OPTIONS_VERSION)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "curl transport options version %u is not supported (this libwms "
+				 "knows %u)", o->version, WMS_CURL_TRANSPORT_OPTIONS_VERSION);
+	if (o->max_idle_connections > POOL_MAX_IDLE)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "max_idle_connections must be at most %u (got %u)", POOL_MAX_IDLE,
+				 (unsigned)o->max_idle_connections);
+	if (has_crlf(o->user_agent))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "user_agent contains CR or LF");
+	if (!o->http_username != !o->http_password)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "http_username and http_password go together");
+	if (!o->client_cert != !o->client_key)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "client_cert and client_key go together");
+	if ((st = check_path(err, "ca_file", o->ca_file, 0)) != WMS_OK ||
+	    (st = check_path(err, "ca_path", o->ca_path, 1)) != WMS_OK ||
+	    (st = check_path(err, "client_cert", o->client_cert, 0)) != WMS_OK ||
+	    (st = check_path(err, "client_key", o->client_key, 0)) != WMS_OK ||
+	    (o->pinned_public_key && strncmp(o->pinned_public_key, "sha256//", 8) != 0 &&
+	     (st = check_path(err, "pinned_public_key", o->pinned_public_key, 0)) != WMS_OK))
+		return st;
+	return WMS_OK;
+}
+
+static int copy_opt(char **dst, const char *src)
+{
+	return !src || (*dst = wms__strdup(src)) != NULL;
 }
 
 wms_status wms_curl_transport_new(wms_transport **out)
 {
-	return wms__curl_transport_new(out, POOL_DEFAULT_IDLE);
+	return wms_curl_transport_create(out, NULL, NULL);
 }
 
-wms_status wms__curl_transport_new(wms_transport **out, size_t max_idle)
+wms_status wms_curl_transport_create(wms_transport **out, const wms_curl_transport_options *opts,
+				     wms_error *err)
 {
+	static const wms_curl_transport_options defaults = WMS_CURL_TRANSPORT_OPTIONS_INIT;
 	struct curl_transport *t = NULL;
 	wms_status st = WMS_OK;
 	CURLSHcode shc;
 	size_t i;
 
+	wms_error_clear(err);
 	if (!out)
-		return WMS_ERR_INVALID_ARG;
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "out is NULL");
 	*out = NULL;
+	if (!opts)
+		opts = &defaults;
+	if ((st = check_options(opts, err)) != WMS_OK)
+		return st;
 	if (pthread_once(&global_once, global_init) != 0 || global_rc != CURLE_OK)
-		return WMS_ERR_INTERNAL;
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
+				 "libcurl's global init failed");
 
 	t = wms__calloc(1, sizeof(*t));
 	if (!t)
-		return WMS_ERR_NOMEM;
-	t->idle_max = max_idle ? max_idle : POOL_DEFAULT_IDLE;
-	if (!(t->idle = wms__calloc(t->idle_max, sizeof(*t->idle)))) {
-		wms__free(t);
-		return WMS_ERR_NOMEM;
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+	t->idle_max = opts->max_idle_connections ? opts->max_idle_connections : POOL_DEFAULT_IDLE;
+	if (!(t->idle = wms__calloc(t->idle_max, sizeof(*t->idle))) ||
+	    !copy_opt(&t->user_agent, opts->user_agent) || !copy_opt(&t->ca_file, opts->ca_file) ||
+	    !copy_opt(&t->ca_path, opts->ca_path) || !copy_opt(&t->client_cert, opts->client_cert) ||
+	    !copy_opt(&t->client_key, opts->client_key) ||
+	    !copy_opt(&t->pinned_public_key, opts->pinned_public_key) ||
+	    !copy_opt(&t->http_username, opts->http_username) ||
+	    !copy_opt(&t->http_password, opts->http_password)) {
+		curl_transport_free(&t->parent);
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 	}
 	t->parent.version = WMS_TRANSPORT_VERSION;
 	t->parent.send = curl_send;
@@ -1271,7 +1332,9 @@ wms_status wms__curl_transport_new(wms_transport **out, size_t max_idle)
 	*out = &t->parent;
 	t = NULL;
 done:
-	if (t)
+	if (t) {
 		curl_transport_free(&t->parent);
+		wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the HTTP transport");
+	}
 	return st;
 }

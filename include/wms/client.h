@@ -131,11 +131,15 @@ typedef struct wms_client_options {
 	/** Use this breaker instead of creating one (not owned, must outlive the client). */
 	wms_breaker *breaker;
 	/** Custom transport (wms/sys/transport.h); the client takes ownership,
-	 *  also when creation fails. NULL = libcurl. */
+	 *  also when creation fails. NULL = libcurl's, made from the options
+	 *  below (user_agent to http_password), which configure it and no
+	 *  other: with a custom transport they must stay NULL (INVALID_ARG),
+	 *  that transport is configured when it is made. */
 	wms_transport *transport;
 	/** User-Agent header; NULL = "libwms/VERSION". */
 	const char *user_agent;
-	/** TLS: CA bundle file / directory; NULL = the system's. */
+	/** TLS: CA bundle file / directory; NULL = the system's. Checked when
+	 *  the client is made (INVALID_ARG naming the file). */
 	const char *ca_file;
 	const char *ca_path;
 	/** One breaker for the client (default) or one per operation (a breaker

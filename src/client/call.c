@@ -215,14 +215,6 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 								    : timeout_ms;
 	req.stall_timeout_ms = c->stall_timeout_ms;
 	req.max_reply_bytes = c->max_reply_bytes;
-	req.user_agent = c->user_agent;
-	req.ca_file = c->ca_file;
-	req.ca_path = c->ca_path;
-	req.client_cert = c->client_cert;
-	req.client_key = c->client_key;
-	req.pinned_public_key = c->pinned_public_key;
-	req.http_username = c->http_username;
-	req.http_password = c->http_password;
 	req.correlation_id = err->correlation_id;
 
 	if (c->on_wire)

@@ -23,9 +23,6 @@ typedef struct breaker_hook {
 
 struct wms_client {
 	char *endpoint;
-	char *user_agent;
-	char *ca_file;
-	char *ca_path;
 	wms_soap_version soap_version;
 	uint32_t connect_timeout_ms;
 	uint32_t timeout_ms;
@@ -45,12 +42,7 @@ struct wms_client {
 	wms_metric_fn on_metric;
 	void *metric_ctx;
 	char *state_metric; /* "<prefix>.circuit_breaker_state" */
-	/* TLS and authentication */
-	char *client_cert;
-	char *client_key;
-	char *pinned_public_key;
-	char *http_username;
-	char *http_password;
+	/* WS-Security (TLS and HTTP credentials are the transport's) */
 	wms__wsse wsse;
 	char *wsse_username;
 	char *wsse_password;

@@ -24,17 +24,6 @@ static int has_scheme(const char *url)
 	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-/* Passwords are wiped before their memory goes back. */
-static void free_secret(char *p)
-{
-	if (p) {
-		volatile char *v = p;
-		while (*v)
-			*v++ = '\0';
-		wms__free(p);
-	}
-}
-
 void wms_client_free(wms_client *c)
 {
 	size_t i;
@@ -48,17 +37,9 @@ void wms_client_free(wms_client *c)
 			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
 				wms_breaker_free(c->breakers[i]);
 	wms__free(c->endpoint);
-	wms__free(c->user_agent);
-	wms__free(c->ca_file);
-	wms__free(c->ca_path);
 	wms__free(c->state_metric);
-	wms__free(c->client_cert);
-	wms__free(c->client_key);
-	wms__free(c->pinned_public_key);
-	wms__free(c->http_username);
-	free_secret(c->http_password);
 	wms__free(c->wsse_username);
-	free_secret(c->wsse_password);
+	wms__free_secret(c->wsse_password);
 	wms__free(c);
 }
 
@@ -151,30 +132,6 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 	return WMS_OK;
 }
 
-/* A readable file (dir 0) or searchable directory (dir 1), or NULL. */
-static wms_status check_path(wms_error *err, const char *what, const char *path, int dir)
-{
-	struct stat sb;
-	char why[128];
-
-	if (!path)
-		return WMS_OK;
-	if (!*path)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "%s: empty path (leave it NULL for none)", what);
-	if (stat(path, &sb) == 0 && (dir ? !S_ISDIR(sb.st_mode) : S_ISDIR(sb.st_mode)))
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "%s: \"%s\" is %s", what, path, dir ? "not a directory" : "a directory");
-	if (access(path, dir ? R_OK | X_OK : R_OK) != 0) {
-		int e = errno;
-		if (strerror_r(e, why, sizeof(why)) != 0)
-			snprintf(why, sizeof(why), "error %d", e);
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "%s: cannot %s \"%s\": %s", what, dir ? "search" : "read", path, why);
-	}
-	return WMS_OK;
-}
-
 static wms_status check_retry(wms_retry_options *r, wms_error *err)
 {
 	if (r->max_attempts == 0)
@@ -230,9 +187,17 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	*retry = opts->retry;
 	if ((st = check_retry(retry, err)) != WMS_OK)
 		return st;
-	if (!opts->http_username != !opts->http_password)
+	/* The user agent, TLS files, pin and HTTP credentials configure the
+	 * libcurl transport when the client makes it (which checks them); a
+	 * transport of the caller's was configured when it was made, and none
+	 * sees them on a request. */
+	if (transport && (opts->user_agent || opts->ca_file || opts->ca_path || opts->client_cert ||
+			  opts->client_key || opts->pinned_public_key || opts->http_username ||
+			  opts->http_password))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "http_username and http_password go together");
+				 "user_agent, ca_file, ca_path, client_cert, client_key, "
+				 "pinned_public_key, http_username and http_password configure the "
+				 "default transport: with options->transport, configure that one");
 	if (opts->wsse_mode != WMS_WSSE_NONE &&
 	    ((opts->wsse_mode != WMS_WSSE_PASSWORD_TEXT &&
 	      opts->wsse_mode != WMS_WSSE_PASSWORD_DIGEST) ||
@@ -244,20 +209,6 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	    ((st = wms__validate_text(opts->wsse_username, "wsse_username", 0, err)) != WMS_OK ||
 	     (opts->wsse_mode == WMS_WSSE_PASSWORD_TEXT && *opts->wsse_password &&
 	      (st = wms__validate_text(opts->wsse_password, "wsse_password", 1, err)) != WMS_OK)))
-		return st;
-	if (!opts->client_cert != !opts->client_key)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "client_cert and client_key go together");
-	/* The libcurl transport reads these files on every new connection: a
-	 * path that is wrong today is said now, not as a TLS failure on the
-	 * first call (a custom transport may read them otherwise, or not). */
-	if (!transport &&
-	    ((st = check_path(err, "ca_file", opts->ca_file, 0)) != WMS_OK ||
-	     (st = check_path(err, "ca_path", opts->ca_path, 1)) != WMS_OK ||
-	     (st = check_path(err, "client_cert", opts->client_cert, 0)) != WMS_OK ||
-	     (st = check_path(err, "client_key", opts->client_key, 0)) != WMS_OK ||
-	     (opts->pinned_public_key && strncmp(opts->pinned_public_key, "sha256//", 8) != 0 &&
-	      (st = check_path(err, "pinned_public_key", opts->pinned_public_key, 0)) != WMS_OK)))
 		return st;
 	return WMS_OK;
 }
@@ -291,13 +242,6 @@ static wms_status copy_options(wms_client *c, const wms_client_options *opts,
 		 opts->metric_prefix ? opts->metric_prefix : "fulfillment");
 	if (dup_opt(&c->state_metric, metric) ||
 	    dup_opt(&c->endpoint, opts->endpoint ? opts->endpoint : "") ||
-	    dup_opt(&c->user_agent, opts->user_agent ? opts->user_agent : "libwms/" WMS_VERSION) ||
-	    dup_opt(&c->ca_file, opts->ca_file) || dup_opt(&c->ca_path, opts->ca_path) ||
-	    dup_opt(&c->client_cert, opts->client_cert) ||
-	    dup_opt(&c->client_key, opts->client_key) ||
-	    dup_opt(&c->pinned_public_key, opts->pinned_public_key) ||
-	    dup_opt(&c->http_username, opts->http_username) ||
-	    dup_opt(&c->http_password, opts->http_password) ||
 	    dup_opt(&c->wsse_username, opts->wsse_username) ||
 	    dup_opt(&c->wsse_password, opts->wsse_password))
 		return WMS_ERR_NOMEM;
@@ -366,11 +310,18 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 		goto fail;
 	}
 	if (!transport) {
-		st = wms__curl_transport_new(&transport, opts->max_idle_connections);
-		if (st != WMS_OK) {
-			wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the HTTP transport");
+		wms_curl_transport_options co = WMS_CURL_TRANSPORT_OPTIONS_INIT;
+		co.user_agent = opts->user_agent ? opts->user_agent : "libwms/" WMS_VERSION;
+		co.ca_file = opts->ca_file;
+		co.ca_path = opts->ca_path;
+		co.client_cert = opts->client_cert;
+		co.client_key = opts->client_key;
+		co.pinned_public_key = opts->pinned_public_key;
+		co.http_username = opts->http_username;
+		co.http_password = opts->http_password;
+		co.max_idle_connections = opts->max_idle_connections;
+		if ((st = wms_curl_transport_create(&transport, &co, err)) != WMS_OK)
 			goto fail;
-		}
 	}
 	c->transport = transport;
 	transport = NULL;

@@ -110,6 +110,16 @@ char *wms__strdup(const char *s)
 	return s ? wms__strndup(s, strlen(s)) : NULL;
 }
 
+void wms__free_secret(char *p)
+{
+	if (p) {
+		volatile char *v = p;
+		while (*v)
+			*v++ = '\0';
+		wms__free(p);
+	}
+}
+
 /* ---- libxml2 and libcurl through the seam -------------------------------- */
 
 /* Set while wms_global_init checks that libcurl really took the trampolines;

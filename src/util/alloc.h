@@ -13,6 +13,8 @@ void *wms__realloc(void *p, size_t n);
 void wms__free(void *p);
 char *wms__strdup(const char *s);
 char *wms__strndup(const char *s, size_t n);
+/* Wipe a secret's bytes, then free it (NULL-safe). */
+void wms__free_secret(char *p);
 
 /* Install `a` (NULL: malloc, realloc and free). INVALID_ARG without its
  * three functions, or once a library holds blocks from the installed one

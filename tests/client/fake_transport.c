@@ -28,14 +28,9 @@ static wms_status fake_send(wms_transport *t, const wms_http_request *req,
 	snprintf(f->last_body, sizeof(f->last_body), "%.*s", (int)req->body_len, req->body);
 	snprintf(f->last_correlation_id, sizeof(f->last_correlation_id), "%s",
 		 req->correlation_id ? req->correlation_id : "");
-	snprintf(f->last_username, sizeof(f->last_username), "%s",
-		 req->http_username ? req->http_username : "");
-	snprintf(f->last_password, sizeof(f->last_password), "%s",
-		 req->http_password ? req->http_password : "");
-	snprintf(f->last_client_cert, sizeof(f->last_client_cert), "%s",
-		 req->client_cert ? req->client_cert : "");
-	snprintf(f->last_pin, sizeof(f->last_pin), "%s",
-		 req->pinned_public_key ? req->pinned_public_key : "");
+	if (req->user_agent || req->ca_file || req->ca_path || req->client_cert ||
+	    req->client_key || req->pinned_public_key || req->http_username || req->http_password)
+		f->secrets_seen++;
 	assert_true(req->timeout_ms > 0 && req->connect_timeout_ms > 0);
 	assert_true(req->connect_timeout_ms <= req->timeout_ms);
 	if (s->sleep_ms) {

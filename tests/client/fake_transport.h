@@ -28,10 +28,9 @@ typedef struct fake {
 	char last_ctype[160];
 	char last_body[8192];
 	char last_correlation_id[64];
-	char last_username[64];
-	char last_password[64];
-	char last_client_cert[128];
-	char last_pin[128];
+	/* requests that carried a user agent, TLS file, pin or credential:
+	 * none may (they configure the libcurl transport when it is made) */
+	int secrets_seen;
 } fake;
 
 typedef struct fx {

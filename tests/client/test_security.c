@@ -184,8 +184,6 @@ static void wire_log_is_redacted_and_correlated(void **state)
 	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
 	o.wsse_username = "fulfillment";
 	o.wsse_password = SECRET;
-	o.http_username = "basic-user";
-	o.http_password = "basic-" SECRET;
 	o.on_wire = on_wire;
 	o.wire_ctx = &w;
 	x = setup_client_with(&o);
@@ -202,9 +200,8 @@ static void wire_log_is_redacted_and_correlated(void **state)
 	assert_non_null(strstr(w.text, ">REDACTED</wsse:Password>"));
 	assert_null(strstr(w.text, SECRET));
 	assert_non_null(strstr(w.text, "WMS-7")); /* the reply is there */
-	/* credentials reach the transport, and only the transport */
-	assert_string_equal(x.t->last_username, "basic-user");
-	assert_string_equal(x.t->last_password, "basic-" SECRET);
+	/* a transport sees no TLS file or credential on a request */
+	assert_int_equal(x.t->secrets_seen, 0);
 	assert_null(strstr(err.message, SECRET));
 	/* ids differ per call */
 	{
@@ -341,22 +338,49 @@ static void credentials_are_validated(void **state)
 	assert_null(c);
 }
 
-static void tls_options_reach_the_transport(void **state)
+/* The user agent, TLS files, pin and HTTP credentials configure the
+ * libcurl transport when the client makes it: with a transport of the
+ * caller's, each of them is refused (that transport was configured when it
+ * was made), and the transport is freed all the same. Without one, the
+ * files are checked as the client makes its transport. */
+static void tls_options_are_the_transports(void **state)
 {
+	static const char *const fields[] = { "user_agent", "ca_file", "ca_path", "client_cert",
+					      "client_key", "pinned_public_key", "http_username",
+					      "http_password" };
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	fx x;
+	wms_client *c = NULL;
+	wms_error err;
+	size_t i;
+	fake *t;
 	(void)state;
-	o.client_cert = "/etc/wms/client.pem";
-	o.client_key = "/etc/wms/client.key";
-	o.pinned_public_key = "sha256//AAAA";
-	x = setup_client_with(&o);
-	x.t->next.status = 200;
-	x.t->next.content_type = "text/xml";
-	x.t->next.body = submit_ok;
-	assert_int_equal(submit(&x, NULL), WMS_OK);
-	assert_string_equal(x.t->last_client_cert, "/etc/wms/client.pem");
-	assert_string_equal(x.t->last_pin, "sha256//AAAA");
-	wms_client_free(x.c);
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		o = (wms_client_options)WMS_CLIENT_OPTIONS_INIT;
+		switch (i) {
+		case 0: o.user_agent = "ua/1"; break;
+		case 1: o.ca_file = "/etc/ssl/certs/ca-certificates.crt"; break;
+		case 2: o.ca_path = "/etc/ssl/certs"; break;
+		case 3: o.client_cert = "/etc/wms/client.pem"; break;
+		case 4: o.client_key = "/etc/wms/client.key"; break;
+		case 5: o.pinned_public_key = "sha256//AAAA"; break;
+		case 6: o.http_username = "basic-user"; break;
+		case 7: o.http_password = "basic-" SECRET; break;
+		}
+		o.transport = fake_transport_new(&t);
+		assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+		assert_null(c);
+		if (!strstr(err.message, fields[i]) ||
+		    !strstr(err.message, "configure the default transport"))
+			fail_msg("%s: %s", fields[i], err.message);
+		assert_null(strstr(err.message, SECRET));
+	}
+	o = (wms_client_options)WMS_CLIENT_OPTIONS_INIT;
+	o.endpoint = "https://wms.invalid/";
+	o.client_cert = "/nonexistent/libwms/client.pem";
+	o.client_key = "/nonexistent/libwms/client.key";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "client_cert: cannot read"));
+	assert_null(c);
 }
 
 /* ---- memory running out between attempts ---------------------------------- */
@@ -459,7 +483,7 @@ int main(void)
 		cmocka_unit_test(wire_log_redaction_is_linear),
 		cmocka_unit_test(wire_log_is_bounded),
 		cmocka_unit_test(credentials_are_validated),
-		cmocka_unit_test(tls_options_reach_the_transport),
+		cmocka_unit_test(tls_options_are_the_transports),
 		cmocka_unit_test(retry_rebuild_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

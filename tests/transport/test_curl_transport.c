@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 #include <curl/curl.h>
@@ -26,6 +27,7 @@
 #include "wms/sys/transport.h"
 #include "loopback.h"
 #include "send_fault.h"
+#include "transport_opts.h"
 
 #define ACTION "urn:libwms:warehouse:1/GetOrderStatus"
 #define CT_11 "text/xml; charset=utf-8"
@@ -110,7 +112,8 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
 /* ---- fixture ------------------------------------------------------------ */
 
 typedef struct fx {
-	wms_transport *tp;
+	wms_transport *tp; /* tt.tp: made anew when tt.want changes (retransport) */
+	tt_transport tt;
 	lb_server *srv;
 	wms_http_request req;
 	wms_http_response resp;
@@ -145,7 +148,32 @@ static void base_request(wms_http_request *r)
 	r->timeout_ms = 5000;
 	r->stall_timeout_ms = 5000;
 	r->max_reply_bytes = 1024 * 1024;
-	r->user_agent = UA;
+}
+
+/* A transport whose CA file goes away once it is made (when it is checked):
+ * libcurl reads it at the handshake and finds it gone. */
+static void vanishing_ca(fx *f, char *path, size_t size)
+{
+	int fd;
+	snprintf(path, size, "/tmp/libwms-test-ca-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	f->tt.want.ca_file = path;
+	tt_transport_apply(&f->tt, &f->err);
+	f->tp = f->tt.tp;
+	assert_non_null(f->tp);
+	unlink(path);
+}
+
+/* Make f->tp anew if f->tt.want changed: its options are fixed when it is
+ * made. */
+static void retransport(fx *f)
+{
+	wms_error err;
+	if (tt_transport_apply(&f->tt, &err) != WMS_OK)
+		fail_msg("wms_curl_transport_create: %s", err.message);
+	f->tp = f->tt.tp;
 }
 
 static int setup(void **state)
@@ -153,10 +181,13 @@ static int setup(void **state)
 	fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	if (wms_curl_transport_new(&f->tp) != WMS_OK) {
+	tt_transport_init(&f->tt);
+	f->tt.want.user_agent = UA;
+	if (tt_transport_apply(&f->tt, &f->err) != WMS_OK) {
 		free(f);
 		return -1;
 	}
+	f->tp = f->tt.tp;
 	base_request(&f->req);
 	f->resp.max_body = f->req.max_reply_bytes;
 	*state = f;
@@ -166,7 +197,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fx *f = *state;
-	f->tp->free(f->tp);
+	tt_transport_free(&f->tt);
 	lb_stop(f->srv);
 	wms_http_response_clear(&f->resp);
 	lb_request_free(&f->last);
@@ -372,16 +403,18 @@ static void test_wire_soap12(void **state)
 	assert_int_equal(lb_header(&f->last, "SOAPAction", NULL, 0), 0);
 }
 
-/* Correlation id and HTTP Basic reach the wire; the id changes per call
- * while the cached headers stay right; the password never reaches err. */
+/* Correlation id and the transport's HTTP Basic credentials reach the
+ * wire; the id changes per call while the cached headers stay right; the
+ * password never reaches err. */
 static void test_wire_correlation_and_basic(void **state)
 {
 	fx *f = *state;
 	char v[512];
 	start_reply(f, 200, "OK", CT_11, reply_ok);
 	f->req.correlation_id = "wms-0badc0de-000001";
-	f->req.http_username = "fulfillment";
-	f->req.http_password = "pa55-w0rd";
+	f->tt.want.http_username = "fulfillment";
+	f->tt.want.http_password = "pa55-w0rd";
+	retransport(f);
 	assert_int_equal(call(f), WMS_OK);
 	assert_common_wire(f);
 	assert_int_equal(lb_header(&f->last, "X-Correlation-Id", v, sizeof(v)), 1);
@@ -403,8 +436,9 @@ static void test_wire_correlation_and_basic(void **state)
 	f->req.correlation_id = "wms-0badc0de-000002";
 	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
 	assert_string_equal(v, "\"" ACTION "\"");
-	/* credentials dropped: no Authorization any more */
-	f->req.http_username = f->req.http_password = NULL;
+	/* a transport without credentials: no Authorization */
+	f->tt.want.http_username = f->tt.want.http_password = NULL;
+	retransport(f);
 	assert_int_equal(call(f), WMS_OK);
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "Authorization", NULL, 0), 0);
@@ -447,7 +481,7 @@ static void test_handle_follows_each_request(void **state)
 	fx *f = *state;
 	lb_script hold = { 0 }, tls = { 0 };
 	lb_server *other, *silent, *notls;
-	char v[512], url[64];
+	char v[512], url[64], ca[64];
 
 	start_reply(f, 200, "OK", CT_11, reply_ok);
 	assert_int_equal(call(f), WMS_OK);
@@ -471,19 +505,25 @@ static void test_handle_follows_each_request(void **state)
 	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
 	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
 
-	/* another user agent, then none at all (libcurl sends none by default) */
-	f->req.user_agent = "libwms-other/2";
+	/* a transport with another user agent, then one with none at all
+	 * (libcurl sends none by default); a request's own is not read */
+	f->tt.want.user_agent = "libwms-other/2";
+	retransport(f);
+	f->req.user_agent = "ignored/1";
 	assert_int_equal(call(f), WMS_OK);
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "User-Agent", v, sizeof(v)), 1);
 	assert_string_equal(v, "libwms-other/2");
-	f->req.user_agent = NULL;
+	f->tt.want.user_agent = NULL;
+	retransport(f);
 	assert_int_equal(call(f), WMS_OK);
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "User-Agent", NULL, 0), 0);
 	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
 	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
-	f->req.user_agent = UA;
+	f->req.user_agent = NULL;
+	f->tt.want.user_agent = UA;
+	retransport(f);
 	f->req.soap_action = ACTION;
 
 	/* another server */
@@ -517,9 +557,10 @@ static void test_handle_follows_each_request(void **state)
 	assert_non_null(notls);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(notls));
 	f->req.url = url;
-	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
+	vanishing_ca(f, ca, sizeof(ca));
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
-	f->req.ca_file = NULL;
+	f->tt.want.ca_file = NULL;
+	retransport(f);
 	f->req.connect_timeout_ms = 30000; /* as in test_tls_handshake_failure */
 	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
 	f->req.connect_timeout_ms = 2000;
@@ -970,21 +1011,20 @@ static void idle_pool_twice(fx *f, unsigned pool, unsigned n)
 	unsigned over = n > pool ? n - pool : 0;
 	lb_script s = { 0 };
 
-	f->tp->free(f->tp);
-	f->tp = NULL;
-	assert_int_equal(wms__curl_transport_new(&f->tp, pool), WMS_OK);
+	f->tt.want.max_idle_connections = pool;
+	retransport(f);
 	lb_stop(f->srv);
 	s.response = f->reply;
 	start(f, &s);
 	idle_batch(f, (int)n, n, over);
 	idle_batch(f, (int)n, n + over, 2 * over);
-	f->tp->free(f->tp);
+	tt_transport_free(&f->tt);
 	f->tp = NULL;
 	if (!lb_wait_closed(f->srv, n + over, 2000 + (unsigned)slack_ms()))
 		fail_msg("%u connections closed after the transport was freed, %u expected",
 			 lb_closed(f->srv), n + over);
 	assert_int_equal(lb_closed(f->srv), n + over);
-	assert_int_equal(wms__curl_transport_new(&f->tp, pool), WMS_OK); /* for teardown */
+	retransport(f); /* for teardown */
 }
 
 /* A pool of two: at its size, one past it, and well past it (six). */
@@ -1158,6 +1198,73 @@ static void test_invalid_arguments(void **state)
 	assert_int_equal(f->resp.status, 200);
 }
 
+/* What the transport is made with is checked when it is made: each bad
+ * value refused with a message naming it, nothing made, and the bounds on
+ * both sides. */
+static void test_options_checked_when_made(void **state)
+{
+	static const struct {
+		const char *what, *ca_file, *ca_path, *cert, *key, *pin, *user, *pass, *ua;
+		uint32_t idle;
+	} bad[] = {
+		{ "ca_file: cannot read", "/nonexistent/libwms-test-ca.pem", 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ "ca_file: empty path", "", 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ "is a directory", "/tmp", 0, 0, 0, 0, 0, 0, 0, 0 },
+		{ "ca_path: cannot search", 0, "/nonexistent/libwms-ca.d", 0, 0, 0, 0, 0, 0, 0 },
+		{ "is not a directory", 0, "/dev/null", 0, 0, 0, 0, 0, 0, 0 },
+		{ "client_cert and client_key go together", 0, 0, "/dev/null", 0, 0, 0, 0, 0, 0 },
+		{ "client_key: cannot read", 0, 0, "/dev/null", "/nonexistent/k.pem", 0, 0, 0, 0, 0 },
+		{ "pinned_public_key: cannot read", 0, 0, 0, 0, "/nonexistent/pin.der", 0, 0, 0, 0 },
+		{ "http_username and http_password go together", 0, 0, 0, 0, 0, "u", 0, 0, 0 },
+		{ "user_agent contains CR or LF", 0, 0, 0, 0, 0, 0, 0, "ua\r\nX-Injected: 1", 0 },
+		{ "max_idle_connections must be at most 1024 (got 1025)", 0, 0, 0, 0, 0, 0, 0, 0,
+		  1025 },
+	};
+	wms_curl_transport_options o = WMS_CURL_TRANSPORT_OPTIONS_INIT;
+	wms_transport *t = (wms_transport *)&o; /* set to NULL on every refusal */
+	wms_error err;
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wms_curl_transport_options b = WMS_CURL_TRANSPORT_OPTIONS_INIT;
+		b.ca_file = bad[i].ca_file;
+		b.ca_path = bad[i].ca_path;
+		b.client_cert = bad[i].cert;
+		b.client_key = bad[i].key;
+		b.pinned_public_key = bad[i].pin;
+		b.http_username = bad[i].user;
+		b.http_password = bad[i].pass;
+		b.user_agent = bad[i].ua;
+		b.max_idle_connections = bad[i].idle;
+		assert_int_equal(wms_curl_transport_create(&t, &b, &err), WMS_ERR_INVALID_ARG);
+		assert_null(t);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		if (!strstr(err.message, bad[i].what))
+			fail_msg("case %zu: \"%s\", expected \"%s\"", i, err.message, bad[i].what);
+	}
+	o.version = 2;
+	assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "version 2"));
+	assert_int_equal(wms_curl_transport_create(NULL, NULL, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_curl_transport_options_init(&o, 2), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_curl_transport_options_init(&o, WMS_CURL_TRANSPORT_OPTIONS_VERSION),
+			 WMS_OK);
+	/* the bounds that pass: 1024 idle, a pin given inline, both halves of
+	 * each pair; twice on one options struct */
+	o.max_idle_connections = 1024;
+	o.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+	o.http_username = "u";
+	o.http_password = "p";
+	o.client_cert = o.client_key = "/dev/null";
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_OK);
+		assert_non_null(t);
+		t->free(t);
+	}
+	assert_int_equal(wms_curl_transport_create(&t, NULL, NULL), WMS_OK);
+	t->free(t);
+}
+
 /* https:// to a server that speaks plain HTTP: the handshake fails. */
 static void test_tls_handshake_failure(void **state)
 {
@@ -1184,13 +1291,13 @@ static void test_tls_bad_ca_file(void **state)
 {
 	fx *f = *state;
 	lb_script s = { 0 };
-	char url[64];
+	char url[64], ca[64];
 	s.raw = 1;
 	s.after = LB_CLOSE;
 	start(f, &s);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms", (unsigned)lb_port(f->srv));
 	f->req.url = url;
-	f->req.ca_file = "/nonexistent/libwms-test-ca.pem";
+	vanishing_ca(f, ca, sizeof(ca));
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
 }
 
@@ -1494,6 +1601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
+		cmocka_unit_test(test_options_checked_when_made),
 		cmocka_unit_test_setup_teardown(test_tls_handshake_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls_bad_ca_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_answers, setup, teardown),

@@ -41,15 +41,16 @@ typedef struct wms_http_request {
 	uint32_t timeout_ms;
 	uint32_t stall_timeout_ms;
 	size_t max_reply_bytes;
+	/** Unused since 0.2.0, always NULL from the client: the user agent, TLS
+	 *  files, pin and HTTP credentials configure a transport once, when it is
+	 *  made (wms_curl_transport_options), so no transport sees them on a
+	 *  request. Kept so that the struct's layout does not change. */
 	const char *user_agent;
 	const char *ca_file;
 	const char *ca_path;
-	/** Mutual TLS and pinning (NULL = unused). */
 	const char *client_cert;
 	const char *client_key;
 	const char *pinned_public_key;
-	/** HTTP Basic credentials (both or neither). A transport must never
-	 *  put them in a message or a log. */
 	const char *http_username;
 	const char *http_password;
 	/** Sent as the X-Correlation-Id header. */
@@ -103,7 +104,52 @@ struct wms_transport {
 	void (*free)(wms_transport *self);
 };
 
-/** libcurl's transport, as the client builds it when options->transport is NULL. */
+/* ---- libcurl's transport -------------------------------------------------- */
+
+#define WMS_CURL_TRANSPORT_OPTIONS_VERSION 1
+
+/** What libcurl's transport is configured with, once, when it is made. Every
+ *  string is copied. */
+typedef struct wms_curl_transport_options {
+	unsigned version;
+	/** User-Agent header; NULL = none (the client sends "libwms/VERSION"). */
+	const char *user_agent;
+	/** TLS: CA bundle file / directory; NULL = the system's. Verification
+	 *  of the server's certificate and host name is always on. */
+	const char *ca_file;
+	const char *ca_path;
+	/** Mutual TLS: client certificate and private key, PEM files (both or
+	 *  neither). */
+	const char *client_cert;
+	const char *client_key;
+	/** Public-key pinning in libcurl's CURLOPT_PINNEDPUBLICKEY syntax:
+	 *  "sha256//BASE64[;sha256//BASE64...]" or a PEM/DER file. */
+	const char *pinned_public_key;
+	/** HTTP Basic credentials (both or neither). Never logged or put in a
+	 *  message; the password's copy is wiped when the transport is freed. */
+	const char *http_username;
+	const char *http_password;
+	/** Keep-alive connections kept idle for reuse; 0 = 8, at most 1024. */
+	uint32_t max_idle_connections;
+} wms_curl_transport_options;
+
+#define WMS_CURL_TRANSPORT_OPTIONS_INIT \
+	{ WMS_CURL_TRANSPORT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
+
+WMS_EXTERN(wms_status) wms_curl_transport_options_init(wms_curl_transport_options *opts,
+						       unsigned version);
+
+/**
+ * libcurl's transport, as the client builds it from its options when
+ * options->transport is NULL. `opts` NULL: the defaults. The files are
+ * checked now: INVALID_ARG, with `err` (optional) saying which and why, for
+ * a path that cannot be read, a half pair, or a bad value.
+ */
+WMS_EXTERN(wms_status) wms_curl_transport_create(wms_transport **out,
+						 const wms_curl_transport_options *opts,
+						 wms_error *err);
+
+/** wms_curl_transport_create() with the defaults (the 0.1 constructor). */
 WMS_EXTERN(wms_status) wms_curl_transport_new(wms_transport **out);
 
 WMS_END_DECL
