@@ -10,35 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "build_kind.h"
 #include "stress.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define ST_TSAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ST_TSAN_BUILD 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define ST_ASAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ST_ASAN_BUILD 1
-#endif
-#endif
 
 st_kind st_build_kind(void)
 {
-	const char *v = getenv("WMS_UNDER_VALGRIND");
-	if (v && *v && strcmp(v, "0") != 0)
-		return ST_VALGRIND;
-#if defined(ST_TSAN_BUILD)
-	return ST_TSAN;
-#elif defined(ST_ASAN_BUILD)
-	return ST_ASAN;
-#else
-	return ST_PLAIN;
-#endif
+	return (st_kind)tk_build_kind(); /* the same values (build_kind.h) */
 }
 
 const char *st_kind_name(st_kind kind)

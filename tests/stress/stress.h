@@ -8,8 +8,7 @@
 #include "wms/wms.h"
 #include "wms_sim.h"
 
-/* What the code runs under: a sanitizer is known at compile time, valgrind
- * from WMS_UNDER_VALGRIND=1 (set by `meson test --setup=valgrind`). */
+/* What the code runs under (tests/common/build_kind.h's tk_kind, by value). */
 typedef enum st_kind {
 	ST_PLAIN = 0,
 	ST_ASAN = 1,
