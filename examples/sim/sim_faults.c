@@ -306,11 +306,11 @@ wms_sim_status wms_sim_load_schedule(wms_sim *s, const char *path)
 	if (st != WMS_SIM_OK)
 		return st;
 	if (strlen(text) != len) {
-		free(text);
+		wms__free(text);
 		return wms_sim__fail(WMS_SIM_ERR_PARSE, "schedule %s contains a NUL byte", path);
 	}
 	st = wms_sim_set_schedule(s, text);
-	free(text);
+	wms__free(text);
 	if (st != WMS_SIM_OK && st != WMS_SIM_ERR_NOMEM) {
 		char msg[256];
 		snprintf(msg, sizeof(msg), "%s", wms_sim_last_error());

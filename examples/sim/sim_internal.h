@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <libxml/tree.h>
 #include <libxml/xmlschemas.h>
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "wms_sim.h"
 
@@ -263,6 +264,8 @@ extern const char *const wms_sim__fault_names[WMS_SIM_FAULT_COUNT];
 uint64_t wms_sim__mono_ns(void);
 void wms_sim__wait_until(wms_sim *s, uint64_t at_ns);
 uint64_t wms_sim__now(wms_sim *s);
+/* The file's bytes, NUL-terminated, in memory of the base tier's allocator:
+ * free with wms__free. */
 wms_sim_status wms_sim__read_file(const char *path, char **out, size_t *len);
 
 /* sim_faults.c: fault lookup, all with the lock held. take_fault counts

@@ -329,12 +329,12 @@ static wms_sim_status load_wsdl(wms_sim *s, const char *path)
 			goto nomem;
 	if (wms__buf_append(&b, p, len - (size_t)(p - text)) != 0)
 		goto nomem;
-	free(text);
+	wms__free(text);
 	s->wsdl = b.data;
 	s->wsdl_len = b.len;
 	return WMS_SIM_OK;
 nomem:
-	free(text);
+	wms__free(text);
 	wms__buf_free(&b);
 	return wms_sim__fail(WMS_SIM_ERR_NOMEM, "out of memory");
 }
@@ -347,8 +347,8 @@ static void sim_free(wms_sim *s)
 	wms_sim__script_free(s->reply_all.sc);
 	wms_sim__schema_free(s->schema);
 	wms_sim__store_free(s->store);
-	free(s->wsdl);
-	free(s->xsd);
+	wms__free(s->wsdl); /* wms__buf data: the base tier's allocator */
+	wms__free(s->xsd);
 	free(s->windows);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
@@ -472,7 +472,7 @@ wms_sim_status wms_sim_start(wms_sim **out, const wms_sim_options *opts)
 		if (st != WMS_SIM_OK)
 			goto fail;
 		st = wms_sim__parse_schedule(text, &w, &n);
-		free(text);
+		wms__free(text);
 		if (st != WMS_SIM_OK) {
 			snprintf(err, sizeof(err), "%s", wms_sim_last_error());
 			st = wms_sim__fail(st, "%s: %s", o->schedule_path, err);
