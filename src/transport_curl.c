@@ -1219,7 +1219,7 @@ static wms_status check_path(wms_error *err, const char *what, const char *path,
 	return WMS_OK;
 }
 
-static wms_status check_options(const wms_curl_transport_options *o, wms_error *err)
+wms_status wms__curl_transport_check(const wms_curl_transport_options *o, wms_error *err)
 {
 	wms_status st;
 
@@ -1275,7 +1275,7 @@ wms_status wms_curl_transport_create(wms_transport **out, const wms_curl_transpo
 	*out = NULL;
 	if (!opts)
 		opts = &defaults;
-	if ((st = check_options(opts, err)) != WMS_OK)
+	if ((st = wms__curl_transport_check(opts, err)) != WMS_OK)
 		return st;
 	if (pthread_once(&global_once, global_init) != 0 || global_rc != CURLE_OK)
 		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
@@ -1286,7 +1286,10 @@ wms_status wms_curl_transport_create(wms_transport **out, const wms_curl_transpo
 		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 	t->idle_max = opts->max_idle_connections ? opts->max_idle_connections : POOL_DEFAULT_IDLE;
 	if (!(t->idle = wms__calloc(t->idle_max, sizeof(*t->idle))) ||
-	    !copy_opt(&t->user_agent, opts->user_agent) || !copy_opt(&t->ca_file, opts->ca_file) ||
+	    !copy_opt(&t->user_agent, !opts->user_agent     ? "libwms/" WMS_VERSION
+				      : *opts->user_agent ? opts->user_agent
+							  : NULL) ||
+	    !copy_opt(&t->ca_file, opts->ca_file) ||
 	    !copy_opt(&t->ca_path, opts->ca_path) || !copy_opt(&t->client_cert, opts->client_cert) ||
 	    !copy_opt(&t->client_key, opts->client_key) ||
 	    !copy_opt(&t->pinned_public_key, opts->pinned_public_key) ||

@@ -151,6 +151,21 @@ static wms_status check_retry(wms_retry_options *r, wms_error *err)
 	return WMS_OK;
 }
 
+/* The libcurl transport's options, from the client's. */
+static void curl_options_of(const wms_client_options *opts, wms_curl_transport_options *co)
+{
+	*co = (wms_curl_transport_options)WMS_CURL_TRANSPORT_OPTIONS_INIT;
+	co->user_agent = opts->user_agent; /* NULL: libwms/VERSION */
+	co->ca_file = opts->ca_file;
+	co->ca_path = opts->ca_path;
+	co->client_cert = opts->client_cert;
+	co->client_key = opts->client_key;
+	co->pinned_public_key = opts->pinned_public_key;
+	co->http_username = opts->http_username;
+	co->http_password = opts->http_password;
+	co->max_idle_connections = opts->max_idle_connections;
+}
+
 /* Every check of the options, before anything is made: INVALID_ARG saying
  * what is wrong. *retry gets the retry options with their defaults. */
 static wms_status check_options(const wms_client_options *opts, wms_retry_options *retry,
@@ -210,6 +225,14 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	     (opts->wsse_mode == WMS_WSSE_PASSWORD_TEXT && *opts->wsse_password &&
 	      (st = wms__validate_text(opts->wsse_password, "wsse_password", 1, err)) != WMS_OK)))
 		return st;
+	/* The default transport's own checks (pairs, files, its pool), as it
+	 * will make them: said now, before anything is made. */
+	if (!transport) {
+		wms_curl_transport_options co;
+		curl_options_of(opts, &co);
+		if ((st = wms__curl_transport_check(&co, err)) != WMS_OK)
+			return st;
+	}
 	return WMS_OK;
 }
 
@@ -310,18 +333,15 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 		goto fail;
 	}
 	if (!transport) {
-		wms_curl_transport_options co = WMS_CURL_TRANSPORT_OPTIONS_INIT;
-		co.user_agent = opts->user_agent ? opts->user_agent : "libwms/" WMS_VERSION;
-		co.ca_file = opts->ca_file;
-		co.ca_path = opts->ca_path;
-		co.client_cert = opts->client_cert;
-		co.client_key = opts->client_key;
-		co.pinned_public_key = opts->pinned_public_key;
-		co.http_username = opts->http_username;
-		co.http_password = opts->http_password;
-		co.max_idle_connections = opts->max_idle_connections;
-		if ((st = wms_curl_transport_create(&transport, &co, err)) != WMS_OK)
+		wms_curl_transport_options co;
+		curl_options_of(opts, &co);
+		if ((st = wms_curl_transport_create(&transport, &co, err)) != WMS_OK) {
+			/* its options were checked first: what is left is ours */
+			if (st != WMS_ERR_INVALID_ARG)
+				wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
+					  "cannot create the HTTP transport");
 			goto fail;
+		}
 	}
 	c->transport = transport;
 	transport = NULL;

@@ -1,4 +1,5 @@
 #include <limits.h>
+#include <stdint.h>
 #include <openssl/evp.h>
 #include "util/alloc.h"
 #include "util/base64.h"
@@ -10,9 +11,17 @@ size_t wms__base64_len(size_t n)
 
 wms_status wms__base64_encode(char *out, size_t size, const void *in, size_t n)
 {
-	if (n > INT_MAX / 2 || size < wms__base64_len(n) + 1)
+	const unsigned char *p = in;
+	size_t done = 0;
+
+	if (n > (SIZE_MAX - 1) / 4 * 3 || size < wms__base64_len(n) + 1)
 		return WMS_ERR_INVALID_ARG;
-	EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+	out[0] = '\0';
+	while (done < n) {
+		size_t k = n - done < WMS__BASE64_CHUNK ? n - done : WMS__BASE64_CHUNK;
+		EVP_EncodeBlock((unsigned char *)out + done / 3 * 4, p + done, (int)k);
+		done += k;
+	}
 	return WMS_OK;
 }
 
@@ -34,8 +43,6 @@ wms_status wms__base64_decode(wms__buf *out, const char *s, size_t n, wms__base6
 	*at = 0;
 	/* Checked and packed here (EVP_DecodeBlock neither skips inner white
 	 * space nor says where a bad character is), decoded there. */
-	if (n > INT_MAX)
-		return WMS_ERR_INVALID_ARG;
 	if (!(packed = wms__malloc(n + 1)))
 		return WMS_ERR_NOMEM;
 	for (i = 0; i < n; i++) {
@@ -65,12 +72,19 @@ wms_status wms__base64_decode(wms__buf *out, const char *s, size_t n, wms__base6
 		wms__free(packed);
 		return st;
 	}
-	got = len ? EVP_DecodeBlock((unsigned char *)out->data + start, packed, (int)len) : 0;
+	for (i = 0, got = 0; i < len && got >= 0; i += WMS__BASE64_CHUNK / 3 * 4) {
+		size_t k = len - i < WMS__BASE64_CHUNK / 3 * 4 ? len - i : WMS__BASE64_CHUNK / 3 * 4;
+		got = EVP_DecodeBlock((unsigned char *)out->data + start + i / 4 * 3, packed + i,
+				      (int)k);
+	}
 	wms__free(packed);
-	if (got < 0)
-		return WMS_ERR_INVALID_ARG; /* not reached: checked above */
+	if (got < 0) { /* not reached: checked above */
+		*why = WMS__B64_BAD_CHAR;
+		out->data[start] = '\0';
+		return WMS_ERR_INVALID_ARG;
+	}
 	/* EVP_DecodeBlock counts the padding's zero bytes too */
-	out->len = start + (size_t)got - pad;
+	out->len = start + len / 4 * 3 - pad;
 	out->data[out->len] = '\0';
 	return WMS_OK;
 bad:

@@ -9,8 +9,12 @@
 /* The encoded length of n bytes (without the NUL). */
 size_t wms__base64_len(size_t n);
 
+/* OpenSSL's codec takes an int length: the bytes go through it this many
+ * at a time (a multiple of 3; the text, 4/3 of it), so any length works. */
+#define WMS__BASE64_CHUNK ((size_t)3 << 20)
+
 /* Encode n bytes into out (room for wms__base64_len(n) + 1: NUL-terminated).
- * WMS_ERR_INVALID_ARG when out is too small or n past 2^31. */
+ * WMS_ERR_INVALID_ARG when out is too small. */
 wms_status wms__base64_encode(char *out, size_t size, const void *in, size_t n);
 
 /* Why a decode failed (see wms__base64_decode). */

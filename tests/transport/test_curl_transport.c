@@ -514,11 +514,18 @@ static void test_handle_follows_each_request(void **state)
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "User-Agent", v, sizeof(v)), 1);
 	assert_string_equal(v, "libwms-other/2");
-	f->tt.want.user_agent = NULL;
+	f->tt.want.user_agent = "";
 	retransport(f);
 	assert_int_equal(call(f), WMS_OK);
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "User-Agent", NULL, 0), 0);
+	/* and the default: libwms's own */
+	f->tt.want.user_agent = NULL;
+	retransport(f);
+	assert_int_equal(call(f), WMS_OK);
+	get_last(f);
+	assert_int_equal(lb_header(&f->last, "User-Agent", v, sizeof(v)), 1);
+	assert_string_equal(v, "libwms/" WMS_VERSION);
 	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
 	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
 	f->req.user_agent = NULL;
@@ -532,7 +539,7 @@ static void test_handle_follows_each_request(void **state)
 	f->req.url = lb_url(other);
 	assert_int_equal(call(f), WMS_OK);
 	assert_int_equal(lb_requests(other), 1);
-	assert_int_equal(lb_requests(f->srv), 5);
+	assert_int_equal(lb_requests(f->srv), 6);
 	lb_stop(other);
 
 	/* deadlines follow the request: 300 ms, then 700 ms */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -225,6 +226,50 @@ static void base64(void **state)
 	wms__buf_free(&b);
 }
 
+/* Through OpenSSL's codec a chunk at a time: at one chunk and one byte
+ * past it, each way, the same as a byte-by-byte reference. */
+static void base64_across_a_chunk(void **state)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t sizes[] = { WMS__BASE64_CHUNK - 1, WMS__BASE64_CHUNK, WMS__BASE64_CHUNK + 1,
+			   2 * WMS__BASE64_CHUNK + 2 };
+	size_t s, i, at;
+	wms__base64_error why;
+	(void)state;
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s], tl = wms__base64_len(n);
+		unsigned char *in = malloc(n);
+		char *text = malloc(tl + 1), *ref = malloc(tl + 1);
+		wms__buf b = { 0 };
+		assert_non_null(in);
+		assert_non_null(text);
+		assert_non_null(ref);
+		for (i = 0; i < n; i++)
+			in[i] = (unsigned char)(i * 2654435761u >> 13);
+		for (i = 0; i < n; i += 3) { /* the reference: RFC 4648 by hand */
+			unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+				     (i + 2 < n ? in[i + 2] : 0);
+			ref[i / 3 * 4] = tab[v >> 18 & 63];
+			ref[i / 3 * 4 + 1] = tab[v >> 12 & 63];
+			ref[i / 3 * 4 + 2] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+			ref[i / 3 * 4 + 3] = i + 2 < n ? tab[v & 63] : '=';
+		}
+		ref[tl] = '\0';
+		assert_int_equal(wms__base64_encode(text, tl + 1, in, n), WMS_OK);
+		assert_int_equal(strlen(text), tl);
+		if (memcmp(text, ref, tl + 1) != 0)
+			fail_msg("%zu bytes: the text differs from the reference", n);
+		assert_int_equal(wms__base64_decode(&b, text, tl, &why, &at), WMS_OK);
+		assert_int_equal(b.len, n);
+		if (memcmp(b.data, in, n) != 0)
+			fail_msg("%zu bytes: decoded differ", n);
+		wms__buf_free(&b);
+		free(in);
+		free(text);
+		free(ref);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +278,7 @@ int main(void)
 		cmocka_unit_test(utf8_and_strings),
 		cmocka_unit_test(buffers),
 		cmocka_unit_test(base64),
+		cmocka_unit_test(base64_across_a_chunk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,7 +112,7 @@ struct wms_transport {
  *  string is copied. */
 typedef struct wms_curl_transport_options {
 	unsigned version;
-	/** User-Agent header; NULL = none (the client sends "libwms/VERSION"). */
+	/** User-Agent header; NULL = "libwms/VERSION", "" = none. */
 	const char *user_agent;
 	/** TLS: CA bundle file / directory; NULL = the system's. Verification
 	 *  of the server's certificate and host name is always on. */
