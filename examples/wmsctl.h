@@ -109,7 +109,7 @@ void ctl_put_safe(FILE *f, const char *s);
 /* A JSON string literal, quotes included; invalid UTF-8 becomes U+FFFD. */
 void ctl_put_json(FILE *f, const char *s);
 /* "ok", "fail" or "ignore": how libwms's default filter classifies the
- * outcome for the breaker (mirrors src/client.c). NULL for CIRCUIT_OPEN:
+ * outcome for the breaker (mirrors src/client/classify.c). NULL for CIRCUIT_OPEN:
  * no call was made. */
 const char *ctl_breaker_outcome(wms_status st, const wms_error *err);
 

@@ -23,7 +23,7 @@
 _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 
 /* Idle easy handles (and so idle keep-alive connections) kept for reuse,
- * unless the client says otherwise (max_idle_connections). */
+ * unless the options say otherwise (max_idle_connections). */
 #define POOL_DEFAULT_IDLE 8
 #define POOL_MAX_IDLE 1024u
 

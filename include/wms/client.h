@@ -131,10 +131,11 @@ typedef struct wms_client_options {
 	/** Use this breaker instead of creating one (not owned, must outlive the client). */
 	wms_breaker *breaker;
 	/** Custom transport (wms/sys/transport.h); the client takes ownership,
-	 *  also when creation fails. NULL = libcurl's, made from the options
-	 *  below (user_agent to http_password), which configure it and no
-	 *  other: with a custom transport they must stay NULL (INVALID_ARG),
-	 *  that transport is configured when it is made. */
+	 *  also when creation fails. NULL = libcurl's, made from user_agent,
+	 *  ca_file, ca_path, client_cert, client_key, pinned_public_key,
+	 *  http_username, http_password and max_idle_connections. The first
+	 *  eight configure that transport and no other: with a custom one they
+	 *  must stay NULL (INVALID_ARG), it is configured when it is made. */
 	wms_transport *transport;
 	/** User-Agent header; NULL = "libwms/VERSION". */
 	const char *user_agent;

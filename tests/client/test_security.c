@@ -374,8 +374,19 @@ static void tls_options_are_the_transports(void **state)
 			fail_msg("%s: %s", fields[i], err.message);
 		assert_null(strstr(err.message, SECRET));
 	}
+	/* the pool the client gives its transport: 1024 at most, both sides */
 	o = (wms_client_options)WMS_CLIENT_OPTIONS_INIT;
 	o.endpoint = "https://wms.invalid/";
+	for (i = 0; i < 2; i++) {
+		o.max_idle_connections = 1024;
+		assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
+		wms_client_free(c);
+		c = NULL;
+		o.max_idle_connections = 1025;
+		assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+		assert_non_null(strstr(err.message, "max_idle_connections"));
+	}
+	o.max_idle_connections = 0;
 	o.client_cert = "/nonexistent/libwms/client.pem";
 	o.client_key = "/nonexistent/libwms/client.key";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);

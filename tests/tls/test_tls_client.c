@@ -248,6 +248,9 @@ static void test_client_mtls_basic_wsse(void **state)
 	assert_string_equal(v, "\"urn:libwms:warehouse:1/SubmitOrder\"");
 	assert_int_equal(ts_header(&last, "X-Correlation-Id", v, sizeof(v)), 1);
 	assert_string_equal(v, err.correlation_id);
+	/* the client's default user agent, on the transport it made */
+	assert_int_equal(ts_header(&last, "User-Agent", v, sizeof(v)), 1);
+	assert_string_equal(v, "libwms/" WMS_VERSION);
 	nonce1 = assert_wsse_digest(&last);
 	ts_request_free(&last);
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <curl/curl.h>
 
 #include "soap.h" /* wms__parse_reply: the reply must parse, not only arrive */
@@ -279,8 +280,8 @@ static void test_ca_path(void **state)
 	assert_int_equal(st.requests, 1);
 }
 
-/* Trust withdrawn between two calls on one transport: the live connection
- * verified under the old CA file must not serve the new call. */
+/* Trust is the transport's: a transport made with other trust (none, a
+ * rogue CA) verifies the server on a connection of its own. */
 static void test_trust_change_opens_a_new_connection(void **state)
 {
 	fx *f = *state;
@@ -297,6 +298,38 @@ static void test_trust_change_opens_a_new_connection(void **state)
 	ts_stats_get(f->srv, &st);
 	assert_int_equal(st.accepted, 3);
 	assert_int_equal(st.requests, 2);
+}
+
+/* A CA file that was there when the transport was made (and checked),
+ * then went: the next call on a new connection fails to load it (INVALID_ARG,
+ * curl 77) and sends nothing. */
+static void test_ca_file_gone_after_made(void **state)
+{
+	fx *f = *state;
+	char path[TLS_PKI_PATH_MAX + 32], buf[4096];
+	FILE *in, *out;
+	size_t n;
+	wms_status st;
+	ts_stats before, after;
+	start_with(f, &pki.server, NULL, 0, 1); /* a connection per request */
+	snprintf(path, sizeof(path), "%s/gone-ca.pem", pki.dir);
+	in = fopen(pki.ca.cert_file, "rb");
+	out = fopen(path, "wb");
+	assert_non_null(in);
+	assert_non_null(out);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+	f->tt.want.ca_file = path;
+	assert_ok(f, call(f));
+	assert_int_equal(unlink(path), 0);
+	ts_stats_get(f->srv, &before);
+	st = call(f);
+	assert_failed(f, st, WMS_ERR_INVALID_ARG, CURLE_SSL_CACERT_BADFILE);
+	ts_stats_get(f->srv, &after);
+	assert_int_equal(after.requests, before.requests);
+	assert_int_equal(after.handshakes, before.handshakes);
 }
 
 /* ---- 4. host name and validity --------------------------------------------- */
@@ -447,7 +480,7 @@ static void test_mtls_unusable_files(void **state)
 	 * ClientHello; the first two never made a transport */
 	assert_refused_in_handshake(f, 2, 0);
 
-	/* and the right pair still works on the same transport */
+	/* and a transport with the right pair works */
 	f->tt.want.client_key = pki.client.key_file;
 	assert_ok(f, call(f));
 }
@@ -459,9 +492,12 @@ static void test_mtls_unusable_files(void **state)
  * new connection resumes an earlier session: the server's checks are not
  * repeated then (a resumed TLS 1.3 session keeps the client's identity
  * without asking for the certificate again). A session must therefore only
- * be offered under the options it was made with. The server here closes
- * after every answer, so every call is a new handshake the cache could
- * shortcut.
+ * be offered under the options it was made with: the options, and the
+ * cache, are the transport's, so a transport made with other trust, pin or
+ * certificate starts with none (these checks hold by that construction,
+ * and keep holding if the cache is ever shared wider). The server here
+ * closes after every answer, so every call is a new handshake the cache
+ * could shortcut.
  */
 static void test_session_resumed_only_under_same_options(void **state)
 {
@@ -475,8 +511,8 @@ static void test_session_resumed_only_under_same_options(void **state)
 	assert_int_equal(st.handshakes, 2);
 	assert_int_equal(st.resumed, 1); /* resumption does happen ... */
 
-	/* ... but not once the trust is withdrawn: a resumed session would
-	 * carry the old verification result */
+	/* ... but not by a transport made without that trust: a resumed
+	 * session would carry the old verification result */
 	f->tt.want.ca_file = NULL;
 	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_PEER_FAILED_VERIFICATION);
 	f->tt.want.ca_file = pki.rogue_ca.cert_file;
@@ -503,7 +539,8 @@ static void test_session_keeps_no_client_identity(void **state)
 	st = settle(f, 2);
 	assert_int_equal(st.resumed, 1);
 
-	/* without the certificate, the authenticated session must not be offered */
+	/* a transport without the certificate must not offer the
+	 * authenticated session */
 	f->tt.want.client_cert = NULL;
 	f->tt.want.client_key = NULL;
 	call_refused(f, 0, "certificate required", 3, 0);
@@ -529,14 +566,14 @@ static void test_pin_sha256(void **state)
 	assert_ok(f, call(f));
 	first += strlen(f->last.head) + f->last.body_len;
 
-	/* a wrong pin on the same transport, the pinned connection still open
-	 * in its pool: a new connection, refused */
+	/* a transport made with a wrong pin (the pin is the transport's: the
+	 * pinned connection went with the other one): a new connection, refused */
 	f->tt.want.pinned_public_key = WRONG_PIN;
 	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_PINNEDPUBKEYNOTMATCH);
 	/* libcurl compares the key once the handshake is done, then drops the
 	 * connection before the request: the server saw both handshakes
 	 * finish and nothing but the first two requests */
-	st = settle_open(f, 2, 1);
+	st = settle_open(f, 2, 0);
 	assert_int_equal(st.client_finished, 2);
 	assert_int_equal(st.requests, 2);
 	assert_int_equal(st.app_bytes, first);
@@ -576,6 +613,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ca_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trust_change_opens_a_new_connection, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ca_file_gone_after_made, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_host_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expired_certificate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mtls_tls12, setup, teardown),

@@ -150,8 +150,9 @@ static void base_request(wms_http_request *r)
 	r->max_reply_bytes = 1024 * 1024;
 }
 
-/* A transport whose CA file goes away once it is made (when it is checked):
- * libcurl reads it at the handshake and finds it gone. */
+/* A transport whose CA file is readable when it is made (the check) but
+ * holds no certificate, and is gone by the handshake: libcurl cannot load
+ * it (curl 77). The TLS suite has the same with a real CA file. */
 static void vanishing_ca(fx *f, char *path, size_t size)
 {
 	int fd;
@@ -472,10 +473,11 @@ static void test_zero_timeouts(void **state)
 	assert_int_equal(f->resp.status, 200);
 }
 
-/* One pooled handle serves requests that differ in every option: each call
- * must go out as if the handle were new (headers rebuilt when the content
- * type or action changes, the user agent and CA back to libcurl's defaults
- * when a request leaves them unset, the URL and deadlines followed). */
+/* One pooled handle serves requests that differ in every per-request field:
+ * each call must go out as if the handle were new (headers rebuilt when the
+ * content type or action changes, the URL and deadlines followed); the user
+ * agent and CA are the transport's, one made without them is at libcurl's
+ * defaults. */
 static void test_handle_follows_each_request(void **state)
 {
 	fx *f = *state;
