@@ -1,4 +1,3 @@
-#include <limits.h>
 #include <stdint.h>
 #include <openssl/evp.h>
 #include "util/alloc.h"

@@ -635,6 +635,59 @@ static void expect_schedule_error(fx *f, const char *text, const char *needle)
 		fail_msg("schedule error '%s' lacks '%s'", wms_sim_last_error(), needle);
 }
 
+/* The simulator's own bounds, each on both sides, twice on one sim: a
+ * schedule time of 10^12 ms and one past it, 1024 windows and 1025; a
+ * scripted reply's content type of 511 bytes and 512, trickle_ms of
+ * 3600000 and 3600001. A refused one leaves what was set before. */
+static void test_sim_bounds(void **state)
+{
+	fx *f = *state;
+	char *text = malloc(1025 * 48 + 1), ct[600]; /* a line is at most 40 bytes */
+	wms_sim_reply r = WMS_SIM_REPLY_INIT;
+	size_t i, n;
+	int round;
+	assert_non_null(text);
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(wms_sim_set_schedule(f->sim, "0 1000000000000 slow param=1"),
+				 WMS_SIM_OK);
+		expect_schedule_error(f, "0 1000000000001 slow param=1", "at most 1000000000000");
+		for (n = 1024; n <= 1025; n++) {
+			text[0] = '\0';
+			for (i = 0; i < n; i++)
+				sprintf(text + strlen(text), "%zu %zu slow param=1\n", i * 10 + 5000000,
+					i * 10 + 5000005);
+			if (n == 1024)
+				assert_int_equal(wms_sim_set_schedule(f->sim, text), WMS_SIM_OK);
+			else
+				expect_schedule_error(f, text, "more than 1024 windows");
+		}
+		assert_int_equal(wms_sim_set_schedule(f->sim, "# none\n"), WMS_SIM_OK);
+		memset(ct, 'x', sizeof(ct));
+		ct[511] = '\0';
+		r.status = 200;
+		r.content_type = ct;
+		r.body = "<x/>";
+		r.body_len = 4;
+		r.times = 1;
+		assert_int_equal(wms_sim_set_reply(f->sim, "SubmitOrder", &r), WMS_SIM_OK);
+		ct[511] = 'x';
+		ct[512] = '\0';
+		assert_int_equal(wms_sim_set_reply(f->sim, "SubmitOrder", &r), WMS_SIM_ERR_INVALID_ARG);
+		assert_non_null(strstr(wms_sim_last_error(), "under 512 bytes"));
+		ct[511] = '\0';
+		r.trickle_ms = 3600000u;
+		assert_int_equal(wms_sim_set_reply(f->sim, "SubmitOrder", &r), WMS_SIM_OK);
+		r.trickle_ms = 3600001u;
+		assert_int_equal(wms_sim_set_reply(f->sim, "SubmitOrder", &r), WMS_SIM_ERR_INVALID_ARG);
+		assert_non_null(strstr(wms_sim_last_error(), "at most 3600000"));
+		r.trickle_ms = 0;
+		assert_int_equal(wms_sim_set_reply(f->sim, "SubmitOrder", NULL), WMS_SIM_OK);
+	}
+	free(text);
+	/* nothing refused stayed behind: an order goes through */
+	assert_int_equal(it_submit(f->c, "B-1", "SKU-1", 1, NULL, NULL), WMS_OK);
+}
+
 static void test_schedule_errors_and_fault_names(void **state)
 {
 	fx *f = *state;
@@ -727,6 +780,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wsdl_stats_and_routes, setup11, teardown),
 		BOTH(test_control_endpoint),
 		cmocka_unit_test_setup_teardown(test_schedule_file, setup11, teardown),
+		cmocka_unit_test_setup_teardown(test_sim_bounds, setup11, teardown),
 		cmocka_unit_test_setup_teardown(test_schedule_errors_and_fault_names, setup11,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_start_errors, setup11, teardown),
