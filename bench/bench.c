@@ -106,12 +106,12 @@ static wms_breaker *make_breaker(wms_breaker_mode mode, int open)
 	o.open_duration_ms = 3600000; /* stays open for the whole run */
 	if (wms_breaker_new(&b, &o) != WMS_OK)
 		die("wms_breaker_new failed", NULL);
-	for (i = 0; open && i < 100 && wms_breaker_state_get(b) != WMS_BREAKER_OPEN; i++) {
+	for (i = 0; open && i < 100 && wms_breaker_state_get(b) != WMS_BREAKER_STATE_OPEN; i++) {
 		if (wms_breaker_acquire(&p, b, NULL) != WMS_OK)
 			die("cannot trip the breaker", NULL);
 		wms_breaker_record(b, &p, WMS_OUTCOME_FAILURE);
 	}
-	if (wms_breaker_state_get(b) != (open ? WMS_BREAKER_OPEN : WMS_BREAKER_CLOSED))
+	if (wms_breaker_state_get(b) != (open ? WMS_BREAKER_STATE_OPEN : WMS_BREAKER_STATE_CLOSED))
 		die("breaker in the wrong state", NULL);
 	return b;
 }
@@ -144,9 +144,9 @@ static void bench_breakers(void)
 		wms_breaker_mode mode;
 		const char *name;
 	} modes[] = {
-		{ WMS_BREAKER_CONSECUTIVE, "breaker" },
-		{ WMS_BREAKER_COUNT_BASED, "breaker_count_based" },
-		{ WMS_BREAKER_TIME_BASED, "breaker_time_based" },
+		{ WMS_BREAKER_MODE_CONSECUTIVE, "breaker" },
+		{ WMS_BREAKER_MODE_COUNT_BASED, "breaker_count_based" },
+		{ WMS_BREAKER_MODE_TIME_BASED, "breaker_time_based" },
 	};
 	uint64_t iters = quick ? 200000 : 5000000, n_alloc = 0, calls = 0;
 	char name[64];

@@ -277,10 +277,10 @@ static int start_client(demo *d, const char *endpoint, int with_breaker)
 	o.connect_timeout_ms = d->tick_ms;
 	o.breaker_options.name = "wms";
 	if (d->consecutive) {
-		o.breaker_options.mode = WMS_BREAKER_CONSECUTIVE;
+		o.breaker_options.mode = WMS_BREAKER_MODE_CONSECUTIVE;
 		o.breaker_options.failure_threshold = 5;
 	} else {
-		o.breaker_options.mode = WMS_BREAKER_COUNT_BASED;
+		o.breaker_options.mode = WMS_BREAKER_MODE_COUNT_BASED;
 		o.breaker_options.sliding_window_size = 10;
 		o.breaker_options.minimum_number_of_calls = 10;
 		o.breaker_options.failure_rate_threshold = d->sc->threshold_pct;
@@ -370,7 +370,7 @@ static int run(demo *d, int with_breaker, double *waited_ms)
 		/* Work off the backlog once the WMS is answering again: breaker
 		 * closed and the latest call that reached it succeeded. */
 		pthread_mutex_lock(&d->lock);
-		closed = (wms_breaker_state_get(wms_client_breaker(d->client)) == WMS_BREAKER_CLOSED ||
+		closed = (wms_breaker_state_get(wms_client_breaker(d->client)) == WMS_BREAKER_STATE_CLOSED ||
 			  !with_breaker) && d->last_ok;
 		pthread_mutex_unlock(&d->lock);
 		if (!closed || (tick <= d->ticks && !with_breaker))

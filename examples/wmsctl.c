@@ -678,15 +678,15 @@ static int health_exit_code(wms_client *client)
 		n = 8;
 	for (size_t i = 0; i < n; i++) {
 		switch (wms_breaker_state_get(b[i])) {
-		case WMS_BREAKER_CLOSED:
-		case WMS_BREAKER_DISABLED:
+		case WMS_BREAKER_STATE_CLOSED:
+		case WMS_BREAKER_STATE_DISABLED:
 			up++;
 			break;
-		case WMS_BREAKER_OPEN:
-		case WMS_BREAKER_FORCED_OPEN:
+		case WMS_BREAKER_STATE_OPEN:
+		case WMS_BREAKER_STATE_FORCED_OPEN:
 			down++;
 			break;
-		case WMS_BREAKER_HALF_OPEN:
+		case WMS_BREAKER_STATE_HALF_OPEN:
 			break;
 		}
 	}

@@ -85,11 +85,11 @@ static inline uint64_t now_ns(const wms_breaker *b)
 const char *wms_breaker_state_name(wms_breaker_state state)
 {
 	switch (state) {
-	case WMS_BREAKER_CLOSED: return "CLOSED";
-	case WMS_BREAKER_OPEN: return "OPEN";
-	case WMS_BREAKER_HALF_OPEN: return "HALF_OPEN";
-	case WMS_BREAKER_DISABLED: return "DISABLED";
-	case WMS_BREAKER_FORCED_OPEN: return "FORCED_OPEN";
+	case WMS_BREAKER_STATE_CLOSED: return "CLOSED";
+	case WMS_BREAKER_STATE_OPEN: return "OPEN";
+	case WMS_BREAKER_STATE_HALF_OPEN: return "HALF_OPEN";
+	case WMS_BREAKER_STATE_DISABLED: return "DISABLED";
+	case WMS_BREAKER_STATE_FORCED_OPEN: return "FORCED_OPEN";
 	}
 	return "UNKNOWN";
 }
@@ -121,10 +121,10 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 		wms_breaker_options_init(o, WMS_BREAKER_OPTIONS_VERSION);
 	}
 	switch (o->mode) {
-	case WMS_BREAKER_CONSECUTIVE:
+	case WMS_BREAKER_MODE_CONSECUTIVE:
 		break;
-	case WMS_BREAKER_COUNT_BASED:
-	case WMS_BREAKER_TIME_BASED:
+	case WMS_BREAKER_MODE_COUNT_BASED:
+	case WMS_BREAKER_MODE_TIME_BASED:
 		rate = 1;
 		break;
 	default:
@@ -144,7 +144,7 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 	if (!o->slow_call_duration_ms)
 		o->slow_call_duration_ms = 60000;
 	if (!o->sliding_window_size)
-		o->sliding_window_size = o->mode == WMS_BREAKER_TIME_BASED ? 60 : 100;
+		o->sliding_window_size = o->mode == WMS_BREAKER_MODE_TIME_BASED ? 60 : 100;
 	if (!o->minimum_number_of_calls)
 		o->minimum_number_of_calls = 100;
 	if (!o->open_duration_ms)
@@ -162,7 +162,7 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 	if (!in_range(o->failure_threshold, 1, 1000000) ||
 	    !in_range(o->failure_rate_threshold, 1, 100) ||
 	    !in_range(o->slow_call_rate_threshold, 1, 100) ||
-	    !in_range(o->sliding_window_size, 1, o->mode == WMS_BREAKER_TIME_BASED ? 3600 : 100000) ||
+	    !in_range(o->sliding_window_size, 1, o->mode == WMS_BREAKER_MODE_TIME_BASED ? 3600 : 100000) ||
 	    !in_range(o->minimum_number_of_calls, 1, 1000000) ||
 	    !in_range(o->open_duration_ms, 1, 86400000) ||
 	    !in_range(o->permitted_calls_in_half_open, 1, 100000) ||
@@ -176,10 +176,10 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 	if (o->max_open_duration_ms < o->open_duration_ms || o->max_open_duration_ms > 86400000u)
 		return WMS_ERR_INVALID_ARG;
 	/* A count window never holds more calls than its size (as Resilience4j). */
-	if (o->mode == WMS_BREAKER_COUNT_BASED &&
+	if (o->mode == WMS_BREAKER_MODE_COUNT_BASED &&
 	    o->minimum_number_of_calls > o->sliding_window_size)
 		o->minimum_number_of_calls = o->sliding_window_size;
-	if (o->mode == WMS_BREAKER_CONSECUTIVE)
+	if (o->mode == WMS_BREAKER_MODE_CONSECUTIVE)
 		o->permitted_calls_in_half_open = 1;
 	(void)rate;
 	return WMS_OK;
@@ -204,11 +204,11 @@ wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 	if (!b->name)
 		goto fail;
 	b->o.name = b->name;
-	if (b->o.mode == WMS_BREAKER_COUNT_BASED) {
+	if (b->o.mode == WMS_BREAKER_MODE_COUNT_BASED) {
 		b->ring = wms__calloc(b->o.sliding_window_size, 1);
 		if (!b->ring)
 			goto fail;
-	} else if (b->o.mode == WMS_BREAKER_TIME_BASED) {
+	} else if (b->o.mode == WMS_BREAKER_MODE_TIME_BASED) {
 		b->buckets = wms__calloc(b->o.sliding_window_size, sizeof(bucket));
 		if (!b->buckets)
 			goto fail;
@@ -217,10 +217,10 @@ wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 		st = WMS_ERR_INTERNAL;
 		goto fail;
 	}
-	b->track_time = b->o.mode != WMS_BREAKER_CONSECUTIVE;
+	b->track_time = b->o.mode != WMS_BREAKER_MODE_CONSECUTIVE;
 	b->slow_ns = (uint64_t)b->o.slow_call_duration_ms * NS_PER_MS;
 	b->rng = (uint64_t)(uintptr_t)b ^ wms__now_ns() ^ 0x9E3779B97F4A7C15ull;
-	atomic_init(&b->state, WMS_BREAKER_CLOSED);
+	atomic_init(&b->state, WMS_BREAKER_STATE_CLOSED);
 	atomic_init(&b->epoch, 1);
 	atomic_init(&b->run, (uint64_t)1 << 32);
 	atomic_init(&b->reset_epoch, 1);
@@ -351,7 +351,7 @@ static void window_rates(wms_breaker *b, uint64_t now, double *fail, double *slo
 {
 	if (b->buckets)
 		window_advance(b, now / NS_PER_S);
-	if (b->o.mode == WMS_BREAKER_CONSECUTIVE || b->win_calls == 0 ||
+	if (b->o.mode == WMS_BREAKER_MODE_CONSECUTIVE || b->win_calls == 0 ||
 	    b->win_calls < b->o.minimum_number_of_calls) {
 		*fail = *slow = -1.0;
 		return;
@@ -391,21 +391,21 @@ static void transition(wms_breaker *b, wms_breaker_state to, const char *reason,
 	wms_breaker_state from = (wms_breaker_state)atomic_load(&b->state);
 
 	switch (to) {
-	case WMS_BREAKER_OPEN:
-		if (from == WMS_BREAKER_HALF_OPEN)
+	case WMS_BREAKER_STATE_OPEN:
+		if (from == WMS_BREAKER_STATE_HALF_OPEN)
 			b->reopen_count++;
 		atomic_store(&b->open_until_ns, now + open_duration_ns(b));
 		break;
-	case WMS_BREAKER_HALF_OPEN:
+	case WMS_BREAKER_STATE_HALF_OPEN:
 		b->ho_started = b->ho_in_flight = b->ho_done = b->ho_failures = b->ho_slow = 0;
 		b->ho_deadline_ns = now + (uint64_t)b->o.max_wait_in_half_open_ms * NS_PER_MS;
 		break;
-	case WMS_BREAKER_CLOSED:
+	case WMS_BREAKER_STATE_CLOSED:
 		window_clear(b);
 		b->reopen_count = 0;
 		break;
-	case WMS_BREAKER_DISABLED:
-	case WMS_BREAKER_FORCED_OPEN:
+	case WMS_BREAKER_STATE_DISABLED:
+	case WMS_BREAKER_STATE_FORCED_OPEN:
 		window_clear(b);
 		break;
 	}
@@ -436,19 +436,19 @@ static void half_open_decide(wms_breaker *b, uint64_t now, pending_event *pe)
 
 	if (b->ho_done < n)
 		return;
-	if (b->o.mode == WMS_BREAKER_CONSECUTIVE) {
+	if (b->o.mode == WMS_BREAKER_MODE_CONSECUTIVE) {
 		if (b->ho_failures)
-			transition(b, WMS_BREAKER_OPEN, "probe failed", now, pe);
+			transition(b, WMS_BREAKER_STATE_OPEN, "probe failed", now, pe);
 		else
-			transition(b, WMS_BREAKER_CLOSED, "probe succeeded", now, pe);
+			transition(b, WMS_BREAKER_STATE_CLOSED, "probe succeeded", now, pe);
 		return;
 	}
 	if (100.0 * b->ho_failures / b->ho_done >= b->o.failure_rate_threshold)
-		transition(b, WMS_BREAKER_OPEN, "trial failure rate at or above threshold", now, pe);
+		transition(b, WMS_BREAKER_STATE_OPEN, "trial failure rate at or above threshold", now, pe);
 	else if (100.0 * b->ho_slow / b->ho_done >= b->o.slow_call_rate_threshold)
-		transition(b, WMS_BREAKER_OPEN, "trial slow-call rate at or above threshold", now, pe);
+		transition(b, WMS_BREAKER_STATE_OPEN, "trial slow-call rate at or above threshold", now, pe);
 	else
-		transition(b, WMS_BREAKER_CLOSED, "trials succeeded", now, pe);
+		transition(b, WMS_BREAKER_STATE_CLOSED, "trials succeeded", now, pe);
 }
 
 /* Trials that outlived max_wait_in_half_open_ms count as failed. */
@@ -461,8 +461,8 @@ static void half_open_expire(wms_breaker *b, uint64_t now, pending_event *pe)
 	b->ho_in_flight = 0;
 	/* Their permits are now stale: a late report must not count twice. */
 	bump_epoch(b);
-	if (b->o.mode == WMS_BREAKER_CONSECUTIVE)
-		transition(b, WMS_BREAKER_OPEN, "probe did not report in time", now, pe);
+	if (b->o.mode == WMS_BREAKER_MODE_CONSECUTIVE)
+		transition(b, WMS_BREAKER_STATE_OPEN, "probe did not report in time", now, pe);
 	else if (b->ho_done >= b->o.permitted_calls_in_half_open)
 		half_open_decide(b, now, pe);
 }
@@ -494,20 +494,20 @@ static wms_status acquire_slow(wms_breaker_permit *out, wms_breaker *b, uint32_t
 
 	pthread_mutex_lock(&b->lock);
 	state = atomic_load(&b->state);
-	if (state == WMS_BREAKER_OPEN) {
+	if (state == WMS_BREAKER_STATE_OPEN) {
 		uint64_t until = atomic_load(&b->open_until_ns);
 		if (now < until) {
 			retry = ms_until(until, now);
 			goto unlock;
 		}
-		transition(b, WMS_BREAKER_HALF_OPEN, "open duration elapsed", now, &pe);
-		state = WMS_BREAKER_HALF_OPEN;
+		transition(b, WMS_BREAKER_STATE_HALF_OPEN, "open duration elapsed", now, &pe);
+		state = WMS_BREAKER_STATE_HALF_OPEN;
 	}
-	if (state == WMS_BREAKER_HALF_OPEN) {
+	if (state == WMS_BREAKER_STATE_HALF_OPEN) {
 		half_open_expire(b, now, &pe);
 		state = atomic_load(&b->state);
 	}
-	if (state == WMS_BREAKER_HALF_OPEN) {
+	if (state == WMS_BREAKER_STATE_HALF_OPEN) {
 		if (b->ho_started < b->o.permitted_calls_in_half_open) {
 			b->ho_started++;
 			b->ho_in_flight++;
@@ -520,9 +520,9 @@ static wms_status acquire_slow(wms_breaker_permit *out, wms_breaker *b, uint32_t
 			st = WMS_OK;
 		}
 		/* retry stays 0: trials are in flight, the answer is imminent */
-	} else if (state == WMS_BREAKER_OPEN) {
+	} else if (state == WMS_BREAKER_STATE_OPEN) {
 		retry = ms_until(atomic_load(&b->open_until_ns), now);
-	} else if (state == WMS_BREAKER_FORCED_OPEN) {
+	} else if (state == WMS_BREAKER_STATE_FORCED_OPEN) {
 		retry = b->o.open_duration_ms;
 	} else {
 		/* CLOSED or DISABLED after a concurrent change */
@@ -549,17 +549,17 @@ wms_status wms_breaker_acquire(wms_breaker_permit *out, wms_breaker *b, uint32_t
 	if (!out || !b)
 		return WMS_ERR_INVALID_ARG;
 	state = atomic_load_explicit(&b->state, memory_order_acquire);
-	if (state == WMS_BREAKER_CLOSED || state == WMS_BREAKER_DISABLED) {
+	if (state == WMS_BREAKER_STATE_CLOSED || state == WMS_BREAKER_STATE_DISABLED) {
 		out->flags = b->track_time ? PERMIT_TIMED : 0u;
 		out->epoch = atomic_load_explicit(&b->epoch, memory_order_acquire);
 		out->start_ns = b->track_time ? now_ns(b) : 0;
 		atomic_fetch_add_explicit(&b->n_permitted, 1, memory_order_relaxed);
 		return WMS_OK;
 	}
-	if (state == WMS_BREAKER_FORCED_OPEN)
+	if (state == WMS_BREAKER_STATE_FORCED_OPEN)
 		return reject(b, retry_after_ms, b->o.open_duration_ms);
 	now = now_ns(b);
-	if (state == WMS_BREAKER_OPEN) {
+	if (state == WMS_BREAKER_STATE_OPEN) {
 		uint64_t until = atomic_load_explicit(&b->open_until_ns, memory_order_acquire);
 		if (now < until)
 			return reject(b, retry_after_ms, ms_until(until, now));
@@ -608,7 +608,7 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	 * before the last transition is counted above but must not touch the
 	 * run of failures the new state keeps. */
 	state = atomic_load_explicit(&b->state, memory_order_acquire);
-	if (b->o.mode == WMS_BREAKER_CONSECUTIVE && state == WMS_BREAKER_CLOSED &&
+	if (b->o.mode == WMS_BREAKER_MODE_CONSECUTIVE && state == WMS_BREAKER_STATE_CLOSED &&
 	    !(p->flags & PERMIT_TRIAL)) {
 		uint64_t w = atomic_load_explicit(&b->run, memory_order_acquire), nw;
 		if (!failed && outcome != WMS_OUTCOME_SUCCESS)
@@ -626,7 +626,7 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 		if (!failed || RUN_COUNT(nw) < b->o.failure_threshold)
 			return;
 		/* Threshold reached: decide under the lock. */
-	} else if (state == WMS_BREAKER_DISABLED || state == WMS_BREAKER_FORCED_OPEN) {
+	} else if (state == WMS_BREAKER_STATE_DISABLED || state == WMS_BREAKER_STATE_FORCED_OPEN) {
 		return;
 	}
 
@@ -634,9 +634,9 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	if (p->epoch != atomic_load(&b->epoch))
 		goto unlock; /* granted under an earlier state: counted, but decides nothing */
 	state = atomic_load(&b->state);
-	if (!now && (b->o.mode != WMS_BREAKER_CONSECUTIVE || failed))
+	if (!now && (b->o.mode != WMS_BREAKER_MODE_CONSECUTIVE || failed))
 		now = now_ns(b);
-	if (state == WMS_BREAKER_HALF_OPEN && (p->flags & PERMIT_TRIAL)) {
+	if (state == WMS_BREAKER_STATE_HALF_OPEN && (p->flags & PERMIT_TRIAL)) {
 		b->ho_in_flight--;
 		if (outcome == WMS_OUTCOME_IGNORED) {
 			b->ho_started--; /* says nothing: free the slot for another trial */
@@ -645,17 +645,17 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 		b->ho_done++;
 		b->ho_failures += failed ? 1 : 0;
 		b->ho_slow += slow ? 1 : 0;
-		if (b->o.mode == WMS_BREAKER_CONSECUTIVE) {
+		if (b->o.mode == WMS_BREAKER_MODE_CONSECUTIVE) {
 			b->ho_done = b->o.permitted_calls_in_half_open;
 		}
 		half_open_decide(b, now, &pe);
 		goto unlock;
 	}
-	if (state != WMS_BREAKER_CLOSED)
+	if (state != WMS_BREAKER_STATE_CLOSED)
 		goto unlock;
-	if (b->o.mode == WMS_BREAKER_CONSECUTIVE) {
+	if (b->o.mode == WMS_BREAKER_MODE_CONSECUTIVE) {
 		if (failed && RUN_COUNT(atomic_load(&b->run)) >= b->o.failure_threshold)
-			transition(b, WMS_BREAKER_OPEN, "consecutive failure threshold reached", now,
+			transition(b, WMS_BREAKER_STATE_OPEN, "consecutive failure threshold reached", now,
 				   &pe);
 		goto unlock;
 	}
@@ -664,9 +664,9 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 	window_add(b, failed, slow, now);
 	trips = window_trips(b);
 	if (trips == 1)
-		transition(b, WMS_BREAKER_OPEN, "failure rate at or above threshold", now, &pe);
+		transition(b, WMS_BREAKER_STATE_OPEN, "failure rate at or above threshold", now, &pe);
 	else if (trips == 2)
-		transition(b, WMS_BREAKER_OPEN, "slow-call rate at or above threshold", now, &pe);
+		transition(b, WMS_BREAKER_STATE_OPEN, "slow-call rate at or above threshold", now, &pe);
 unlock:
 	pthread_mutex_unlock(&b->lock);
 	fire(b, &pe);
@@ -684,7 +684,7 @@ void wms_breaker_release(wms_breaker *b, const wms_breaker_permit *p)
 		return;
 	pthread_mutex_lock(&b->lock);
 	if (p->epoch == atomic_load(&b->epoch) &&
-	    atomic_load(&b->state) == WMS_BREAKER_HALF_OPEN && b->ho_in_flight) {
+	    atomic_load(&b->state) == WMS_BREAKER_STATE_HALF_OPEN && b->ho_in_flight) {
 		b->ho_in_flight--;
 		b->ho_started--;
 	}
@@ -699,7 +699,7 @@ int wms_breaker_permit_is_trial(const wms_breaker_permit *p)
 wms_breaker_state wms_breaker_state_get(const wms_breaker *b)
 {
 	if (!b)
-		return WMS_BREAKER_CLOSED;
+		return WMS_BREAKER_STATE_CLOSED;
 	return (wms_breaker_state)atomic_load(&((wms_breaker *)b)->state);
 }
 
@@ -723,7 +723,7 @@ static void manual(wms_breaker *b, wms_breaker_state to, const char *reason, int
 	}
 	/* CLOSED by hand always starts afresh (window, run, a new epoch), even
 	 * when it was CLOSED already; an event only for a change of state. */
-	if (atomic_load(&b->state) != (int)to || to == WMS_BREAKER_CLOSED)
+	if (atomic_load(&b->state) != (int)to || to == WMS_BREAKER_STATE_CLOSED)
 		transition(b, to, reason, now, atomic_load(&b->state) != (int)to ? &pe : NULL);
 	if (zero)
 		atomic_store(&b->reset_epoch, atomic_load(&b->epoch));
@@ -731,10 +731,10 @@ static void manual(wms_breaker *b, wms_breaker_state to, const char *reason, int
 	fire(b, &pe);
 }
 
-void wms_breaker_force_open(wms_breaker *b) { manual(b, WMS_BREAKER_FORCED_OPEN, "forced open", 0); }
-void wms_breaker_force_closed(wms_breaker *b) { manual(b, WMS_BREAKER_CLOSED, "forced closed", 0); }
-void wms_breaker_disable(wms_breaker *b) { manual(b, WMS_BREAKER_DISABLED, "disabled", 0); }
-void wms_breaker_reset(wms_breaker *b) { manual(b, WMS_BREAKER_CLOSED, "reset", 1); }
+void wms_breaker_force_open(wms_breaker *b) { manual(b, WMS_BREAKER_STATE_FORCED_OPEN, "forced open", 0); }
+void wms_breaker_force_closed(wms_breaker *b) { manual(b, WMS_BREAKER_STATE_CLOSED, "forced closed", 0); }
+void wms_breaker_disable(wms_breaker *b) { manual(b, WMS_BREAKER_STATE_DISABLED, "disabled", 0); }
+void wms_breaker_reset(wms_breaker *b) { manual(b, WMS_BREAKER_STATE_CLOSED, "reset", 1); }
 
 void wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *b)
 {
@@ -759,8 +759,8 @@ void wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *b)
 	out->window_calls = b->win_calls;
 	out->consecutive_failures = RUN_COUNT(atomic_load(&b->run));
 	out->half_open_in_flight =
-		out->state == WMS_BREAKER_HALF_OPEN ? b->ho_in_flight : 0;
-	if (out->state == WMS_BREAKER_OPEN)
+		out->state == WMS_BREAKER_STATE_HALF_OPEN ? b->ho_in_flight : 0;
+	if (out->state == WMS_BREAKER_STATE_OPEN)
 		out->retry_after_ms = ms_until(atomic_load(&b->open_until_ns), now);
 	out->name = b->name;
 	pthread_mutex_unlock(&b->lock);

@@ -149,11 +149,11 @@ typedef struct key_def {
 } key_def;
 
 static const char *const mode_choices[] = { "consecutive", "count_based", "time_based" };
-static const wms_breaker_mode mode_values[] = { WMS_BREAKER_CONSECUTIVE, WMS_BREAKER_COUNT_BASED,
-						WMS_BREAKER_TIME_BASED };
+static const wms_breaker_mode mode_values[] = { WMS_BREAKER_MODE_CONSECUTIVE, WMS_BREAKER_MODE_COUNT_BASED,
+						WMS_BREAKER_MODE_TIME_BASED };
 static const char *const scope_choices[] = { "per_client", "per_operation" };
-static const wms_breaker_scope scope_values[] = { WMS_BREAKER_PER_CLIENT,
-						  WMS_BREAKER_PER_OPERATION };
+static const wms_breaker_scope scope_values[] = { WMS_BREAKER_SCOPE_PER_CLIENT,
+						  WMS_BREAKER_SCOPE_PER_OPERATION };
 static const char *const soap_choices[] = { "1.1", "1.2" };
 static const wms_soap_version soap_values[] = { WMS_SOAP_11, WMS_SOAP_12 };
 
@@ -899,7 +899,7 @@ static wms_status cross_check(parser *p)
 	const char *cb = block_path[B_BREAKER], *rt = block_path[B_RETRY];
 
 	if (is_set(c, KB_WINDOW) && is_set(c, KB_MODE) &&
-	    mode_values[c->value[KB_MODE]] == WMS_BREAKER_TIME_BASED && c->value[KB_WINDOW] > 3600)
+	    mode_values[c->value[KB_MODE]] == WMS_BREAKER_MODE_TIME_BASED && c->value[KB_WINDOW] > 3600)
 		return fail_at(p, c->line[KB_WINDOW], cb, "sliding_window_size",
 			       "must be 1..3600 (seconds) in time_based mode (got %llu)",
 			       (unsigned long long)c->value[KB_WINDOW]);

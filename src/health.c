@@ -78,9 +78,9 @@ static const char *overall(const wms_breaker_snapshot *s, size_t n)
 {
 	size_t i, up = 0, down = 0;
 	for (i = 0; i < n; i++) {
-		if (s[i].state == WMS_BREAKER_CLOSED || s[i].state == WMS_BREAKER_DISABLED)
+		if (s[i].state == WMS_BREAKER_STATE_CLOSED || s[i].state == WMS_BREAKER_STATE_DISABLED)
 			up++;
-		else if (s[i].state == WMS_BREAKER_OPEN || s[i].state == WMS_BREAKER_FORCED_OPEN)
+		else if (s[i].state == WMS_BREAKER_STATE_OPEN || s[i].state == WMS_BREAKER_STATE_FORCED_OPEN)
 			down++;
 	}
 	if (up == n)

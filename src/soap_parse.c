@@ -70,13 +70,13 @@ static const char *const response_names[WMS__OP_COUNT] = {
 const char *wms_order_state_name(wms_order_state state)
 {
 	switch (state) {
-	case WMS_ORDER_RECEIVED: return "RECEIVED";
-	case WMS_ORDER_ALLOCATED: return "ALLOCATED";
-	case WMS_ORDER_PICKING: return "PICKING";
-	case WMS_ORDER_PACKED: return "PACKED";
-	case WMS_ORDER_SHIPPED: return "SHIPPED";
-	case WMS_ORDER_CANCELLED: return "CANCELLED";
-	case WMS_ORDER_UNKNOWN: return "UNKNOWN";
+	case WMS_ORDER_STATE_RECEIVED: return "RECEIVED";
+	case WMS_ORDER_STATE_ALLOCATED: return "ALLOCATED";
+	case WMS_ORDER_STATE_PICKING: return "PICKING";
+	case WMS_ORDER_STATE_PACKED: return "PACKED";
+	case WMS_ORDER_STATE_SHIPPED: return "SHIPPED";
+	case WMS_ORDER_STATE_CANCELLED: return "CANCELLED";
+	case WMS_ORDER_STATE_UNKNOWN: return "UNKNOWN";
 	}
 	return "UNKNOWN";
 }
@@ -1051,8 +1051,8 @@ static wms_status state_value(const rel *parent, const char *where, wms_order_st
 			      wms_error *err)
 {
 	static const wms_order_state states[] = {
-		WMS_ORDER_RECEIVED, WMS_ORDER_ALLOCATED, WMS_ORDER_PICKING,
-		WMS_ORDER_PACKED, WMS_ORDER_SHIPPED, WMS_ORDER_CANCELLED,
+		WMS_ORDER_STATE_RECEIVED, WMS_ORDER_STATE_ALLOCATED, WMS_ORDER_STATE_PICKING,
+		WMS_ORDER_STATE_PACKED, WMS_ORDER_STATE_SHIPPED, WMS_ORDER_STATE_CANCELLED,
 	};
 	char v[WMS_ID_MAX + 1];
 	wms_status rc = value(parent, where, "state", v, sizeof(v), NULL, err);
@@ -1070,7 +1070,7 @@ static wms_status state_value(const rel *parent, const char *where, wms_order_st
 		if (!((v[i] >= 'A' && v[i] <= 'Z') || (i > 0 && ((v[i] >= '0' && v[i] <= '9') ||
 								 v[i] == '_'))))
 			return unexpected(err, "%s/state: invalid value \"%.40s\"", where, v);
-	*out = WMS_ORDER_UNKNOWN;
+	*out = WMS_ORDER_STATE_UNKNOWN;
 	return WMS_OK;
 }
 

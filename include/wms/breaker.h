@@ -25,20 +25,20 @@ typedef struct wms_breaker wms_breaker;
 /** Breaker states. The first three values are those of the state gauge
  *  (fulfillment.circuit_breaker_state: 0 closed, 1 open, 2 half-open). */
 typedef enum wms_breaker_state {
-	WMS_BREAKER_CLOSED = 0,
-	WMS_BREAKER_OPEN = 1,
-	WMS_BREAKER_HALF_OPEN = 2,
-	WMS_BREAKER_DISABLED = 3,     /**< manual: every call permitted, outcomes only counted */
-	WMS_BREAKER_FORCED_OPEN = 4   /**< manual: every call rejected until the next manual change */
+	WMS_BREAKER_STATE_CLOSED = 0,
+	WMS_BREAKER_STATE_OPEN = 1,
+	WMS_BREAKER_STATE_HALF_OPEN = 2,
+	WMS_BREAKER_STATE_DISABLED = 3,     /**< manual: every call permitted, outcomes only counted */
+	WMS_BREAKER_STATE_FORCED_OPEN = 4   /**< manual: every call rejected until the next manual change */
 } wms_breaker_state;
 
 typedef enum wms_breaker_mode {
 	/** failure_threshold consecutive failures open it (the default). */
-	WMS_BREAKER_CONSECUTIVE = 0,
+	WMS_BREAKER_MODE_CONSECUTIVE = 0,
 	/** failure / slow-call rate over the last sliding_window_size calls. */
-	WMS_BREAKER_COUNT_BASED = 1,
+	WMS_BREAKER_MODE_COUNT_BASED = 1,
 	/** failure / slow-call rate over the last sliding_window_size seconds. */
-	WMS_BREAKER_TIME_BASED = 2
+	WMS_BREAKER_MODE_TIME_BASED = 2
 } wms_breaker_mode;
 
 typedef enum wms_outcome {
@@ -108,7 +108,7 @@ typedef struct wms_breaker_options {
 	void *event_ctx;
 } wms_breaker_options;
 
-#define WMS_BREAKER_OPTIONS_INIT { WMS_BREAKER_OPTIONS_VERSION, NULL, WMS_BREAKER_CONSECUTIVE, \
+#define WMS_BREAKER_OPTIONS_INIT { WMS_BREAKER_OPTIONS_VERSION, NULL, WMS_BREAKER_MODE_CONSECUTIVE, \
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
 
 /** Initialise options to the defaults (all zero) with the right version. */

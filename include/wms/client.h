@@ -25,8 +25,8 @@ typedef enum wms_soap_version {
 } wms_soap_version;
 
 typedef enum wms_breaker_scope {
-	WMS_BREAKER_PER_CLIENT = 0,   /**< one breaker for every operation */
-	WMS_BREAKER_PER_OPERATION = 1 /**< one breaker per WMS operation */
+	WMS_BREAKER_SCOPE_PER_CLIENT = 0,   /**< one breaker for every operation */
+	WMS_BREAKER_SCOPE_PER_OPERATION = 1 /**< one breaker per WMS operation */
 } wms_breaker_scope;
 
 /**
@@ -184,7 +184,7 @@ typedef struct wms_client_options {
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
-	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, WMS_BREAKER_PER_CLIENT, \
+	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, WMS_BREAKER_SCOPE_PER_CLIENT, \
 	WMS_RETRY_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
 	WMS_WSSE_NONE, NULL, NULL, NULL, NULL, 0 }
 
@@ -232,13 +232,13 @@ typedef enum wms_priority {
 } wms_priority;
 
 typedef enum wms_order_state {
-	WMS_ORDER_UNKNOWN = 0, /**< a state this version of libwms does not know */
-	WMS_ORDER_RECEIVED = 1,
-	WMS_ORDER_ALLOCATED = 2,
-	WMS_ORDER_PICKING = 3,
-	WMS_ORDER_PACKED = 4,
-	WMS_ORDER_SHIPPED = 5,
-	WMS_ORDER_CANCELLED = 6
+	WMS_ORDER_STATE_UNKNOWN = 0, /**< a state this version of libwms does not know */
+	WMS_ORDER_STATE_RECEIVED = 1,
+	WMS_ORDER_STATE_ALLOCATED = 2,
+	WMS_ORDER_STATE_PICKING = 3,
+	WMS_ORDER_STATE_PACKED = 4,
+	WMS_ORDER_STATE_SHIPPED = 5,
+	WMS_ORDER_STATE_CANCELLED = 6
 } wms_order_state;
 
 /** "RECEIVED", "SHIPPED", ...; "UNKNOWN" for anything else. */

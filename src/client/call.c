@@ -305,15 +305,15 @@ static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
 	wms_breaker_snapshot snap;
 	wms_breaker_permit p;
 
-	if (state == WMS_BREAKER_OPEN) {
+	if (state == WMS_BREAKER_STATE_OPEN) {
 		wms_breaker_snapshot_get(&snap, b);
-		if (snap.state == WMS_BREAKER_OPEN && snap.retry_after_ms) {
+		if (snap.state == WMS_BREAKER_STATE_OPEN && snap.retry_after_ms) {
 			*retry_after_ms = snap.retry_after_ms;
 			return 1;
 		}
 		state = snap.state;
 	}
-	if (state != WMS_BREAKER_FORCED_OPEN)
+	if (state != WMS_BREAKER_STATE_FORCED_OPEN)
 		return 0;
 	if (wms_breaker_acquire(&p, b, retry_after_ms) == WMS_ERR_CIRCUIT_OPEN)
 		return 1;

@@ -60,8 +60,8 @@ static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state s
 	/* The gauge has three values (0, 1, 2): a manual state reads as what
 	 * callers get from it (forced open rejects, disabled lets all through). */
 	m.name = c->state_metric;
-	m.value = state == WMS_BREAKER_FORCED_OPEN ? 1.0
-		  : state == WMS_BREAKER_DISABLED ? 0.0
+	m.value = state == WMS_BREAKER_STATE_FORCED_OPEN ? 1.0
+		  : state == WMS_BREAKER_STATE_DISABLED ? 0.0
 						  : (double)state;
 	m.breaker = name;
 	m.operation = h->operation;
@@ -84,7 +84,7 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 	wms_breaker_options bo = opts->breaker_options;
 	char name[96];
 	const char *base = bo.name ? bo.name : "wms";
-	size_t i, n = opts->breaker_scope == WMS_BREAKER_PER_OPERATION ? WMS__OP_COUNT : 1;
+	size_t i, n = opts->breaker_scope == WMS_BREAKER_SCOPE_PER_OPERATION ? WMS__OP_COUNT : 1;
 	wms_status st;
 
 	for (i = 0; i < n; i++) {
@@ -184,8 +184,8 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	if (opts->soap_version != WMS_SOAP_11 && opts->soap_version != WMS_SOAP_12)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "soap_version must be WMS_SOAP_11 or WMS_SOAP_12");
-	if (opts->breaker_scope != WMS_BREAKER_PER_CLIENT &&
-	    opts->breaker_scope != WMS_BREAKER_PER_OPERATION)
+	if (opts->breaker_scope != WMS_BREAKER_SCOPE_PER_CLIENT &&
+	    opts->breaker_scope != WMS_BREAKER_SCOPE_PER_OPERATION)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "breaker_scope must be PER_CLIENT or PER_OPERATION");
 	if (opts->timeout_ms > WMS_MAX_TIMEOUT_MS || opts->connect_timeout_ms > WMS_MAX_TIMEOUT_MS ||

@@ -197,7 +197,7 @@ static wms_status submit(wms_client *client, wms_error *err)
 	if (st == WMS_OK) {
 		assert_string_equal(reply.wms_reference, "WMS:778899");
 		assert_string_equal(reply.order_id, "ORD-2024-0001");
-		assert_int_equal(reply.state, WMS_ORDER_RECEIVED);
+		assert_int_equal(reply.state, WMS_ORDER_STATE_RECEIVED);
 		assert_int_equal(reply.duplicate, 0);
 		assert_int_equal(err->delivery, WMS_DELIVERY_ANSWERED);
 	} else if (st == WMS_ERR_SOAP_FAULT) {

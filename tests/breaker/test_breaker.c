@@ -80,13 +80,13 @@ static void consecutive_opens_at_threshold(void **state)
 	(void)state;
 	for (i = 0; i < 4; i++)
 		assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	assert_int_equal(f->ev.n, 0);
 	assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(f->ev.n, 1);
-	assert_int_equal(f->ev.from[0], WMS_BREAKER_CLOSED);
-	assert_int_equal(f->ev.to[0], WMS_BREAKER_OPEN);
+	assert_int_equal(f->ev.from[0], WMS_BREAKER_STATE_CLOSED);
+	assert_int_equal(f->ev.to[0], WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(f->ev.at[0], 1000 * MS);
 	fx_free(f);
 }
@@ -104,14 +104,14 @@ static void success_resets_consecutive_count(void **state)
 		call(f, WMS_OUTCOME_FAILURE);
 		call(f, WMS_OUTCOME_SUCCESS);
 	}
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	/* ignored outcomes neither count nor reset */
 	call(f, WMS_OUTCOME_FAILURE);
 	call(f, WMS_OUTCOME_IGNORED);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	fx_free(f);
 }
 
@@ -133,7 +133,7 @@ static void open_rejects_with_retry_after(void **state)
 	assert_int_equal(wms_breaker_acquire(&p, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
 	assert_int_equal(retry, 17655); /* rounded up: never says "now" too early */
 	wms_breaker_snapshot_get(&s, f->b);
-	assert_int_equal(s.state, WMS_BREAKER_OPEN);
+	assert_int_equal(s.state, WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(s.rejected, 2);
 	assert_int_equal(s.permitted, 1);
 	assert_int_equal(s.failures, 1);
@@ -158,17 +158,17 @@ static void exactly_one_probe_at_open_duration(void **state)
 	assert_int_equal(retry, 1);
 	f->clock.now += 1; /* exactly open_duration_ms: let through */
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, &retry), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN);
 	assert_int_equal(wms_breaker_acquire(&other, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
 	assert_int_equal(retry, 0);
 	wms_breaker_record(f->b, &probe, WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	assert_int_equal(f->ev.n, 3);
-	assert_int_equal(f->ev.to[1], WMS_BREAKER_HALF_OPEN);
-	assert_int_equal(f->ev.to[2], WMS_BREAKER_CLOSED);
+	assert_int_equal(f->ev.to[1], WMS_BREAKER_STATE_HALF_OPEN);
+	assert_int_equal(f->ev.to[2], WMS_BREAKER_STATE_CLOSED);
 	/* closed again: the count starts from zero */
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	fx_free(f);
 }
 
@@ -187,12 +187,12 @@ static void failed_probe_reopens_for_full_duration(void **state)
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
 	f->clock.now += 400 * MS; /* the probe takes 400 ms */
 	wms_breaker_record(f->b, &probe, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
 	assert_int_equal(retry, 1000); /* from the probe's end, not its start */
 	assert_int_equal(f->ev.n, 3);
-	assert_int_equal(f->ev.from[2], WMS_BREAKER_HALF_OPEN);
-	assert_int_equal(f->ev.to[2], WMS_BREAKER_OPEN);
+	assert_int_equal(f->ev.from[2], WMS_BREAKER_STATE_HALF_OPEN);
+	assert_int_equal(f->ev.to[2], WMS_BREAKER_STATE_OPEN);
 	fx_free(f);
 }
 
@@ -209,13 +209,13 @@ static void ignored_probe_frees_the_slot(void **state)
 	f->clock.now += 1000 * MS;
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
 	wms_breaker_record(f->b, &probe, WMS_OUTCOME_IGNORED);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN);
 	assert_int_equal(wms_breaker_acquire(&next, f->b, NULL), WMS_OK);
 	/* release (the call was never made) frees it too */
 	wms_breaker_release(f->b, &next);
 	assert_int_equal(wms_breaker_acquire(&next, f->b, NULL), WMS_OK);
 	wms_breaker_record(f->b, &next, WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	fx_free(f);
 }
 
@@ -234,9 +234,9 @@ static void stale_permit_decides_nothing(void **state)
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
 	/* the call granted while CLOSED finishes now: it must not close the breaker */
 	wms_breaker_record(f->b, &slow_call, WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN);
 	wms_breaker_record(f->b, &probe, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	fx_free(f);
 }
 
@@ -260,15 +260,15 @@ static void stale_permit_does_not_count_after_closing(void **state)
 	f->clock.now += 1000 * MS;
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
 	wms_breaker_record(f->b, &probe, WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	/* the late failure arrives, then one new failure: 1 of 2, still CLOSED */
 	wms_breaker_record(f->b, &late_fail, WMS_OUTCOME_FAILURE);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	/* a late success does not wipe the new run either: the next failure opens */
 	wms_breaker_record(f->b, &late_ok, WMS_OUTCOME_SUCCESS);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	/* both late outcomes still show in the counters */
 	wms_breaker_snapshot_get(&snap, f->b);
 	assert_int_equal(snap.failures, 5);
@@ -297,9 +297,9 @@ static void late_trial_gets_its_full_wait(void **state)
 	assert_int_equal(wms_breaker_acquire(&p2, f->b, NULL), WMS_OK);
 	f->clock.now += 59999 * MS; /* p2 has run 59.999 s: still waited for */
 	assert_int_equal(wms_breaker_acquire(&other, f->b, NULL), WMS_ERR_CIRCUIT_OPEN);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN);
 	wms_breaker_record(f->b, &p2, WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	fx_free(f);
 }
 
@@ -307,8 +307,8 @@ static void late_trial_gets_its_full_wait(void **state)
  * run of failures (consecutive) and the window (count_based) are cleared. */
 static void force_closed_when_closed_clears(void **state)
 {
-	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,
-						  WMS_BREAKER_COUNT_BASED };
+	static const wms_breaker_mode modes[] = { WMS_BREAKER_MODE_CONSECUTIVE,
+						  WMS_BREAKER_MODE_COUNT_BASED };
 	(void)state;
 	for (size_t m = 0; m < 2; m++) {
 		wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
@@ -328,7 +328,7 @@ static void force_closed_when_closed_clears(void **state)
 		assert_int_equal(snap.window_calls, 0);
 		assert_int_equal(f->ev.n, 0); /* no change of state, no event */
 		call(f, WMS_OUTCOME_FAILURE);
-		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 		fx_free(f);
 	}
 }
@@ -344,7 +344,7 @@ static void time_window_late_record_keeps_newer_seconds(void **state)
 	fx *f;
 	int i;
 	(void)state;
-	o.mode = WMS_BREAKER_TIME_BASED;
+	o.mode = WMS_BREAKER_MODE_TIME_BASED;
 	o.sliding_window_size = 3;
 	o.minimum_number_of_calls = 5;
 	o.failure_rate_threshold = 50;
@@ -361,7 +361,7 @@ static void time_window_late_record_keeps_newer_seconds(void **state)
 	for (i = 0; i < 4; i++)
 		call(f, WMS_OUTCOME_FAILURE);
 	wms_breaker_snapshot_get(&snap, f->b);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN); /* 4 of 5 */
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN); /* 4 of 5 */
 	fx_free(f);
 }
 
@@ -399,7 +399,7 @@ static void slow_call_started_at_clock_zero(void **state)
 	wms_breaker_snapshot snap;
 	fx *f;
 	(void)state;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.slow_call_duration_ms = 1000;
 	f = fx_new(&o);
 	f->clock.now = 0;
@@ -445,14 +445,14 @@ static void probe_that_never_reports_counts_as_failed(void **state)
 	assert_int_equal(wms_breaker_acquire(&probe, f->b, NULL), WMS_OK);
 	f->clock.now += 2999 * MS;
 	assert_int_equal(wms_breaker_acquire(&next, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN);
 	f->clock.now += 1 * MS;
 	assert_int_equal(wms_breaker_acquire(&next, f->b, &retry), WMS_ERR_CIRCUIT_OPEN);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(retry, 1000);
 	/* the lost probe reports at last: ignored, the breaker stays OPEN */
 	wms_breaker_record(f->b, &probe, WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	fx_free(f);
 }
 
@@ -466,26 +466,26 @@ static void manual_controls(void **state)
 	o.failure_threshold = 1;
 	f = fx_new(&o);
 	wms_breaker_force_open(f->b);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_FORCED_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_FORCED_OPEN);
 	f->clock.now += 3600000 * MS; /* forced open never probes */
 	assert_int_equal(call(f, WMS_OUTCOME_SUCCESS), WMS_ERR_CIRCUIT_OPEN);
 	wms_breaker_force_closed(f->b);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	wms_breaker_disable(f->b);
 	for (i = 0; i < 10; i++)
 		assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_DISABLED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_DISABLED);
 	wms_breaker_snapshot_get(&s, f->b);
 	assert_int_equal(s.failures, 10);
 	assert_int_equal(s.rejected, 1);
 	wms_breaker_reset(f->b);
 	wms_breaker_snapshot_get(&s, f->b);
-	assert_int_equal(s.state, WMS_BREAKER_CLOSED);
+	assert_int_equal(s.state, WMS_BREAKER_STATE_CLOSED);
 	assert_int_equal(s.failures, 0);
 	assert_int_equal(s.permitted, 0);
 	assert_int_equal(f->ev.n, 4);
-	assert_int_equal(f->ev.to[3], WMS_BREAKER_CLOSED);
-	assert_string_equal(wms_breaker_state_name(WMS_BREAKER_FORCED_OPEN), "FORCED_OPEN");
+	assert_int_equal(f->ev.to[3], WMS_BREAKER_STATE_CLOSED);
+	assert_string_equal(wms_breaker_state_name(WMS_BREAKER_STATE_FORCED_OPEN), "FORCED_OPEN");
 	fx_free(f);
 }
 
@@ -559,7 +559,7 @@ static void options_are_validated(void **state)
 	o.failure_rate_threshold = 0;
 	o.mode = (wms_breaker_mode)7;
 	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
-	o.mode = WMS_BREAKER_CONSECUTIVE;
+	o.mode = WMS_BREAKER_MODE_CONSECUTIVE;
 	o.open_duration_growth_pct = 50;
 	assert_int_equal(wms_breaker_new(&b, &o), WMS_ERR_INVALID_ARG);
 	o.open_duration_growth_pct = 0;
@@ -584,14 +584,14 @@ static void options_are_validated(void **state)
 static void lab_default_scenario(void **state)
 {
 	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
-	wms_breaker_state expect[] = { WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN, WMS_BREAKER_OPEN,
-				       WMS_BREAKER_HALF_OPEN, WMS_BREAKER_CLOSED };
+	wms_breaker_state expect[] = { WMS_BREAKER_STATE_OPEN, WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_OPEN,
+				       WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_CLOSED };
 	uint64_t expect_at[] = { 15, 20, 22, 27, 29 };
 	char rejected[41] = { 0 };
 	fx *f;
 	int t, i;
 	(void)state;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.sliding_window_size = 10;
 	o.minimum_number_of_calls = 10;
 	o.failure_rate_threshold = 50;
@@ -620,7 +620,7 @@ static void lab_short_outage_never_opens(void **state)
 	fx *f;
 	int t;
 	(void)state;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.sliding_window_size = 10;
 	o.minimum_number_of_calls = 10;
 	o.failure_rate_threshold = 80;
@@ -647,8 +647,8 @@ static void rate_threshold_boundary(void **state)
 		uint32_t threshold;
 		int opens;
 	} cases[] = {
-		{ WMS_BREAKER_COUNT_BASED, 33, 1 }, { WMS_BREAKER_COUNT_BASED, 34, 0 },
-		{ WMS_BREAKER_TIME_BASED, 33, 1 },  { WMS_BREAKER_TIME_BASED, 34, 0 },
+		{ WMS_BREAKER_MODE_COUNT_BASED, 33, 1 }, { WMS_BREAKER_MODE_COUNT_BASED, 34, 0 },
+		{ WMS_BREAKER_MODE_TIME_BASED, 33, 1 },  { WMS_BREAKER_MODE_TIME_BASED, 34, 0 },
 	};
 	(void)state;
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -665,9 +665,9 @@ static void rate_threshold_boundary(void **state)
 		for (i = 0; i < 300; i++)
 			assert_int_equal(call(f, WMS_OUTCOME_SUCCESS), WMS_OK);
 		assert_int_equal(call(f, WMS_OUTCOME_FAILURE), WMS_OK);
-		if (cases[k].mode == WMS_BREAKER_TIME_BASED) {
+		if (cases[k].mode == WMS_BREAKER_MODE_TIME_BASED) {
 			/* 1 failure of 301 calls: far under; then a quiet 3 s */
-			assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+			assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 			f->clock.now += 4000 * MS;
 			call(f, WMS_OUTCOME_FAILURE);
 			call(f, WMS_OUTCOME_SUCCESS);
@@ -677,7 +677,7 @@ static void rate_threshold_boundary(void **state)
 			call(f, WMS_OUTCOME_SUCCESS);
 		}
 		assert_int_equal(wms_breaker_state_get(f->b),
-				 cases[k].opens ? WMS_BREAKER_OPEN : WMS_BREAKER_CLOSED);
+				 cases[k].opens ? WMS_BREAKER_STATE_OPEN : WMS_BREAKER_STATE_CLOSED);
 		fx_free(f);
 	}
 }
@@ -689,7 +689,7 @@ static void count_based_waits_for_minimum_calls(void **state)
 	fx *f;
 	int i;
 	(void)state;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.sliding_window_size = 20;
 	o.minimum_number_of_calls = 5;
 	o.failure_rate_threshold = 50;
@@ -698,9 +698,9 @@ static void count_based_waits_for_minimum_calls(void **state)
 		call(f, WMS_OUTCOME_FAILURE);
 	wms_breaker_snapshot_get(&s, f->b);
 	assert_true(s.failure_rate < 0); /* not judged yet */
-	assert_int_equal(s.state, WMS_BREAKER_CLOSED);
+	assert_int_equal(s.state, WMS_BREAKER_STATE_CLOSED);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	fx_free(f);
 }
 
@@ -712,7 +712,7 @@ static void count_based_slow_calls_open(void **state)
 	fx *f;
 	int i;
 	(void)state;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.sliding_window_size = 4;
 	o.minimum_number_of_calls = 4;
 	o.slow_call_rate_threshold = 50;
@@ -723,7 +723,7 @@ static void count_based_slow_calls_open(void **state)
 		f->clock.now += (i % 2 ? 101 : 100) * MS; /* 100 ms is not slow; 101 is */
 		wms_breaker_record(f->b, &p, WMS_OUTCOME_SUCCESS);
 	}
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	wms_breaker_snapshot_get(&s, f->b);
 	assert_int_equal(s.slow, 2);
 	assert_int_equal(s.successes, 4);
@@ -737,7 +737,7 @@ static void time_based_window_forgets_old_seconds(void **state)
 	fx *f;
 	int i;
 	(void)state;
-	o.mode = WMS_BREAKER_TIME_BASED;
+	o.mode = WMS_BREAKER_MODE_TIME_BASED;
 	o.sliding_window_size = 5;
 	o.minimum_number_of_calls = 4;
 	o.failure_rate_threshold = 50;
@@ -751,13 +751,13 @@ static void time_based_window_forgets_old_seconds(void **state)
 	wms_breaker_snapshot_get(&s, f->b);
 	assert_int_equal(s.window_calls, 3);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED); /* 1 of 4 */
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED); /* 1 of 4 */
 	/* within the window: spread over 5 seconds they all count */
 	for (i = 0; i < 4; i++) {
 		f->clock.now += 1000 * MS;
 		call(f, WMS_OUTCOME_FAILURE);
 	}
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	fx_free(f);
 }
 
@@ -767,7 +767,7 @@ static void half_open_trials_decide_by_rate(void **state)
 	wms_breaker_permit t[4];
 	fx *f;
 	(void)state;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.sliding_window_size = 2;
 	o.minimum_number_of_calls = 2;
 	o.failure_rate_threshold = 50;
@@ -776,7 +776,7 @@ static void half_open_trials_decide_by_rate(void **state)
 	f = fx_new(&o);
 	call(f, WMS_OUTCOME_FAILURE);
 	call(f, WMS_OUTCOME_FAILURE);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 	f->clock.now += 1000 * MS;
 	assert_int_equal(wms_breaker_acquire(&t[0], f->b, NULL), WMS_OK);
 	assert_int_equal(wms_breaker_acquire(&t[1], f->b, NULL), WMS_OK);
@@ -784,10 +784,10 @@ static void half_open_trials_decide_by_rate(void **state)
 	assert_int_equal(wms_breaker_acquire(&t[3], f->b, NULL), WMS_ERR_CIRCUIT_OPEN);
 	wms_breaker_record(f->b, &t[0], WMS_OUTCOME_FAILURE);
 	wms_breaker_record(f->b, &t[1], WMS_OUTCOME_SUCCESS);
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN); /* not all in */
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN); /* not all in */
 	wms_breaker_record(f->b, &t[2], WMS_OUTCOME_SUCCESS);
 	/* 1 of 3 failed = 33 % < 50 % */
-	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	fx_free(f);
 }
 
@@ -796,20 +796,20 @@ static void half_open_trials_decide_by_rate(void **state)
  * its flags are non-zero in CLOSED too. A trial stays one after its round. */
 static void permit_is_trial_only_in_half_open(void **state)
 {
-	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,
-						  WMS_BREAKER_COUNT_BASED,
-						  WMS_BREAKER_TIME_BASED };
+	static const wms_breaker_mode modes[] = { WMS_BREAKER_MODE_CONSECUTIVE,
+						  WMS_BREAKER_MODE_COUNT_BASED,
+						  WMS_BREAKER_MODE_TIME_BASED };
 	size_t m;
 	(void)state;
 	assert_int_equal(wms_breaker_permit_is_trial(NULL), 0);
 	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 		wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
 		wms_breaker_permit closed, t[2], after, disabled;
-		uint32_t trials = modes[m] == WMS_BREAKER_CONSECUTIVE ? 1 : 2, i;
+		uint32_t trials = modes[m] == WMS_BREAKER_MODE_CONSECUTIVE ? 1 : 2, i;
 		fx *f;
 		o.mode = modes[m];
 		o.failure_threshold = 1;
-		o.sliding_window_size = modes[m] == WMS_BREAKER_TIME_BASED ? 10 : 4;
+		o.sliding_window_size = modes[m] == WMS_BREAKER_MODE_TIME_BASED ? 10 : 4;
 		o.minimum_number_of_calls = 1;
 		o.failure_rate_threshold = 100;
 		o.open_duration_ms = 1000;
@@ -818,16 +818,16 @@ static void permit_is_trial_only_in_half_open(void **state)
 		assert_int_equal(wms_breaker_acquire(&closed, f->b, NULL), WMS_OK);
 		assert_int_equal(wms_breaker_permit_is_trial(&closed), 0);
 		wms_breaker_record(f->b, &closed, WMS_OUTCOME_FAILURE); /* opens */
-		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_OPEN);
+		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_OPEN);
 		f->clock.now += 1000 * MS;
 		for (i = 0; i < trials; i++) {
 			assert_int_equal(wms_breaker_acquire(&t[i], f->b, NULL), WMS_OK);
-			assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_HALF_OPEN);
+			assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_HALF_OPEN);
 			assert_int_equal(wms_breaker_permit_is_trial(&t[i]), 1);
 		}
 		for (i = 0; i < trials; i++)
 			wms_breaker_record(f->b, &t[i], WMS_OUTCOME_SUCCESS);
-		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_CLOSED);
+		assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 		assert_int_equal(wms_breaker_permit_is_trial(&t[0]), 1);
 		assert_int_equal(wms_breaker_acquire(&after, f->b, NULL), WMS_OK);
 		assert_int_equal(wms_breaker_permit_is_trial(&after), 0);

@@ -106,7 +106,7 @@ static size_t check_rounds(trial *all, size_t n, unsigned permitted, wms_breaker
 		/* The breaker ends in the last round only if it is still half-open;
 		 * every earlier round was decided, by exactly `permitted` trials. */
 		if (decided > permitted || (decided != permitted && !(i == n && last ==
-								    WMS_BREAKER_HALF_OPEN)))
+								    WMS_BREAKER_STATE_HALF_OPEN)))
 			fail_msg("half-open round %zu (epoch %llu): %u trials reported an outcome, "
 				 "%u granted, permitted_calls_in_half_open %u%s",
 				 rounds, (unsigned long long)epoch, decided, granted, permitted,
@@ -127,7 +127,7 @@ static void run_mode(wms_breaker_mode mode, unsigned trials)
 	int i;
 	o.mode = mode;
 	o.failure_threshold = 3;
-	o.sliding_window_size = mode == WMS_BREAKER_TIME_BASED ? 2 : 20;
+	o.sliding_window_size = mode == WMS_BREAKER_MODE_TIME_BASED ? 2 : 20;
 	o.minimum_number_of_calls = 10;
 	o.failure_rate_threshold = 30; /* failures run at ~37 %: it must open */
 	o.open_duration_ms = 1; /* real clock: flap as fast as possible */
@@ -167,9 +167,9 @@ static void run_mode(wms_breaker_mode mode, unsigned trials)
 	wms_breaker_free(s.b);
 }
 
-static void consecutive_threads(void **state) { (void)state; run_mode(WMS_BREAKER_CONSECUTIVE, 1); }
-static void count_threads(void **state) { (void)state; run_mode(WMS_BREAKER_COUNT_BASED, 3); }
-static void time_threads(void **state) { (void)state; run_mode(WMS_BREAKER_TIME_BASED, 2); }
+static void consecutive_threads(void **state) { (void)state; run_mode(WMS_BREAKER_MODE_CONSECUTIVE, 1); }
+static void count_threads(void **state) { (void)state; run_mode(WMS_BREAKER_MODE_COUNT_BASED, 3); }
+static void time_threads(void **state) { (void)state; run_mode(WMS_BREAKER_MODE_TIME_BASED, 2); }
 
 int main(void)
 {

@@ -317,7 +317,7 @@ static void slow_calls_by_duration(void **state)
 	replay_out r;
 
 	(void)state;
-	bo.mode = WMS_BREAKER_COUNT_BASED;
+	bo.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	bo.sliding_window_size = 4;
 	bo.minimum_number_of_calls = 4;
 	bo.slow_call_duration_ms = 1000;
@@ -363,7 +363,7 @@ static void ignored_trial_frees_its_slot(void **state)
 	replay_out r;
 
 	(void)state;
-	bo.mode = WMS_BREAKER_COUNT_BASED;
+	bo.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	bo.sliding_window_size = 2;
 	bo.minimum_number_of_calls = 2;
 	bo.open_duration_ms = 1000;
@@ -420,7 +420,7 @@ static void time_based_window(void **state)
 	replay_out r;
 
 	(void)state;
-	bo.mode = WMS_BREAKER_TIME_BASED;
+	bo.mode = WMS_BREAKER_MODE_TIME_BASED;
 	bo.sliding_window_size = 2;
 	bo.minimum_number_of_calls = 3;
 	assert_int_equal(replay(&r, calls, N(calls), &bo), 0);

@@ -95,7 +95,7 @@ static void submit_ok_11(void **state)
 	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
 	assert_string_equal(r.wms_reference, "WMS-000042");
 	assert_string_equal(r.order_id, "ORD-1");
-	assert_int_equal(r.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(r.state, WMS_ORDER_STATE_RECEIVED);
 	assert_int_equal(r.duplicate, 0);
 	assert_int_equal(err.status, WMS_OK);
 	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
@@ -134,7 +134,7 @@ static void breaker_opens_and_nothing_is_sent(void **state)
 		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
 		assert_string_equal(err.operation, "SubmitOrder");
 	}
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_OPEN);
 	clock_now += 10000 * MS;
 	assert_int_equal(submit(&x, &err), WMS_ERR_CIRCUIT_OPEN);
 	assert_int_equal(x.t->sends, 5); /* nothing sent */
@@ -151,7 +151,7 @@ static void breaker_opens_and_nothing_is_sent(void **state)
 	script(&x, 200, "text/xml", submit_ok);
 	assert_int_equal(submit(&x, &err), WMS_OK);
 	assert_int_equal(x.t->sends, 6);
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_CLOSED);
 	wms_client_free(x.c);
 }
 
@@ -186,7 +186,7 @@ static void client_fault_is_not_a_failure(void **state)
 		assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
 	}
 	assert_false(wms_error_is_retryable(&err));
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_CLOSED);
 	assert_int_equal(snap(&x).ignored, 10);
 	assert_int_equal(snap(&x).failures, 0);
 	wms_client_free(x.c);
@@ -316,7 +316,7 @@ static void fixture_mismatch_and_nomem_say_nothing_to_the_breaker(void **state)
 	for (i = 0; i < 10; i++)
 		assert_int_equal(submit(&x, &err), WMS_ERR_FIXTURE);
 	assert_int_equal(snap(&x).permitted, 0);
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_CLOSED);
 	wms_client_free(x.c);
 }
 
@@ -424,7 +424,7 @@ static void other_operations(void **state)
 	       "</clientOrderId><wmsReference>R9</wmsReference><state>SHIPPED</state>"
 	       "<updatedAt>2026-11-29T10:00:00Z</updatedAt></GetOrderStatusResponse>" ENV_CLOSE);
 	assert_int_equal(wms_get_order_status(&sr, x.c, "ORD-1", &err), WMS_OK);
-	assert_int_equal(sr.state, WMS_ORDER_SHIPPED);
+	assert_int_equal(sr.state, WMS_ORDER_STATE_SHIPPED);
 	assert_string_equal(sr.wms_reference, "R9");
 	assert_string_equal(sr.updated_at, "2026-11-29T10:00:00Z");
 	assert_string_equal(x.t->last_action, "urn:libwms:warehouse:1/GetOrderStatus");
@@ -434,7 +434,7 @@ static void other_operations(void **state)
 	       "</clientOrderId><state>CANCELLED</state><alreadyCancelled>1</alreadyCancelled>"
 	       "</CancelOrderResponse>" ENV_CLOSE);
 	assert_int_equal(wms_cancel_order(&cr, x.c, "ORD-1", "customer asked", &err), WMS_OK);
-	assert_int_equal(cr.state, WMS_ORDER_CANCELLED);
+	assert_int_equal(cr.state, WMS_ORDER_STATE_CANCELLED);
 	assert_int_equal(cr.already_cancelled, 1);
 	assert_non_null(strstr(x.t->last_body, "customer asked"));
 
@@ -550,10 +550,10 @@ static wms_status new_client(wms_client **c, wms_breaker_scope scope, wms_breake
 static void new_client_frees_everything_on_nomem(void **state)
 {
 	const wms_allocator al = count_alloc_hooks(&A);
-	static const wms_breaker_scope scopes[] = { WMS_BREAKER_PER_CLIENT,
-						    WMS_BREAKER_PER_OPERATION };
-	static const wms_breaker_mode modes[] = { WMS_BREAKER_CONSECUTIVE,
-						  WMS_BREAKER_COUNT_BASED };
+	static const wms_breaker_scope scopes[] = { WMS_BREAKER_SCOPE_PER_CLIENT,
+						    WMS_BREAKER_SCOPE_PER_OPERATION };
+	static const wms_breaker_mode modes[] = { WMS_BREAKER_MODE_CONSECUTIVE,
+						  WMS_BREAKER_MODE_COUNT_BASED };
 	size_t s, m;
 	(void)state;
 
@@ -591,7 +591,7 @@ static void new_client_frees_everything_on_nomem(void **state)
 			/* every allocation of every breaker was failed once (two or
 			 * more each): past the first one too, per operation */
 			assert_true(breaker_failures >=
-				    (scopes[s] == WMS_BREAKER_PER_OPERATION ? 8 : 2));
+				    (scopes[s] == WMS_BREAKER_SCOPE_PER_OPERATION ? 8 : 2));
 		}
 	assert_int_equal(wms_set_allocator(NULL), WMS_OK);
 }

@@ -37,7 +37,7 @@ static void json_document(void **state)
 	char *doc = NULL;
 	fx x;
 	(void)state;
-	o.breaker_scope = WMS_BREAKER_PER_OPERATION;
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
 	o.breaker_options.name = "wms \"east\"";
 	x = setup_client_with(&o);
 	assert_int_equal(wms_client_health_json(&doc, x.c), WMS_OK);
@@ -97,7 +97,7 @@ static void rates_documents(char **json, char **prom)
 	wms_breaker *b;
 	wms_breaker_permit p;
 	int i;
-	o.mode = WMS_BREAKER_COUNT_BASED;
+	o.mode = WMS_BREAKER_MODE_COUNT_BASED;
 	o.sliding_window_size = 10;
 	o.minimum_number_of_calls = 3;
 	o.failure_rate_threshold = 90;

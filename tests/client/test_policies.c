@@ -102,7 +102,7 @@ static void no_retry_after_circuit_open(void **state)
 	assert_int_equal(x.t->sends, 2);
 	assert_int_equal(err.attempts, 2);
 	assert_true(err.retry_after_ms > 0);
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_OPEN);
 	wms_client_free(x.c);
 }
 
@@ -212,7 +212,7 @@ static void no_backoff_once_the_breaker_opened(void **state)
 			/* the fake clock stands still: the whole open duration is left */
 			assert_true(err.retry_after_ms > 0 && err.retry_after_ms <= 30000);
 			wms_breaker_snapshot_get(&s, wms_client_breaker(x.c));
-			assert_int_equal(s.state, WMS_BREAKER_OPEN);
+			assert_int_equal(s.state, WMS_BREAKER_STATE_OPEN);
 			assert_int_equal(s.permitted, 1);
 			assert_int_equal(s.failures, 1);
 			/* no retry was asked for: nothing rejected */
@@ -257,7 +257,7 @@ static void no_backoff_once_forced_open(void **state)
 	/* a forced-open breaker's hint: its open_duration_ms (30 s default) */
 	assert_int_equal(err.retry_after_ms, 30000);
 	wms_breaker_snapshot_get(&s, b);
-	assert_int_equal(s.state, WMS_BREAKER_FORCED_OPEN);
+	assert_int_equal(s.state, WMS_BREAKER_STATE_FORCED_OPEN);
 	assert_int_equal(s.permitted, 1);
 	assert_int_equal(s.rejected, 1); /* the retry's ask, refused as any would be */
 	wms_client_free(x.c);
@@ -288,12 +288,12 @@ static void error_filter_reclassifies(void **state)
 	x.t->next = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
 	for (i = 0; i < 10; i++)
 		submit(&x, NULL, NULL);
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_CLOSED);
 	x.t->next = ok_step(client_fault);
 	x.t->next.status = 500;
 	for (i = 0; i < 3; i++)
 		submit(&x, NULL, NULL);
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(calls, 13);
 	/* an invalid argument never reaches the filter */
 	{
@@ -315,7 +315,7 @@ static void per_operation_breakers(void **state)
 	int i;
 	fx x;
 	(void)state;
-	o.breaker_scope = WMS_BREAKER_PER_OPERATION;
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
 	o.breaker_options.failure_threshold = 2;
 	o.breaker_options.name = "wms";
 	x = setup_client_with(&o);
@@ -333,7 +333,7 @@ static void per_operation_breakers(void **state)
 	assert_int_equal(wms_get_order_status(NULL, x.c, "ORD-1", &err), WMS_ERR_CONNECT);
 	assert_int_equal(x.t->sends, 3);
 	assert_int_equal(wms_breaker_state_get(wms_client_breaker_for(x.c, "GetOrderStatus")),
-			 WMS_BREAKER_CLOSED);
+			 WMS_BREAKER_STATE_CLOSED);
 	wms_client_free(x.c);
 }
 
@@ -346,7 +346,7 @@ static wms_status accept_locally(wms_submit_reply *out, const wms_fallback_call 
 	assert_true(call->error->retry_after_ms > 0);
 	snprintf(out->wms_reference, sizeof(out->wms_reference), "PENDING-%s", call->order_id);
 	snprintf(out->order_id, sizeof(out->order_id), "%s", call->order_id);
-	out->state = WMS_ORDER_UNKNOWN;
+	out->state = WMS_ORDER_STATE_UNKNOWN;
 	return WMS_OK;
 }
 

@@ -6,11 +6,11 @@
 static const char *mode_name(wms_breaker_mode m)
 {
 	switch (m) {
-	case WMS_BREAKER_CONSECUTIVE:
+	case WMS_BREAKER_MODE_CONSECUTIVE:
 		return "consecutive";
-	case WMS_BREAKER_COUNT_BASED:
+	case WMS_BREAKER_MODE_COUNT_BASED:
 		return "count_based";
-	case WMS_BREAKER_TIME_BASED:
+	case WMS_BREAKER_MODE_TIME_BASED:
 		return "time_based";
 	}
 	return "?";
@@ -60,7 +60,7 @@ int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t
 		snprintf(buf, size, "%s", mode_name(b->mode));
 	else if (!strcmp(key, "circuit_breaker.scope"))
 		snprintf(buf, size, "%s",
-			 o->breaker_scope == WMS_BREAKER_PER_OPERATION ? "per_operation" : "per_client");
+			 o->breaker_scope == WMS_BREAKER_SCOPE_PER_OPERATION ? "per_operation" : "per_client");
 	else if (!strcmp(key, "circuit_breaker.name"))
 		snprintf(buf, size, "%s", b->name ? b->name : "(unset)");
 	else if (!strcmp(key, "circuit_breaker.retry.not_sent_only"))

@@ -88,9 +88,9 @@ static void full_file_applied(void **state)
 	assert_int_equal(o.timeout_ms, 8000);
 	assert_int_equal(o.stall_timeout_ms, 4000);
 	assert_int_equal(o.max_reply_bytes, 1048576);
-	assert_int_equal(o.breaker_scope, WMS_BREAKER_PER_OPERATION);
+	assert_int_equal(o.breaker_scope, WMS_BREAKER_SCOPE_PER_OPERATION);
 	assert_int_equal(b->version, WMS_BREAKER_OPTIONS_VERSION);
-	assert_int_equal(b->mode, WMS_BREAKER_COUNT_BASED);
+	assert_int_equal(b->mode, WMS_BREAKER_MODE_COUNT_BASED);
 	assert_string_equal(b->name, "wms-eu");
 	assert_int_equal(b->failure_threshold, 7);
 	assert_int_equal(b->failure_rate_threshold, 40);
@@ -136,20 +136,20 @@ static void example_file_loads(void **state)
 	assert_string_equal(o.endpoint, "http://wms.example.internal:8080/wms");
 	assert_int_equal(o.soap_version, WMS_SOAP_11);
 	assert_int_equal(o.timeout_ms, 10000);
-	assert_int_equal(o.breaker_options.mode, WMS_BREAKER_CONSECUTIVE);
+	assert_int_equal(o.breaker_options.mode, WMS_BREAKER_MODE_CONSECUTIVE);
 	assert_int_equal(o.breaker_options.failure_threshold, 5);
 	assert_int_equal(o.breaker_options.open_duration_ms, 30000);
 	assert_int_equal(o.breaker_options.max_open_duration_ms, 300000);
 	assert_int_equal(o.retry.max_attempts, 3);
 	assert_int_equal(o.retry.not_sent_only, 0);
-	assert_int_equal(o.breaker_scope, WMS_BREAKER_PER_CLIENT);
+	assert_int_equal(o.breaker_scope, WMS_BREAKER_SCOPE_PER_CLIENT);
 	if (wms_client_new(&c, &o, &err) != WMS_OK)
 		fail_msg("%s", err.message);
 	wms_config_free(cfg); /* the client copied what it needs */
 	assert_int_equal(wms_client_breakers(NULL, 0, c), 1);
 	wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
 	assert_string_equal(snap.name, "wms");
-	assert_int_equal(snap.state, WMS_BREAKER_CLOSED);
+	assert_int_equal(snap.state, WMS_BREAKER_STATE_CLOSED);
 	wms_client_free(c);
 }
 
@@ -765,8 +765,8 @@ static void apply_on_top_of_values(void **state)
 	o.max_reply_bytes = 444;
 	o.max_idle_connections = 3;
 	o.user_agent = "ua";
-	o.breaker_scope = WMS_BREAKER_PER_OPERATION;
-	o.breaker_options.mode = WMS_BREAKER_TIME_BASED;
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.breaker_options.mode = WMS_BREAKER_MODE_TIME_BASED;
 	o.breaker_options.name = "before";
 	o.breaker_options.failure_threshold = 9;
 	o.breaker_options.failure_rate_threshold = 11;
@@ -786,8 +786,8 @@ static void apply_on_top_of_values(void **state)
 	/* overridden */
 	assert_int_equal(o.soap_version, WMS_SOAP_11);
 	assert_int_equal(o.timeout_ms, 5000);
-	assert_int_equal(o.breaker_options.mode, WMS_BREAKER_CONSECUTIVE);
-	assert_int_equal(o.breaker_scope, WMS_BREAKER_PER_CLIENT);
+	assert_int_equal(o.breaker_options.mode, WMS_BREAKER_MODE_CONSECUTIVE);
+	assert_int_equal(o.breaker_scope, WMS_BREAKER_SCOPE_PER_CLIENT);
 	assert_int_equal(o.breaker_options.open_duration_jitter_pct, 0);
 	assert_int_equal(o.breaker_options.failure_threshold, 4);
 	assert_int_equal(o.retry.not_sent_only, 0);
@@ -1097,10 +1097,10 @@ static void breaker_count_based_from_file(void **state)
 		assert_int_equal(call(b, WMS_OUTCOME_SUCCESS, NULL), WMS_OK);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_CLOSED);
 	/* The 10th, a failure: 5 of 10 = 50 % opens it. */
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
 	wms_breaker_snapshot_get(&snap, b);
 	assert_string_equal(snap.name, "cfg-count");
 	assert_int_equal(snap.failures, 5);
@@ -1113,9 +1113,9 @@ static void breaker_count_based_from_file(void **state)
 	now += 1 * MS;
 	/* Two trial calls (permitted_calls_in_half_open: 2) close it. */
 	assert_int_equal(call(b, WMS_OUTCOME_SUCCESS, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_HALF_OPEN);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_HALF_OPEN);
 	assert_int_equal(call(b, WMS_OUTCOME_SUCCESS, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_CLOSED);
 	wms_breaker_free(b);
 }
 
@@ -1140,10 +1140,10 @@ static void breaker_count_based_below_threshold(void **state)
 		assert_int_equal(call(b, WMS_OUTCOME_SUCCESS, NULL), WMS_OK);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_CLOSED);
 	/* The 11th pushes the oldest success out: 5 of 10. */
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
 	wms_breaker_free(b);
 	wms_config_free(cfg);
 }
@@ -1168,9 +1168,9 @@ static void breaker_consecutive_from_file(void **state)
 	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_CLOSED);
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(call(b, WMS_OUTCOME_SUCCESS, &ra), WMS_ERR_CIRCUIT_OPEN);
 	assert_int_equal(ra, 1000);
 	/* The probe fails: reopened for 2000 (growth 200 %), then capped at 3000. */

@@ -253,7 +253,7 @@ static size_t out_size(wms__op op)
 
 static int state_ok(wms_order_state s)
 {
-	return s >= WMS_ORDER_UNKNOWN && s <= WMS_ORDER_CANCELLED;
+	return s >= WMS_ORDER_STATE_UNKNOWN && s <= WMS_ORDER_STATE_CANCELLED;
 }
 
 static int bool_ok(int b)

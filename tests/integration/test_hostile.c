@@ -223,7 +223,7 @@ static void run_case(fx *f, const hcase *c, outcome *o)
 			 c->effect == WMS_OUTCOME_SUCCESS   ? "success"
 			 : c->effect == WMS_OUTCOME_FAILURE ? "failure"
 							    : "ignored");
-	assert_int_equal(after.state, WMS_BREAKER_CLOSED);
+	assert_int_equal(after.state, WMS_BREAKER_STATE_CLOSED);
 	if (c->spent) {
 		wms_error err;
 		wms_status st;

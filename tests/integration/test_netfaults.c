@@ -185,7 +185,7 @@ static void test_refused(void **state)
 	assert_int_equal(r.err.http_status, 0);
 	/* The second refusal reaches the threshold (2): the breaker opens ... */
 	faulted_call(f, c, "NF-R1", &e, &r);
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(c)), WMS_BREAKER_OPEN);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(c)), WMS_BREAKER_STATE_OPEN);
 	/* ... and the third call is not even attempted. */
 	t0 = it_now_ms();
 	assert_int_equal(it_submit(c, "NF-R1", "SKU-1", 1, NULL, &err), WMS_ERR_CIRCUIT_OPEN);

@@ -117,12 +117,12 @@ static double trip(fx *f, const char *prefix)
 	unsigned i;
 	set_fault(f, WMS_SIM_FAULT_SERVER, 0);
 	for (i = 0; i < THRESHOLD; i++) {
-		assert_int_equal(state_of(f), WMS_BREAKER_CLOSED);
+		assert_int_equal(state_of(f), WMS_BREAKER_STATE_CLOSED);
 		snprintf(id, sizeof(id), "%s-%u", prefix, i);
 		assert_int_equal(it_submit(f->c, id, "SKU-1", 1, NULL, &err), WMS_ERR_SOAP_FAULT);
 		assert_string_equal(err.fault_code, "Server");
 	}
-	assert_int_equal(state_of(f), WMS_BREAKER_OPEN);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_OPEN);
 	return it_now_ms();
 }
 
@@ -193,9 +193,9 @@ static int storm(fx *f, caller *calls, wms_status st)
 static void test_open_then_one_probe_closes(void **state)
 {
 	static const wms_breaker_state want[] = {
-		WMS_BREAKER_CLOSED, WMS_BREAKER_OPEN,
-		WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN,
-		WMS_BREAKER_HALF_OPEN, WMS_BREAKER_CLOSED,
+		WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_OPEN,
+		WMS_BREAKER_STATE_OPEN, WMS_BREAKER_STATE_HALF_OPEN,
+		WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_CLOSED,
 	};
 	fx *f = *state;
 	caller calls[THREADS];
@@ -221,18 +221,18 @@ static void test_open_then_one_probe_closes(void **state)
 		}
 	assert_int_equal(wms_sim_requests(f->sim, NULL), THRESHOLD + 1);
 	assert_int_equal(wms_sim_order_count(f->sim), 1);
-	assert_int_equal(state_of(f), WMS_BREAKER_CLOSED);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_CLOSED);
 	assert_transitions(f, want, 3);
 }
 
 static void test_failed_probe_reopens(void **state)
 {
 	static const wms_breaker_state want[] = {
-		WMS_BREAKER_CLOSED, WMS_BREAKER_OPEN,
-		WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN,
-		WMS_BREAKER_HALF_OPEN, WMS_BREAKER_OPEN,
-		WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN,
-		WMS_BREAKER_HALF_OPEN, WMS_BREAKER_CLOSED,
+		WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_OPEN,
+		WMS_BREAKER_STATE_OPEN, WMS_BREAKER_STATE_HALF_OPEN,
+		WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_OPEN,
+		WMS_BREAKER_STATE_OPEN, WMS_BREAKER_STATE_HALF_OPEN,
+		WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_CLOSED,
 	};
 	fx *f = *state;
 	caller calls[THREADS];
@@ -246,7 +246,7 @@ static void test_failed_probe_reopens(void **state)
 	assert_int_equal(storm(f, calls, WMS_ERR_SOAP_FAULT), 1);
 	assert_int_equal(storm(f, calls, WMS_ERR_CIRCUIT_OPEN), THREADS);
 	assert_int_equal(wms_sim_requests(f->sim, NULL), THRESHOLD + 1);
-	assert_int_equal(state_of(f), WMS_BREAKER_OPEN);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_OPEN);
 	assert_transitions(f, want, 3);
 	opened = it_now_ms();
 	assert_rejected_quietly(f);
@@ -255,7 +255,7 @@ static void test_failed_probe_reopens(void **state)
 	set_fault(f, WMS_SIM_FAULT_NONE, 0);
 	it_sleep_until_ms(opened + OPEN_MS + 20);
 	assert_int_equal(it_submit(f->c, "HEALED", "SKU-1", 1, NULL, &err), WMS_OK);
-	assert_int_equal(state_of(f), WMS_BREAKER_CLOSED);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_CLOSED);
 	assert_transitions(f, want, 5);
 	assert_int_equal(wms_sim_requests(f->sim, NULL), THRESHOLD + 2);
 }
@@ -265,11 +265,11 @@ static void test_failed_probe_reopens(void **state)
 static void test_what_counts(void **state)
 {
 	static const wms_breaker_state want[] = {
-		WMS_BREAKER_CLOSED, WMS_BREAKER_OPEN,
-		WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN,
-		WMS_BREAKER_HALF_OPEN, WMS_BREAKER_OPEN,
-		WMS_BREAKER_OPEN, WMS_BREAKER_HALF_OPEN,
-		WMS_BREAKER_HALF_OPEN, WMS_BREAKER_OPEN,
+		WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_OPEN,
+		WMS_BREAKER_STATE_OPEN, WMS_BREAKER_STATE_HALF_OPEN,
+		WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_OPEN,
+		WMS_BREAKER_STATE_OPEN, WMS_BREAKER_STATE_HALF_OPEN,
+		WMS_BREAKER_STATE_HALF_OPEN, WMS_BREAKER_STATE_OPEN,
 	};
 	fx *f = *state;
 	wms_client *c;
@@ -281,7 +281,7 @@ static void test_what_counts(void **state)
 	set_fault(f, WMS_SIM_FAULT_CLIENT, 0);
 	for (i = 0; i < 5; i++)
 		assert_int_equal(it_submit(f->c, "CF-1", "SKU-1", 1, NULL, &err), WMS_ERR_SOAP_FAULT);
-	assert_int_equal(state_of(f), WMS_BREAKER_CLOSED);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_CLOSED);
 	assert_int_equal(wms_sim_requests(f->sim, NULL), 5);
 
 	/* Hangs: three timeouts open it. */
@@ -291,7 +291,7 @@ static void test_what_counts(void **state)
 	for (i = 0; i < 3; i++)
 		assert_int_equal(it_submit(c, "HG-1", "SKU-1", 1, NULL, &err), WMS_ERR_TIMEOUT);
 	opened = it_now_ms();
-	assert_int_equal(state_of(f), WMS_BREAKER_OPEN);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_OPEN);
 	assert_int_equal(wms_sim_requests(f->sim, NULL), 8);
 
 	/* Refused: the probe fails, OPEN again, and nothing was received. */
@@ -299,13 +299,13 @@ static void test_what_counts(void **state)
 	it_sleep_until_ms(opened + OPEN_MS + 20);
 	assert_int_equal(it_submit(c, "RF-1", "SKU-1", 1, NULL, &err), WMS_ERR_CONNECT);
 	opened = it_now_ms();
-	assert_int_equal(state_of(f), WMS_BREAKER_OPEN);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_OPEN);
 
 	/* An HTML 503 page from a proxy: a failure as well. */
 	set_fault(f, WMS_SIM_FAULT_HTTP_503, 0);
 	it_sleep_until_ms(opened + OPEN_MS + 20);
 	assert_int_equal(it_submit(c, "PX-1", "SKU-1", 1, NULL, &err), WMS_ERR_HTTP);
-	assert_int_equal(state_of(f), WMS_BREAKER_OPEN);
+	assert_int_equal(state_of(f), WMS_BREAKER_STATE_OPEN);
 	assert_transitions(f, want, 5);
 	assert_int_equal(wms_sim_requests(f->sim, NULL), 9);
 }

@@ -143,7 +143,7 @@ static void test_fault_table(void **state)
 		snprintf(ok_id, sizeof(ok_id), "OK-%zu", i);
 		assert_healthy(f, ok_id);
 	}
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(f->c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(f->c)), WMS_BREAKER_STATE_CLOSED);
 }
 
 /* stored-but-reply-lost: the caller cannot tell, but resending the same

@@ -64,7 +64,7 @@ static void assert_client_fault(const fx *f, wms_status st, const wms_error *err
 
 static void assert_closed(const fx *f)
 {
-	assert_int_equal(wms_breaker_state_get(wms_client_breaker(f->c)), WMS_BREAKER_CLOSED);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(f->c)), WMS_BREAKER_STATE_CLOSED);
 }
 
 /* ---- SubmitOrder --------------------------------------------------------- */
@@ -81,7 +81,7 @@ static void test_submit_idempotent(void **state)
 	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
 	assert_string_equal(r1.order_id, "ORD-1001");
 	assert_string_equal(r1.wms_reference, "WMS-000001");
-	assert_int_equal(r1.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(r1.state, WMS_ORDER_STATE_RECEIVED);
 	assert_int_equal(r1.duplicate, 0);
 
 	/* The same order again: the same reference, nothing new created. */
@@ -176,9 +176,9 @@ static void assert_state(fx *f, const char *id, wms_order_state want)
 
 static void test_status_advances_with_the_clock(void **state)
 {
-	static const wms_order_state steps[] = { WMS_ORDER_ALLOCATED, WMS_ORDER_PICKING,
-						 WMS_ORDER_PACKED, WMS_ORDER_SHIPPED,
-						 WMS_ORDER_SHIPPED };
+	static const wms_order_state steps[] = { WMS_ORDER_STATE_ALLOCATED, WMS_ORDER_STATE_PICKING,
+						 WMS_ORDER_STATE_PACKED, WMS_ORDER_STATE_SHIPPED,
+						 WMS_ORDER_STATE_SHIPPED };
 	fx *f = *state;
 	wms_submit_reply sr;
 	wms_status_reply r;
@@ -187,7 +187,7 @@ static void test_status_advances_with_the_clock(void **state)
 	size_t i;
 
 	assert_int_equal(it_submit(f->c, "ST-1", "SKU-4", 1, &sr, &err), WMS_OK);
-	assert_state(f, "ST-1", WMS_ORDER_RECEIVED);
+	assert_state(f, "ST-1", WMS_ORDER_STATE_RECEIVED);
 	assert_int_equal(wms_get_order_status(&r, f->c, "ST-1", &err), WMS_OK);
 	assert_string_equal(r.wms_reference, sr.wms_reference);
 	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -220,10 +220,10 @@ static void test_status_advances_in_real_time(void **state)
 	assert_int_equal(it_submit(c, "RT-1", "SKU-1", 1, NULL, &err), WMS_OK);
 	it_sleep_ms(3 * tick);
 	assert_int_equal(wms_get_order_status(&r, c, "RT-1", &err), WMS_OK);
-	assert_true(r.state >= WMS_ORDER_PACKED);
+	assert_true(r.state >= WMS_ORDER_STATE_PACKED);
 	it_sleep_ms(2 * tick);
 	assert_int_equal(wms_get_order_status(&r, c, "RT-1", &err), WMS_OK);
-	assert_int_equal(r.state, WMS_ORDER_SHIPPED);
+	assert_int_equal(r.state, WMS_ORDER_STATE_SHIPPED);
 	wms_client_free(c);
 	wms_sim_stop(sim);
 }
@@ -246,7 +246,7 @@ static void test_cancel_rules(void **state)
 	assert_int_equal(wms_cancel_order(&r, f->c, "C-1", "customer changed their mind", &err),
 			 WMS_OK);
 	assert_string_equal(r.order_id, "C-1");
-	assert_int_equal(r.state, WMS_ORDER_CANCELLED);
+	assert_int_equal(r.state, WMS_ORDER_STATE_CANCELLED);
 	assert_int_equal(r.already_cancelled, 0);
 	assert_true(wms_sim_stock_get(&st, f->sim, "SKU-3"));
 	assert_int_equal(st.reserved, 0);
@@ -255,11 +255,11 @@ static void test_cancel_rules(void **state)
 	/* Again: fine, and it says so. */
 	assert_int_equal(wms_cancel_order(&r, f->c, "C-1", NULL, &err), WMS_OK);
 	assert_int_equal(r.already_cancelled, 1);
-	assert_int_equal(r.state, WMS_ORDER_CANCELLED);
-	assert_state(f, "C-1", WMS_ORDER_CANCELLED);
+	assert_int_equal(r.state, WMS_ORDER_STATE_CANCELLED);
+	assert_state(f, "C-1", WMS_ORDER_STATE_CANCELLED);
 	/* A cancelled order stays cancelled as time passes. */
 	wms_sim_advance_clock(f->sim, 5 * HOUR_MS);
-	assert_state(f, "C-1", WMS_ORDER_CANCELLED);
+	assert_state(f, "C-1", WMS_ORDER_STATE_CANCELLED);
 
 	/* ALLOCATED: still cancellable; PICKING: no longer. */
 	assert_int_equal(it_submit(f->c, "C-2", "SKU-3", 1, NULL, &err), WMS_OK);
@@ -271,7 +271,7 @@ static void test_cancel_rules(void **state)
 	assert_client_fault(f, wms_cancel_order(&r, f->c, "C-3", NULL, &err), &err,
 			    "NOT_CANCELLABLE");
 	assert_non_null(strstr(err.fault_string, "PICKING"));
-	assert_state(f, "C-3", WMS_ORDER_PICKING);
+	assert_state(f, "C-3", WMS_ORDER_STATE_PICKING);
 
 	assert_client_fault(f, wms_cancel_order(&r, f->c, "C-404", NULL, &err), &err,
 			    "UNKNOWN_ORDER");
@@ -550,12 +550,12 @@ static void test_control_endpoint(void **state)
 	snprintf(url, sizeof(url), "%s/control?fault=none", wms_sim_base_url(f->sim));
 	assert_int_equal(it_http("POST", url, NULL, NULL, NULL, NULL), 200);
 	assert_int_equal(wms_get_order_status(&sr, f->c, "K-1", &err), WMS_OK);
-	assert_int_equal(sr.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(sr.state, WMS_ORDER_STATE_RECEIVED);
 
 	/* The clock, and a schedule as text (URL-encoded). */
 	assert_int_equal(control(f, "advance_ms=7200000", NULL), 200);
 	assert_int_equal(wms_get_order_status(&sr, f->c, "K-1", &err), WMS_OK);
-	assert_int_equal(sr.state, WMS_ORDER_PICKING);
+	assert_int_equal(sr.state, WMS_ORDER_STATE_PICKING);
 	assert_int_equal(control(f, "schedule=%23+an+outage%0A0+600000+http-503", &body), 200);
 	assert_non_null(strstr(body, "\"windows\":1"));
 	free(body);

@@ -69,7 +69,7 @@ static void c_submit_jaxws(const result *r)
 {
 	assert_string_equal(r->out.submit.order_id, "ORD-2024-0001");
 	assert_string_equal(r->out.submit.wms_reference, "WMS:778899");
-	assert_int_equal(r->out.submit.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(r->out.submit.state, WMS_ORDER_STATE_RECEIVED);
 	assert_int_equal(r->out.submit.duplicate, 0);
 }
 
@@ -77,13 +77,13 @@ static void c_submit_env(const result *r)
 {
 	assert_string_equal(r->out.submit.order_id, "ORD-2024-0001");
 	assert_string_equal(r->out.submit.wms_reference, "W-1");
-	assert_int_equal(r->out.submit.state, WMS_ORDER_ALLOCATED);
+	assert_int_equal(r->out.submit.state, WMS_ORDER_STATE_ALLOCATED);
 	assert_int_equal(r->out.submit.duplicate, 1);
 }
 
 static void c_submit_unknown_state(const result *r)
 {
-	assert_int_equal(r->out.submit.state, WMS_ORDER_UNKNOWN);
+	assert_int_equal(r->out.submit.state, WMS_ORDER_STATE_UNKNOWN);
 	assert_string_equal(r->out.submit.wms_reference, "W-1");
 }
 
@@ -91,7 +91,7 @@ static void c_submit_extras(const result *r)
 {
 	assert_string_equal(r->out.submit.order_id, "ORD-3");
 	assert_string_equal(r->out.submit.wms_reference, "W-3");
-	assert_int_equal(r->out.submit.state, WMS_ORDER_PACKED);
+	assert_int_equal(r->out.submit.state, WMS_ORDER_STATE_PACKED);
 	assert_int_equal(r->out.submit.duplicate, 1);
 }
 
@@ -99,7 +99,7 @@ static void c_status_iso(const result *r)
 {
 	assert_string_equal(r->out.status.order_id, "ORD-7");
 	assert_string_equal(r->out.status.wms_reference, "R.7");
-	assert_int_equal(r->out.status.state, WMS_ORDER_SHIPPED);
+	assert_int_equal(r->out.status.state, WMS_ORDER_STATE_SHIPPED);
 	assert_string_equal(r->out.status.updated_at, "2024-05-01T12:30:00.250+02:00");
 }
 
@@ -107,21 +107,21 @@ static void c_status_bom(const result *r)
 {
 	assert_string_equal(r->out.status.order_id, "ORD-8");
 	assert_string_equal(r->out.status.wms_reference, "R-8");
-	assert_int_equal(r->out.status.state, WMS_ORDER_PICKING);
+	assert_int_equal(r->out.status.state, WMS_ORDER_STATE_PICKING);
 	assert_string_equal(r->out.status.updated_at, "2024-05-01T10:00:00Z");
 }
 
 static void c_cancel_cdata(const result *r)
 {
 	assert_string_equal(r->out.cancel.order_id, "ORD-9");
-	assert_int_equal(r->out.cancel.state, WMS_ORDER_CANCELLED);
+	assert_int_equal(r->out.cancel.state, WMS_ORDER_STATE_CANCELLED);
 	assert_int_equal(r->out.cancel.already_cancelled, 1);
 }
 
 static void c_cancel_swapped(const result *r)
 {
 	assert_string_equal(r->out.cancel.order_id, "ORD-10");
-	assert_int_equal(r->out.cancel.state, WMS_ORDER_CANCELLED);
+	assert_int_equal(r->out.cancel.state, WMS_ORDER_STATE_CANCELLED);
 	assert_int_equal(r->out.cancel.already_cancelled, 0);
 }
 
@@ -899,13 +899,13 @@ static void null_out_and_bad_op(void **state)
 static void state_names(void **state)
 {
 	(void)state;
-	assert_string_equal(wms_order_state_name(WMS_ORDER_UNKNOWN), "UNKNOWN");
-	assert_string_equal(wms_order_state_name(WMS_ORDER_RECEIVED), "RECEIVED");
-	assert_string_equal(wms_order_state_name(WMS_ORDER_ALLOCATED), "ALLOCATED");
-	assert_string_equal(wms_order_state_name(WMS_ORDER_PICKING), "PICKING");
-	assert_string_equal(wms_order_state_name(WMS_ORDER_PACKED), "PACKED");
-	assert_string_equal(wms_order_state_name(WMS_ORDER_SHIPPED), "SHIPPED");
-	assert_string_equal(wms_order_state_name(WMS_ORDER_CANCELLED), "CANCELLED");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_UNKNOWN), "UNKNOWN");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_RECEIVED), "RECEIVED");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_ALLOCATED), "ALLOCATED");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_PICKING), "PICKING");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_PACKED), "PACKED");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_SHIPPED), "SHIPPED");
+	assert_string_equal(wms_order_state_name(WMS_ORDER_STATE_CANCELLED), "CANCELLED");
 	assert_string_equal(wms_order_state_name((wms_order_state)42), "UNKNOWN");
 }
 

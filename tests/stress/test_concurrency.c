@@ -293,7 +293,7 @@ static wms_status call_one(worker *w, op_kind op, unsigned n, uint32_t *rng, wms
 		wms_cancel_reply r;
 		const char *id = w->ok_ids[st_rand(rng) % (w->ok_count < 16 ? w->ok_count : 16)];
 		st = wms_cancel_order(&r, s->client, id, "stress", err);
-		if (st == WMS_OK && (strcmp(r.order_id, id) != 0 || r.state != WMS_ORDER_CANCELLED))
+		if (st == WMS_OK && (strcmp(r.order_id, id) != 0 || r.state != WMS_ORDER_STATE_CANCELLED))
 			note(s, "CancelOrder %s: reply for '%s' in state %s", id, r.order_id,
 			     wms_order_state_name(r.state));
 		break;
@@ -415,7 +415,7 @@ static wms_client *make_client(wms_sim *sim, const config *cf)
 	co.timeout_ms = cf->timeout_ms;
 	co.connect_timeout_ms = cf->timeout_ms;
 	co.max_idle_connections = MAX_IDLE;
-	co.breaker_options.mode = WMS_BREAKER_CONSECUTIVE;
+	co.breaker_options.mode = WMS_BREAKER_MODE_CONSECUTIVE;
 	co.breaker_options.failure_threshold = 5;
 	co.breaker_options.open_duration_ms = cf->open_ms;
 	co.breaker_options.on_state_change = on_state_change;
@@ -575,10 +575,10 @@ static void test_threads_under_faults(void **state)
 	for (i = 0; i < 5; i++)
 		for (j = 0; j < 5; j++) {
 			unsigned long n = atomic_load(&edges[i][j]);
-			int legal = (i == WMS_BREAKER_CLOSED && j == WMS_BREAKER_OPEN) ||
-				    (i == WMS_BREAKER_OPEN && j == WMS_BREAKER_HALF_OPEN) ||
-				    (i == WMS_BREAKER_HALF_OPEN &&
-				     (j == WMS_BREAKER_CLOSED || j == WMS_BREAKER_OPEN));
+			int legal = (i == WMS_BREAKER_STATE_CLOSED && j == WMS_BREAKER_STATE_OPEN) ||
+				    (i == WMS_BREAKER_STATE_OPEN && j == WMS_BREAKER_STATE_HALF_OPEN) ||
+				    (i == WMS_BREAKER_STATE_HALF_OPEN &&
+				     (j == WMS_BREAKER_STATE_CLOSED || j == WMS_BREAKER_STATE_OPEN));
 			if (n && !legal)
 				fail_msg("%lu transitions %s -> %s", n,
 					 wms_breaker_state_name((wms_breaker_state)i),
@@ -586,10 +586,10 @@ static void test_threads_under_faults(void **state)
 			edge_sum += n;
 		}
 	assert_int_equal(edge_sum, snap.transitions);
-	from_half_open = atomic_load(&edges[WMS_BREAKER_HALF_OPEN][WMS_BREAKER_CLOSED]) +
-			 atomic_load(&edges[WMS_BREAKER_HALF_OPEN][WMS_BREAKER_OPEN]);
+	from_half_open = atomic_load(&edges[WMS_BREAKER_STATE_HALF_OPEN][WMS_BREAKER_STATE_CLOSED]) +
+			 atomic_load(&edges[WMS_BREAKER_STATE_HALF_OPEN][WMS_BREAKER_STATE_OPEN]);
 	assert_int_equal(atomic_load(&perm.trials),
-			 atomic_load(&edges[WMS_BREAKER_OPEN][WMS_BREAKER_HALF_OPEN]));
+			 atomic_load(&edges[WMS_BREAKER_STATE_OPEN][WMS_BREAKER_STATE_HALF_OPEN]));
 	assert_int_equal(from_half_open, atomic_load(&perm.trials));
 
 	/* the run did what it is for: every fault bit, the breaker opened and closed */
@@ -603,8 +603,8 @@ static void test_threads_under_faults(void **state)
 	assert_true(atomic_load(&s->by_status[WMS_ERR_SOAP_FAULT]) > 0);
 	assert_true(atomic_load(&s->by_status[WMS_ERR_TRANSPORT]) > 0);
 	assert_true(atomic_load(&s->by_status[WMS_ERR_CIRCUIT_OPEN]) > 0);
-	assert_true(atomic_load(&edges[WMS_BREAKER_CLOSED][WMS_BREAKER_OPEN]) > 0);
-	assert_true(atomic_load(&edges[WMS_BREAKER_HALF_OPEN][WMS_BREAKER_CLOSED]) > 0);
+	assert_true(atomic_load(&edges[WMS_BREAKER_STATE_CLOSED][WMS_BREAKER_STATE_OPEN]) > 0);
+	assert_true(atomic_load(&edges[WMS_BREAKER_STATE_HALF_OPEN][WMS_BREAKER_STATE_CLOSED]) > 0);
 
 	/* connections: the client keeps at most its pool; none outlives it */
 	census(&sk, port);

@@ -236,7 +236,7 @@ static void test_client_mtls_basic_wsse(void **state)
 	assert_int_equal(wms_error_outcome(&err), WMS_OUTCOME_SUCCESS);
 	assert_string_equal(reply.order_id, "ORD-TLS-1");
 	assert_string_equal(reply.wms_reference, "WMS-TLS-0001");
-	assert_int_equal(reply.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(reply.state, WMS_ORDER_STATE_RECEIVED);
 	assert_int_equal(reply.duplicate, 0);
 	assert_int_equal(reply.from_fallback, 0);
 
@@ -306,7 +306,7 @@ static void test_client_basic_rejected(void **state)
 		wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
 		assert_int_equal(snap.ignored, 1);
 		assert_int_equal(snap.failures, 0);
-		assert_int_equal(snap.state, WMS_BREAKER_CLOSED);
+		assert_int_equal(snap.state, WMS_BREAKER_STATE_CLOSED);
 		wms_client_free(c);
 	}
 	ts_stats_get(srv, &st);
@@ -344,7 +344,7 @@ static void test_client_tls_failures_open_breaker(void **state)
 		assert_true(wms_error_is_retryable(&err));
 		wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
 		assert_int_equal(snap.failures, i);
-		assert_int_equal(snap.state, i < 3 ? WMS_BREAKER_CLOSED : WMS_BREAKER_OPEN);
+		assert_int_equal(snap.state, i < 3 ? WMS_BREAKER_STATE_CLOSED : WMS_BREAKER_STATE_OPEN);
 	}
 	assert_true(ts_settle(srv, 3, 0, tt_settle_ms()));
 	assert_int_equal(submit(c, &reply, &err), WMS_ERR_CIRCUIT_OPEN);
@@ -495,7 +495,7 @@ static void test_client_rejects_unusable_paths(void **state)
 			assert_false(wms_error_is_retryable(&err));
 		}
 		wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
-		assert_int_equal(snap.state, WMS_BREAKER_CLOSED);
+		assert_int_equal(snap.state, WMS_BREAKER_STATE_CLOSED);
 		assert_int_equal(snap.failures, 0);
 		wms_client_free(c);
 		ts_stop(srv);

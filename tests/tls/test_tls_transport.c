@@ -151,7 +151,7 @@ static void assert_ok(fx *f, wms_status st)
 			 WMS_OK);
 	assert_string_equal(reply.order_id, "ORD-TLS-1");
 	assert_string_equal(reply.wms_reference, "WMS-TLS-0001");
-	assert_int_equal(reply.state, WMS_ORDER_RECEIVED);
+	assert_int_equal(reply.state, WMS_ORDER_STATE_RECEIVED);
 	ts_request_free(&f->last);
 	assert_true(ts_last_request(f->srv, &f->last));
 	assert_int_equal(f->last.body_len, f->req.body_len);
