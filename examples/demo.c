@@ -113,6 +113,12 @@ static void sleep_until(uint64_t t)
 }
 
 static void say(demo *d, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+;
+
+static void say(demo *d, const char *fmt, ...)
 {
 	va_list ap;
 	if (d->quiet)
@@ -288,8 +294,8 @@ static int start_client(demo *d, const char *endpoint, int with_breaker)
 	}
 	o.breaker_options.open_duration_ms = d->sc->open_ticks * d->tick_ms;
 	o.breaker_options.max_wait_in_half_open_ms = 10 * d->tick_ms;
-	o.breaker_options.on_state_change = on_transition;
-	o.breaker_options.event_ctx = d;
+	o.breaker_options.callbacks.on_state_change = on_transition;
+	o.breaker_options.callbacks.payload = d;
 	if (wms_client_new(&d->client, &o, &err) != WMS_OK) {
 		fprintf(stderr, "wms-demo: client: %s: %s\n", wms_status_name(err.status), err.message);
 		return -1;

@@ -514,7 +514,7 @@ int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_o
 	ctl_breaker_flags(&opts.breaker_options, cfg);
 	opts.transport = transport; /* owned by the client from here on */
 	if (!transport) /* a replay transport sends nothing: no user agent */
-		opts.user_agent = "wmsctl/" WMS_VERSION;
+		opts.curl.user_agent = "wmsctl/" WMS_VERSION;
 	st = wms_client_new(out, &opts, &err);
 	if (st != WMS_OK) {
 		ctl_print_error(cfg->command, st, &err);

@@ -178,8 +178,8 @@ int ctl_run_load(const ctl_config *cfg)
 		}
 	}
 	bo.name = "wmsctl-load"; /* the SLA file's name, if it has one, wins */
-	bo.on_state_change = on_state_change;
-	bo.event_ctx = &run;
+	bo.callbacks.on_state_change = on_state_change;
+	bo.callbacks.payload = &run;
 	rc = ctl_make_client(&client, cfg, &bo);
 	if (rc != CTL_EXIT_OK)
 		goto done;

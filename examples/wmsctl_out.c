@@ -104,6 +104,8 @@ void ctl_print_error(const char *command, wms_status st, const wms_error *err)
 	fprintf(stderr, ": %s: ", wms_status_name(st));
 	ctl_put_safe(stderr, msg);
 	fprintf(stderr, " (delivery %s", wms_delivery_name(err->delivery));
+	if (err->cause != WMS_CAUSE_NONE)
+		fprintf(stderr, ", cause %s", wms_cause_name(err->cause));
 	if (st == WMS_ERR_CIRCUIT_OPEN)
 		fprintf(stderr, ", retry after %u ms", (unsigned)err->retry_after_ms);
 	if (err->fault_code[0]) {

@@ -290,10 +290,10 @@ int ctl_sim_replay(FILE *out, const ctl_sim_call *calls, size_t count,
 
 	memset(&run, 0, sizeof(run));
 	run.now_ns = CLOCK_BASE_NS;
-	o.clock = sim_clock;
-	o.clock_ctx = &run;
-	o.on_state_change = sim_event;
-	o.event_ctx = &run;
+	o.callbacks.clock = sim_clock;
+	o.callbacks.payload = &run;
+	o.callbacks.on_state_change = sim_event;
+	o.callbacks.payload = &run;
 	st = wms_breaker_new(&b, &o);
 	if (st != WMS_OK) {
 		if (st == WMS_ERR_NOMEM) {

@@ -79,7 +79,7 @@ static uint64_t default_clock(void *ctx)
 
 static inline uint64_t now_ns(const wms_breaker *b)
 {
-	return b->o.clock(b->o.clock_ctx);
+	return b->o.callbacks.clock(b->o.callbacks.payload);
 }
 
 const char *wms_breaker_state_name(wms_breaker_state state)
@@ -155,10 +155,8 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 		o->max_wait_in_half_open_ms = 60000;
 	if (!o->open_duration_growth_pct)
 		o->open_duration_growth_pct = 100;
-	if (!o->clock) {
-		o->clock = default_clock;
-		o->clock_ctx = NULL;
-	}
+	if (!o->callbacks.clock)
+		o->callbacks.clock = default_clock; /* ignores the payload */
 	if (!in_range(o->failure_threshold, 1, 1000000) ||
 	    !in_range(o->failure_rate_threshold, 1, 100) ||
 	    !in_range(o->slow_call_rate_threshold, 1, 100) ||
@@ -413,7 +411,7 @@ static void transition(wms_breaker *b, wms_breaker_state to, const char *reason,
 	atomic_store(&b->state, (int)to);
 	if (from != to)
 		atomic_fetch_add_explicit(&b->n_transitions, 1, memory_order_relaxed);
-	if (pe && b->o.on_state_change) {
+	if (pe && b->o.callbacks.on_state_change) {
 		pe->fire = 1;
 		pe->ev.from = from;
 		pe->ev.to = to;
@@ -425,8 +423,8 @@ static void transition(wms_breaker *b, wms_breaker_state to, const char *reason,
 
 static void fire(wms_breaker *b, const pending_event *pe)
 {
-	if (pe->fire && b->o.on_state_change)
-		b->o.on_state_change(&pe->ev, b->o.event_ctx);
+	if (pe->fire && b->o.callbacks.on_state_change)
+		b->o.callbacks.on_state_change(&pe->ev, b->o.callbacks.payload);
 }
 
 /* Decide a half-open round once every permitted trial has reported. */

@@ -56,6 +56,25 @@ const char *wms_status_name(wms_status status)
 	return "UNKNOWN_STATUS";
 }
 
+const char *wms_cause_name(wms_cause cause)
+{
+	switch (cause) {
+	case WMS_CAUSE_NONE: return "NONE";
+	case WMS_CAUSE_DNS: return "DNS";
+	case WMS_CAUSE_REFUSED: return "REFUSED";
+	case WMS_CAUSE_CONNECT_TIMEOUT: return "CONNECT_TIMEOUT";
+	case WMS_CAUSE_TIMEOUT: return "TIMEOUT";
+	case WMS_CAUSE_STALL: return "STALL";
+	case WMS_CAUSE_RESET: return "RESET";
+	case WMS_CAUSE_TLS_HANDSHAKE: return "TLS_HANDSHAKE";
+	case WMS_CAUSE_TLS_VERIFY: return "TLS_VERIFY";
+	case WMS_CAUSE_LOCAL_FILE: return "LOCAL_FILE";
+	case WMS_CAUSE_PROTOCOL: return "PROTOCOL";
+	case WMS_CAUSE_OTHER: return "OTHER";
+	}
+	return "?";
+}
+
 const char *wms_delivery_name(wms_delivery delivery)
 {
 	switch (delivery) {

@@ -745,115 +745,148 @@ static int request_fully_sent(CURL *h, size_t body_len)
 	return (curl_off_t)body_len <= up;
 }
 
-/* Map a failed transfer (or setopt) to a status and delivery. */
+/* What a libcurl code means: a status, how far delivery may have got, and
+ * the transport-neutral cause. The codes that depend on what else happened
+ * (write, memory, protocol, abort) are read in map_curl_error. */
+enum reach { NOT_SENT, AS_SENT, MAYBE_DELIVERED };
+
+static const struct curl_meaning {
+	int code;
+	wms_status status;
+	enum reach reach;
+	wms_cause cause;
+} curl_meanings[] = {
+	{ CURLE_COULDNT_RESOLVE_HOST, WMS_ERR_CONNECT, NOT_SENT, WMS_CAUSE_DNS },
+	{ CURLE_COULDNT_RESOLVE_PROXY, WMS_ERR_CONNECT, NOT_SENT, WMS_CAUSE_DNS },
+	{ CURLE_COULDNT_CONNECT, WMS_ERR_CONNECT, NOT_SENT, WMS_CAUSE_REFUSED },
+	{ CURLE_OPERATION_TIMEDOUT, WMS_ERR_TIMEOUT, AS_SENT, WMS_CAUSE_TIMEOUT },
+	/* Our own trust or identity files could not be used (unreadable, not
+	 * PEM, a key that is not the certificate's): an option to fix, which
+	 * says nothing about the WMS. Nothing was sent. */
+	{ CURLE_SSL_CACERT_BADFILE, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
+	{ CURLE_SSL_CERTPROBLEM, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
+	{ CURLE_SSL_CRL_BADFILE, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
+	{ CURLE_SSL_ENGINE_NOTFOUND, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
+	{ CURLE_SSL_ENGINE_SETFAILED, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
+	{ CURLE_SSL_ENGINE_INITFAILED, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
+	/* Handshake failures: nothing of the request was written. */
+	{ CURLE_SSL_CONNECT_ERROR, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
+	{ CURLE_PEER_FAILED_VERIFICATION, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
+	{ CURLE_SSL_CIPHER, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
+	{ CURLE_SSL_ISSUER_ERROR, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
+	{ CURLE_SSL_PINNEDPUBKEYNOTMATCH, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
+	{ CURLE_SSL_INVALIDCERTSTATUS, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
+#if LIBCURL_VERSION_NUM >= 0x074d00
+	{ CURLE_SSL_CLIENTCERT, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
+#endif
+	{ CURLE_USE_SSL_FAILED, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
+	{ CURLE_SEND_ERROR, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_RESET },
+	{ CURLE_RECV_ERROR, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_RESET },
+	{ CURLE_GOT_NOTHING, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_RESET },
+	{ CURLE_WEIRD_SERVER_REPLY, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	{ CURLE_HTTP2, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	{ CURLE_HTTP2_STREAM, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	{ CURLE_HTTP3, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	{ CURLE_QUIC_CONNECT_ERROR, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	{ CURLE_PROXY, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	{ CURLE_BAD_CONTENT_ENCODING, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
+	/* the connection closed before the body's announced end */
+	{ CURLE_PARTIAL_FILE, WMS_ERR_TRUNCATED, MAYBE_DELIVERED, WMS_CAUSE_RESET },
+	{ CURLE_URL_MALFORMAT, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_NONE },
+	{ CURLE_OK, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
+	{ CURLE_FAILED_INIT, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
+	{ CURLE_NOT_BUILT_IN, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
+	{ CURLE_UNKNOWN_OPTION, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
+	{ CURLE_BAD_FUNCTION_ARGUMENT, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
+};
+
+/* Whether the connection (TLS included) was made: libcurl's pre-transfer
+ * time is set once it was (on_progress may not have run since). */
+static int connected_now(const struct call *c)
+{
+	curl_off_t pre = 0;
+	return c->connected || (c->h && curl_easy_getinfo(c->h, CURLINFO_PRETRANSFER_TIME_T, &pre) ==
+						CURLE_OK && pre > 0);
+}
+
+/* Map a failed transfer (or setopt) to a status, delivery and cause. */
 static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
-				 wms_delivery *delivery)
+				 wms_delivery *delivery, wms_cause *cause)
 {
 	wms_delivery maybe = sent ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT;
-	*delivery = WMS_DELIVERY_NOT_SENT;
+	size_t i;
+	*delivery = maybe;
+	*cause = WMS_CAUSE_OTHER;
 	/* Written once, the resend refused: the upload count the resend reset
 	 * says nothing left, but it did. */
 	if (c->resend_refused) {
 		*delivery = WMS_DELIVERY_UNKNOWN;
+		*cause = WMS_CAUSE_RESET;
 		return WMS_ERR_TRANSPORT;
 	}
-	/* On int: CURLcode has ~100 values and -Wswitch-enum wants them all. */
-	switch ((int)rc) {
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_CONNECT:
-		return WMS_ERR_CONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
-		*delivery = maybe;
-		return WMS_ERR_TIMEOUT;
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_ENGINE_INITFAILED:
-		/* Our own trust or identity files could not be used (unreadable,
-		 * not PEM, a key that is not the certificate's): an option to fix,
-		 * which says nothing about the WMS. Nothing was sent. */
-		return WMS_ERR_INVALID_ARG;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-#if LIBCURL_VERSION_NUM >= 0x074d00
-	case CURLE_SSL_CLIENTCERT:
-#endif
-	case CURLE_USE_SSL_FAILED:
-		/* Handshake failures: nothing of the request was written. */
-		*delivery = maybe;
-		return WMS_ERR_TLS;
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_WEIRD_SERVER_REPLY:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_HTTP3:
-	case CURLE_QUIC_CONNECT_ERROR:
-	case CURLE_PROXY:
-	case CURLE_BAD_CONTENT_ENCODING:
-		*delivery = maybe;
-		return WMS_ERR_TRANSPORT;
-	case CURLE_PARTIAL_FILE:
-		*delivery = WMS_DELIVERY_UNKNOWN;
-		return WMS_ERR_TRUNCATED;
+	switch ((int)rc) { /* int: -Wswitch-enum would want all ~100 codes */
 	case CURLE_WRITE_ERROR:
 		/* One of our callbacks refused the data. */
-		*delivery = maybe;
 		if (c->cb_status == WMS_ERR_TOO_LARGE) {
 			*delivery = WMS_DELIVERY_UNKNOWN;
+			*cause = WMS_CAUSE_NONE;
 			return WMS_ERR_TOO_LARGE;
 		}
-		if (c->cb_status == WMS_ERR_NOMEM)
+		if (c->cb_status == WMS_ERR_NOMEM) {
+			*cause = WMS_CAUSE_NONE;
 			return WMS_ERR_NOMEM;
+		}
 		return WMS_ERR_TRANSPORT;
-	case CURLE_URL_MALFORMAT:
-		return WMS_ERR_INVALID_ARG;
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		/* Nothing sent: a scheme libcurl does not speak. Sent: the answer was
 		 * not HTTP ("HTTP/0.9 when not allowed"), e.g. stray bytes of the last
 		 * reply on a reused connection. */
 		if (sent) {
 			*delivery = WMS_DELIVERY_UNKNOWN;
+			*cause = WMS_CAUSE_PROTOCOL;
 			return WMS_ERR_TRANSPORT;
 		}
+		*cause = WMS_CAUSE_NONE;
 		return WMS_ERR_INVALID_ARG;
 	case CURLE_OUT_OF_MEMORY:
-		*delivery = maybe;
 		/* A transfer that ended in 27 with no allocation seen failing:
 		 * libcurl says "out of memory" also when a reply header line
 		 * exceeds CURL_MAX_HTTP_HEADER (100 KB), a reply it cannot take,
 		 * which the breaker must count. With libcurl not routed through
 		 * the seam a real allocation failure looks the same and is
 		 * reported as this too. */
-		if (c->transferred && !c->lib_alloc_failed)
+		if (c->transferred && !c->lib_alloc_failed) {
+			*cause = WMS_CAUSE_PROTOCOL;
 			return WMS_ERR_TRANSPORT;
+		}
+		*cause = WMS_CAUSE_NONE;
 		return WMS_ERR_NOMEM;
 	case CURLE_ABORTED_BY_CALLBACK:
 		if (c->stalled) {
-			*delivery = maybe;
+			*cause = WMS_CAUSE_STALL;
 			return WMS_ERR_TIMEOUT;
 		}
-		return WMS_ERR_INTERNAL;
-	case CURLE_OK:
-	case CURLE_FAILED_INIT:
-	case CURLE_NOT_BUILT_IN:
-	case CURLE_UNKNOWN_OPTION:
-	case CURLE_BAD_FUNCTION_ARGUMENT:
+		*delivery = WMS_DELIVERY_NOT_SENT;
+		*cause = WMS_CAUSE_NONE;
 		return WMS_ERR_INTERNAL;
 	default:
-		/* Anything else (a libcurl code this file does not know) is a
-		 * transport failure; whether it left depends on what was written. */
-		*delivery = maybe;
-		return WMS_ERR_TRANSPORT;
+		break;
 	}
+	for (i = 0; i < sizeof(curl_meanings) / sizeof(curl_meanings[0]); i++) {
+		const struct curl_meaning *m = &curl_meanings[i];
+		if (m->code != (int)rc)
+			continue;
+		*delivery = m->reach == NOT_SENT ? WMS_DELIVERY_NOT_SENT
+			    : m->reach == AS_SENT ? maybe
+						  : WMS_DELIVERY_UNKNOWN;
+		*cause = m->cause;
+		if (m->cause == WMS_CAUSE_TIMEOUT && !connected_now(c))
+			*cause = WMS_CAUSE_CONNECT_TIMEOUT;
+		return m->status;
+	}
+	/* Anything else (a libcurl code this file does not know) is a transport
+	 * failure; whether it left depends on what was written. */
+	return WMS_ERR_TRANSPORT;
 }
 
 static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct call *c,
@@ -863,7 +896,8 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 	const char *text = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc);
 	size_t len;
 	wms_delivery delivery;
-	wms_status st = map_curl_error(rc, sent, c, &delivery);
+	wms_cause cause;
+	wms_status st = map_curl_error(rc, sent, c, &delivery, &cause);
 
 	if (c->resend_refused)
 		snprintf(msg, sizeof(msg),
@@ -896,6 +930,7 @@ static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct 
 	wms_transport_fail(err, st, delivery, "%s", msg);
 	if (err) {
 		err->curl_code = (int)rc;
+		err->cause = cause;
 		if (http_status > 0)
 			err->http_status = http_status;
 	}

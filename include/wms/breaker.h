@@ -50,7 +50,7 @@ typedef enum wms_outcome {
 } wms_outcome;
 
 /** A monotonic clock in nanoseconds. The default is CLOCK_MONOTONIC. */
-typedef uint64_t (*wms_clock_fn)(void *ctx);
+typedef uint64_t (*wms_clock_fn)(void *payload);
 
 typedef struct wms_breaker_event {
 	wms_breaker_state from;
@@ -68,9 +68,22 @@ typedef struct wms_breaker_event {
  *  different threads at nearly the same time may be reported in either
  *  order: for the state now, read wms_breaker_state_get() in the callback
  *  rather than keeping the last event's `to`. */
-typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *ctx);
+typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *payload);
 
-#define WMS_BREAKER_OPTIONS_VERSION 1
+/** The breaker's callbacks: each is given `payload`. */
+typedef struct wms_breaker_callbacks {
+	/** Clock override (tests). NULL: CLOCK_MONOTONIC. */
+	wms_clock_fn clock;
+	/** NULL: no events. */
+	wms_breaker_event_fn on_state_change;
+	void *payload;
+	/** Room for callbacks to come; zero. */
+	void *_reserved[4];
+} wms_breaker_callbacks;
+
+#define WMS_BREAKER_CALLBACKS_INIT { NULL, NULL, NULL, { NULL, NULL, NULL, NULL } }
+
+#define WMS_BREAKER_OPTIONS_VERSION 2
 
 /** Breaker options. Zero means "the default" for every field; a value out
  *  of its range makes wms_breaker_new() return WMS_ERR_INVALID_ARG. */
@@ -101,15 +114,14 @@ typedef struct wms_breaker_options {
 	uint32_t max_open_duration_ms;
 	/** Random jitter added to each open duration, percent of it (0-100). Default 0. */
 	uint32_t open_duration_jitter_pct;
-	/** Clock override (tests). Default: CLOCK_MONOTONIC. */
-	wms_clock_fn clock;
-	void *clock_ctx;
-	wms_breaker_event_fn on_state_change;
-	void *event_ctx;
+	wms_breaker_callbacks callbacks;
+	/** Room for options to come (the group is embedded in the client's
+	 *  options, so it grows into this, never past it); zero. */
+	void *_reserved[8];
 } wms_breaker_options;
 
 #define WMS_BREAKER_OPTIONS_INIT { WMS_BREAKER_OPTIONS_VERSION, NULL, WMS_BREAKER_MODE_CONSECUTIVE, \
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, WMS_BREAKER_CALLBACKS_INIT, { NULL } }
 
 /** Initialise options to the defaults (all zero) with the right version. */
 WMS_EXTERN(wms_status) wms_breaker_options_init(wms_breaker_options *opts, unsigned version);
@@ -128,6 +140,9 @@ typedef struct wms_breaker_permit {
 	uint64_t start_ns;
 	uint64_t epoch;
 	uint32_t flags;
+	uint32_t _reserved32;
+	/** Room to grow (a permit is caller-allocated); the breaker's own. */
+	uint64_t _reserved[2];
 } wms_breaker_permit;
 
 /**
@@ -199,6 +214,8 @@ typedef struct wms_breaker_snapshot {
 	/** Milliseconds until a probe may go through; 0 unless OPEN. */
 	uint32_t retry_after_ms;
 	const char *name;
+	/** Room to grow (a snapshot is caller-allocated); zero. */
+	uint64_t _reserved[8];
 } wms_breaker_snapshot;
 
 WMS_EXTERN(void) wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *breaker);

@@ -12,11 +12,11 @@
 #include "common.h"
 #include "errors.h"
 #include "breaker.h"
+#include "curl.h"
 
 WMS_BEGIN_DECL
 
 typedef struct wms_client wms_client;
-typedef struct wms_transport wms_transport; /* see wms/sys/transport.h */
 typedef struct wms_fallbacks wms_fallbacks; /* below */
 
 typedef enum wms_soap_version {
@@ -44,9 +44,12 @@ typedef struct wms_retry_options {
 	uint32_t max_backoff_ms;         /**< 0 = 2000; max 3600000 */
 	uint32_t backoff_multiplier_pct; /**< 0 = 200 (doubles); 100-1000 */
 	int not_sent_only;               /**< retry only when delivery was NOT_SENT */
+	/** Room for options to come (the group is embedded in the client's
+	 *  options, so it grows into this, never past it); zero. */
+	uint32_t _reserved[6];
 } wms_retry_options;
 
-#define WMS_RETRY_OPTIONS_INIT { 0, 0, 0, 0, 0 }
+#define WMS_RETRY_OPTIONS_INIT { 0, 0, 0, 0, 0, { 0 } }
 
 /** Reclassify a finished attempt for the breaker. `proposed` is the default
  *  classification; return it, or another outcome. Called once per attempt
@@ -54,7 +57,7 @@ typedef struct wms_retry_options {
  *  attempt that ended INVALID_ARG, NOMEM, FIXTURE, CONFIG or INTERNAL (its
  *  permit is handed back unused), nor for a call rejected with CIRCUIT_OPEN. */
 typedef wms_outcome (*wms_error_filter_fn)(const wms_error *err, wms_outcome proposed,
-					   void *ctx);
+					   void *payload);
 
 /** A metric sample: name, value, and the breaker it is about. */
 typedef struct wms_metric {
@@ -64,7 +67,7 @@ typedef struct wms_metric {
 	const char *operation; /**< operation for per-operation breakers, else NULL */
 } wms_metric;
 
-typedef void (*wms_metric_fn)(const wms_metric *metric, void *ctx);
+typedef void (*wms_metric_fn)(const wms_metric *metric, void *payload);
 
 /** WS-Security UsernameToken profile. */
 typedef enum wms_wsse_mode {
@@ -97,9 +100,40 @@ typedef struct wms_wire_record {
 	double elapsed_ms;          /**< replies: time since the request record */
 } wms_wire_record;
 
-typedef void (*wms_wire_log_fn)(const wms_wire_record *record, void *ctx);
+typedef void (*wms_wire_log_fn)(const wms_wire_record *record, void *payload);
 
-#define WMS_CLIENT_OPTIONS_VERSION 1
+/** WS-Security UsernameToken in the SOAP header. */
+typedef struct wms_wsse_options {
+	wms_wsse_mode mode;   /**< default NONE */
+	const char *username; /**< required with a mode; copied */
+	const char *password; /**< required with a mode; copied, wiped when the client is freed */
+	/** Room for options to come; zero. */
+	void *_reserved[4];
+} wms_wsse_options;
+
+#define WMS_WSSE_OPTIONS_INIT { WMS_WSSE_NONE, NULL, NULL, { NULL } }
+
+/** The client's callbacks: each is given `payload`. All are optional. */
+typedef struct wms_client_callbacks {
+	/** Reclassify how a finished call counts for the breaker; NULL = the
+	 *  default classification (README: "What counts as a failure"). */
+	wms_error_filter_fn error_filter;
+	/** Metrics: the breaker-state gauge, once per breaker at wms_client_new
+	 *  with its initial state, then on every transition, manual ones
+	 *  included (FORCED_OPEN reads 1, DISABLED 0). Never called when
+	 *  options.breaker is set: the client then neither hooks that breaker
+	 *  nor sends an initial sample. */
+	wms_metric_fn on_metric;
+	/** The wire log: every request and reply, redacted; NULL = off. */
+	wms_wire_log_fn on_wire;
+	void *payload;
+	/** Room for callbacks to come; zero. */
+	void *_reserved[4];
+} wms_client_callbacks;
+
+#define WMS_CLIENT_CALLBACKS_INIT { NULL, NULL, NULL, NULL, { NULL } }
+
+#define WMS_CLIENT_OPTIONS_VERSION 2
 
 #define WMS_DEFAULT_CONNECT_TIMEOUT_MS 2000u
 #define WMS_DEFAULT_TIMEOUT_MS 10000u
@@ -107,6 +141,13 @@ typedef void (*wms_wire_log_fn)(const wms_wire_record *record, void *ctx);
 #define WMS_DEFAULT_MAX_REPLY_BYTES (4u * 1024u * 1024u)
 #define WMS_MAX_TIMEOUT_MS 3600000u
 
+/**
+ * The client's options: plain values, then one group per concern, each
+ * with its own _INIT. Zero (or NULL) means "the default" everywhere. New
+ * options are added at the end (with a new version), or inside a group's
+ * `_reserved` room, so a program built against these headers keeps working
+ * with a later libwms.
+ */
 typedef struct wms_client_options {
 	unsigned version;
 	/** The WMS endpoint, http:// or https://. Required (unless a custom transport ignores it). */
@@ -122,71 +163,44 @@ typedef struct wms_client_options {
 	uint32_t stall_timeout_ms;
 	/** Largest reply body accepted; 0 = 4 MiB. At most 1 GiB. */
 	size_t max_reply_bytes;
-	/** Keep-alive connections (and XML workspaces) kept for reuse by the
-	 *  default transport; 0 = 8, at most 1024. More concurrent calls open
-	 *  more, and close the surplus afterwards. */
+	/** XML workspaces kept for reuse, and the default for curl's idle
+	 *  keep-alive connections; 0 = 8, at most 1024. More concurrent calls
+	 *  use more, and free the surplus afterwards. */
 	uint32_t max_idle_connections;
 	/** The embedded breaker. Ignored when `breaker` is set. */
 	wms_breaker_options breaker_options;
 	/** Use this breaker instead of creating one (not owned, must outlive the client). */
 	wms_breaker *breaker;
-	/** Custom transport (wms/sys/transport.h); the client takes ownership,
-	 *  also when creation fails. NULL = libcurl's, made from user_agent,
-	 *  ca_file, ca_path, client_cert, client_key, pinned_public_key,
-	 *  http_username, http_password and max_idle_connections. The first
-	 *  eight configure that transport and no other: with a custom one they
-	 *  must stay NULL (INVALID_ARG), it is configured when it is made. */
-	wms_transport *transport;
-	/** User-Agent header; NULL = "libwms/VERSION". */
-	const char *user_agent;
-	/** TLS: CA bundle file / directory; NULL = the system's. Checked when
-	 *  the client is made (INVALID_ARG naming the file). */
-	const char *ca_file;
-	const char *ca_path;
 	/** One breaker for the client (default) or one per operation (a breaker
 	 *  per resource). Ignored when `breaker` is set. */
 	wms_breaker_scope breaker_scope;
 	/** Retries inside the breaker; default: none (1 attempt). */
 	wms_retry_options retry;
-	/** Reclassify how a finished call counts for the breaker; NULL = the
-	 *  default classification (README: "What counts as a failure"). */
-	wms_error_filter_fn error_filter;
-	void *error_filter_ctx;
+	/** Custom transport (wms/sys/transport.h); the client takes ownership,
+	 *  also when creation fails. NULL = libcurl's, made from `curl`. */
+	wms_transport *transport;
+	/** libcurl's transport, when `transport` is NULL (wms/curl.h). With a
+	 *  custom transport it must stay as WMS_CURL_TRANSPORT_OPTIONS_INIT
+	 *  (INVALID_ARG naming the field): that one is configured when it is
+	 *  made. TLS files are checked when the client is made (INVALID_ARG
+	 *  naming the file). */
+	wms_curl_transport_options curl;
+	/** WS-Security UsernameToken; default none. */
+	wms_wsse_options wsse;
 	/** Per-operation fallbacks run on CIRCUIT_OPEN; NULL = none. Copied. */
 	const wms_fallbacks *fallbacks;
-	/** Metrics: the breaker-state gauge, once per breaker at wms_client_new
-	 *  with its initial state, then on every transition, manual ones included
-	 *  (FORCED_OPEN reads 1, DISABLED 0). Never called when `breaker` is set:
-	 *  the client then neither hooks that breaker nor sends an initial sample. */
-	wms_metric_fn on_metric;
-	void *metric_ctx;
 	/** Prefix of metric names; NULL = "fulfillment" (the state gauge is then
 	 *  fulfillment.circuit_breaker_state). */
 	const char *metric_prefix;
-	/** TLS client certificate and private key, PEM files (mutual TLS). */
-	const char *client_cert;
-	const char *client_key;
-	/** Public-key pinning in libcurl's CURLOPT_PINNEDPUBLICKEY syntax:
-	 *  "sha256//BASE64[;sha256//BASE64...]" or a PEM/DER file. */
-	const char *pinned_public_key;
-	/** HTTP Basic credentials (sent only with both set). Never logged. */
-	const char *http_username;
-	const char *http_password;
-	/** WS-Security UsernameToken in the SOAP header. */
-	wms_wsse_mode wsse_mode;
-	const char *wsse_username;
-	const char *wsse_password;
-	/** The wire log: every request and reply, redacted; NULL = off. */
-	wms_wire_log_fn on_wire;
-	void *wire_ctx;
 	/** Body bytes kept per wire-log record; 0 = 4096. */
 	size_t wire_log_max_bytes;
+	wms_client_callbacks callbacks;
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
-	WMS_BREAKER_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, WMS_BREAKER_SCOPE_PER_CLIENT, \
-	WMS_RETRY_OPTIONS_INIT, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \
-	WMS_WSSE_NONE, NULL, NULL, NULL, NULL, 0 }
+	WMS_BREAKER_OPTIONS_INIT, NULL, WMS_BREAKER_SCOPE_PER_CLIENT, WMS_RETRY_OPTIONS_INIT, NULL, \
+	WMS_CURL_TRANSPORT_OPTIONS_INIT, WMS_WSSE_OPTIONS_INIT, NULL, NULL, 0, \
+	WMS_CLIENT_CALLBACKS_INIT }
 
 WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
 
@@ -254,6 +268,9 @@ typedef struct wms_address {
 	const char *country;     /**< required, ISO 3166-1 alpha-2 */
 } wms_address;
 
+/* wms_address and wms_order_line are plain inputs, written with positional
+ * initializers: they carry no reserved room, and grow only with a new
+ * WMS_ORDER_VERSION, which tells libwms the layout the caller used. */
 typedef struct wms_order_line {
 	const char *sku;   /**< 1-64 bytes */
 	uint32_t quantity; /**< 1-1000000 */
@@ -282,6 +299,8 @@ typedef struct wms_submit_reply {
 	int duplicate;
 	/** Non-zero when a fallback produced this reply, not the WMS. */
 	int from_fallback;
+	/** Room to grow (caller-allocated); zero. */
+	uint64_t _reserved[4];
 } wms_submit_reply;
 
 typedef struct wms_status_reply {
@@ -291,6 +310,8 @@ typedef struct wms_status_reply {
 	/** The WMS's timestamp of the last change, as sent (xs:dateTime). */
 	char updated_at[40];
 	int from_fallback;
+	/** Room to grow (caller-allocated); zero. */
+	uint64_t _reserved[4];
 } wms_status_reply;
 
 typedef struct wms_cancel_reply {
@@ -299,6 +320,8 @@ typedef struct wms_cancel_reply {
 	/** Non-zero when the order was already cancelled before this call. */
 	int already_cancelled;
 	int from_fallback;
+	/** Room to grow (caller-allocated); zero. */
+	uint64_t _reserved[4];
 } wms_cancel_reply;
 
 typedef struct wms_stock_level {
@@ -306,6 +329,8 @@ typedef struct wms_stock_level {
 	int64_t on_hand;
 	int64_t reserved;
 	int64_t available;
+	/** Room to grow (the levels are an array the caller indexes); zero. */
+	uint64_t _reserved[2];
 } wms_stock_level;
 
 /** The reply to GetStockLevel: one level per SKU asked for, in that order. */
@@ -340,14 +365,20 @@ typedef struct wms_fallback_call {
  * for the WMS's answer. A NULL entry means no fallback for that operation.
  */
 struct wms_fallbacks {
-	wms_status (*submit_order)(wms_submit_reply *out, const wms_fallback_call *call, void *ctx);
+	wms_status (*submit_order)(wms_submit_reply *out, const wms_fallback_call *call,
+				   void *payload);
 	wms_status (*get_order_status)(wms_status_reply *out, const wms_fallback_call *call,
-				       void *ctx);
-	wms_status (*cancel_order)(wms_cancel_reply *out, const wms_fallback_call *call, void *ctx);
+				       void *payload);
+	wms_status (*cancel_order)(wms_cancel_reply *out, const wms_fallback_call *call,
+				   void *payload);
 	wms_status (*get_stock_level)(wms_stock_reply **out, const wms_fallback_call *call,
-				      void *ctx);
-	void *ctx;
+				      void *payload);
+	void *payload;
+	/** Room for operations to come (copied whole); NULL. */
+	void *_reserved[4];
 };
+
+#define WMS_FALLBACKS_INIT { NULL, NULL, NULL, NULL, NULL, { NULL } }
 
 /**
  * Submit an order. Idempotent on order->order_id: resubmitting the same

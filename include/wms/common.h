@@ -22,13 +22,13 @@
 #endif
 
 #define WMS_VERSION_MAJOR 0
-#define WMS_VERSION_MINOR 2
+#define WMS_VERSION_MINOR 3
 #define WMS_VERSION_PATCH 0
-#define WMS_VERSION "0.2.0"
+#define WMS_VERSION "0.3.0"
 
 WMS_BEGIN_DECL
 
-/** The library's version string, e.g. "0.2.0". */
+/** The library's version string, e.g. "0.3.0". */
 WMS_EXTERN(const char *) wms_version(void);
 
 WMS_END_DECL

@@ -51,6 +51,28 @@ typedef enum wms_delivery {
 	WMS_DELIVERY_ANSWERED = 2
 } wms_delivery;
 
+/**
+ * What failed underneath a CONNECT, TIMEOUT, TRANSPORT, TLS or TRUNCATED
+ * status (and an INVALID_ARG from our own TLS files), told the same way by
+ * every transport: a caller, a recorder or a replay can tell a name that
+ * did not resolve from a refused connection without reading one library's
+ * codes. Append-only, like wms_status. Since 0.3.0.
+ */
+typedef enum wms_cause {
+	WMS_CAUSE_NONE = 0,            /**< no transport failure */
+	WMS_CAUSE_DNS = 1,             /**< the host (or proxy) name did not resolve */
+	WMS_CAUSE_REFUSED = 2,         /**< connection refused, or the host unreachable */
+	WMS_CAUSE_CONNECT_TIMEOUT = 3, /**< the deadline passed before a connection was made */
+	WMS_CAUSE_TIMEOUT = 4,         /**< the deadline passed once connected */
+	WMS_CAUSE_STALL = 5,           /**< the stall guard: too little was moving */
+	WMS_CAUSE_RESET = 6,           /**< the connection was reset or closed mid-exchange */
+	WMS_CAUSE_TLS_HANDSHAKE = 7,   /**< the TLS handshake failed */
+	WMS_CAUSE_TLS_VERIFY = 8,      /**< the server's certificate, name or pin was not accepted */
+	WMS_CAUSE_LOCAL_FILE = 9,      /**< our CA, certificate or key file could not be used */
+	WMS_CAUSE_PROTOCOL = 10,       /**< what came back was not usable HTTP */
+	WMS_CAUSE_OTHER = 11           /**< a transport failure none of the above */
+} wms_cause;
+
 #define WMS_ERROR_MESSAGE_MAX 256
 #define WMS_ERROR_FIELD_MAX 128
 
@@ -66,7 +88,8 @@ typedef struct wms_error {
 	char message[WMS_ERROR_MESSAGE_MAX];
 	/** HTTP status of the reply, 0 if none was received. */
 	long http_status;
-	/** libcurl's CURLcode for transport failures, 0 otherwise. */
+	/** libcurl's CURLcode for its transport's failures, 0 otherwise: for
+	 *  a report. To decide, read `cause`, which every transport sets. */
 	int curl_code;
 	/** SOAP fault code as sent, namespace prefix removed: "Server", "Client",
 	 *  "Receiver", "Sender", ... */
@@ -90,6 +113,11 @@ typedef struct wms_error {
 	/** The call's correlation id: in the wire log and the X-Correlation-Id
 	 *  request header, so the WMS's logs can be matched. */
 	char correlation_id[40];
+	/** What failed underneath a transport failure; NONE otherwise. Since 0.3.0. */
+	wms_cause cause;
+	/** Room to grow (caller-allocated); zero. */
+	uint32_t _reserved32;
+	uint64_t _reserved[8];
 } wms_error;
 
 /** A static, one-line description of a status. Never NULL. */
@@ -97,6 +125,10 @@ WMS_EXTERN(const char *) wms_strerror(wms_status status);
 
 /** The enum name without its prefix: "OK", "CIRCUIT_OPEN", "TIMEOUT", ... */
 WMS_EXTERN(const char *) wms_status_name(wms_status status);
+
+/** "NONE", "DNS", "REFUSED", ...: the enum name without its prefix; "?" for
+ *  a value this version does not know. Since 0.3.0. */
+WMS_EXTERN(const char *) wms_cause_name(wms_cause cause);
 
 /** "NOT_SENT", "UNKNOWN" or "ANSWERED". */
 WMS_EXTERN(const char *) wms_delivery_name(wms_delivery delivery);

@@ -46,7 +46,7 @@ typedef enum wms_replay_order {
 
 /** Called with the full diff (several lines, '\n'-terminated) when a request
  *  matches no fixture. May be called from several threads at once. */
-typedef void (*wms_replay_mismatch_fn)(const char *diff, void *ctx);
+typedef void (*wms_replay_mismatch_fn)(const char *diff, void *payload);
 
 #define WMS_REPLAY_OPTIONS_VERSION 1
 
@@ -64,7 +64,8 @@ typedef struct wms_replay_options {
 	size_t masked_count;
 	/** Default (NULL): the diff goes to stderr. */
 	wms_replay_mismatch_fn on_mismatch;
-	void *mismatch_ctx;
+	/** Given to on_mismatch. */
+	void *payload;
 	/** Honour recorded delays by sleeping (bounded by the request's
 	 *  timeout_ms). Default 0: replies and faults come at once. Either way a
 	 *  recorded delay >= the request's timeout_ms gives WMS_ERR_TIMEOUT. */
@@ -98,7 +99,7 @@ WMS_EXTERN(size_t) wms_replay_transport_unused(wms_transport *transport);
  * ".xml" for a directory replay to find it. `operation` is never NULL.
  */
 typedef int (*wms_record_name_fn)(char *buf, size_t size, unsigned index,
-				  const char *operation, void *ctx);
+				  const char *operation, void *payload);
 
 #define WMS_RECORD_OPTIONS_VERSION 1
 
@@ -110,7 +111,8 @@ typedef struct wms_record_options {
 	const char *prefix;
 	/** Or: name each file with this callback. */
 	wms_record_name_fn name;
-	void *name_ctx;
+	/** Given to `name`. */
+	void *payload;
 	/** Element names (local names) written as <mask> in every fixture. */
 	const char *const *volatile_elements;
 	size_t volatile_count;

@@ -187,7 +187,7 @@ static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_
 		rec.body = "";
 		rec.body_len = 0;
 	}
-	c->on_wire(&rec, c->wire_ctx);
+	c->cb.on_wire(&rec, c->cb.payload);
 	wms__buf_free(&clean);
 }
 
@@ -217,15 +217,15 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 	req.max_reply_bytes = c->max_reply_bytes;
 	req.correlation_id = err->correlation_id;
 
-	if (c->on_wire)
+	if (c->cb.on_wire)
 		wire_log(c, &req, NULL, WMS_OK, err, 0);
-	start = c->on_wire ? wms__now_ns() : 0;
+	start = c->cb.on_wire ? wms__now_ns() : 0;
 	st = c->transport->send(c->transport, &req, &resp, err);
 	if (st == WMS_OK)
 		st = interpret(ws, op, out, &resp, c->max_reply_bytes, deadline, err);
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
-	if (c->on_wire)
+	if (c->cb.on_wire)
 		wire_log(c, &req, &resp, st, err, start);
 	wms_http_response_clear(&resp);
 	return st;
@@ -326,7 +326,7 @@ static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker
 				const wms_error *err, int *recorded)
 {
 	wms_outcome outcome =
-		wms__call_outcome(err, c->error_filter, c->error_filter_ctx, recorded);
+		wms__call_outcome(err, c->cb.error_filter, c->cb.payload, recorded);
 
 	if (*recorded)
 		wms_breaker_record(b, permit, outcome);
@@ -375,21 +375,21 @@ static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 		if (!f->submit_order)
 			return st;
 		memset(k->out, 0, sizeof(wms_submit_reply));
-		st = f->submit_order(k->out, &fc, f->ctx);
+		st = f->submit_order(k->out, &fc, f->payload);
 		((wms_submit_reply *)k->out)->from_fallback = 1;
 		break;
 	case WMS__OP_GET_ORDER_STATUS:
 		if (!f->get_order_status)
 			return st;
 		memset(k->out, 0, sizeof(wms_status_reply));
-		st = f->get_order_status(k->out, &fc, f->ctx);
+		st = f->get_order_status(k->out, &fc, f->payload);
 		((wms_status_reply *)k->out)->from_fallback = 1;
 		break;
 	case WMS__OP_CANCEL_ORDER:
 		if (!f->cancel_order)
 			return st;
 		memset(k->out, 0, sizeof(wms_cancel_reply));
-		st = f->cancel_order(k->out, &fc, f->ctx);
+		st = f->cancel_order(k->out, &fc, f->payload);
 		((wms_cancel_reply *)k->out)->from_fallback = 1;
 		break;
 	case WMS__OP_GET_STOCK_LEVEL: {
@@ -397,7 +397,7 @@ static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 		if (!f->get_stock_level)
 			return st;
 		*o = NULL;
-		st = f->get_stock_level(o, &fc, f->ctx);
+		st = f->get_stock_level(o, &fc, f->payload);
 		if (*o)
 			(*o)->from_fallback = 1;
 		break;

@@ -47,13 +47,13 @@ wms_outcome wms_error_outcome(const wms_error *err)
 	return wms__default_outcome(err, &record);
 }
 
-wms_outcome wms__call_outcome(const wms_error *err, wms_error_filter_fn filter, void *filter_ctx,
+wms_outcome wms__call_outcome(const wms_error *err, wms_error_filter_fn filter, void *payload,
 			      int *record)
 {
 	wms_outcome outcome = wms__default_outcome(err, record);
 
 	if (*record && filter) {
-		outcome = filter(err, outcome, filter_ctx);
+		outcome = filter(err, outcome, payload);
 		if (outcome != WMS_OUTCOME_SUCCESS && outcome != WMS_OUTCOME_FAILURE)
 			outcome = WMS_OUTCOME_IGNORED;
 	}

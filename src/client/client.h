@@ -17,8 +17,8 @@ typedef struct breaker_hook {
 	wms_client *client;
 	wms_breaker *breaker;  /* set once made; the gauge reads its state */
 	const char *operation; /* NULL for the client-wide breaker */
-	wms_breaker_event_fn user_fn;
-	void *user_ctx;
+	/* the caller's breaker callbacks, called with their payload */
+	wms_breaker_callbacks user;
 } breaker_hook;
 
 struct wms_client {
@@ -35,20 +35,15 @@ struct wms_client {
 	int own_breakers;
 	wms_transport *transport;
 	wms_retry_options retry;
-	wms_error_filter_fn error_filter;
-	void *error_filter_ctx;
+	wms_client_callbacks cb; /* error filter, metrics, wire log */
 	wms_fallbacks fallbacks;
 	int has_fallbacks;
-	wms_metric_fn on_metric;
-	void *metric_ctx;
 	char *state_metric; /* "<prefix>.circuit_breaker_state" */
 	/* WS-Security (TLS and HTTP credentials are the transport's) */
 	wms__wsse wsse;
 	char *wsse_username;
 	char *wsse_password;
 	/* wire log and correlation ids */
-	wms_wire_log_fn on_wire;
-	void *wire_ctx;
 	size_t wire_max;
 	char id_prefix[16];
 	_Atomic uint64_t call_seq;
@@ -73,7 +68,7 @@ typedef struct call {
  * classification, then the caller's filter (a value it should not return
  * reads as IGNORED). *record = 0: the attempt says nothing of the WMS (our
  * own error), the permit goes back unrecorded. */
-wms_outcome wms__call_outcome(const wms_error *err, wms_error_filter_fn filter, void *filter_ctx,
+wms_outcome wms__call_outcome(const wms_error *err, wms_error_filter_fn filter, void *payload,
 			      int *record);
 
 /* Whether an attempt that ended with `st`, counted `outcome` (recorded or

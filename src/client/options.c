@@ -16,6 +16,7 @@ wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
 	memset(opts, 0, sizeof(*opts));
 	opts->version = version;
 	opts->breaker_options.version = WMS_BREAKER_OPTIONS_VERSION;
+	opts->curl.version = WMS_CURL_TRANSPORT_OPTIONS_VERSION;
 	return WMS_OK;
 }
 
@@ -55,7 +56,7 @@ static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state s
 		       const char *name)
 {
 	wms_metric m;
-	if (!c->on_metric)
+	if (!c->cb.on_metric)
 		return;
 	/* The gauge has three values (0, 1, 2): a manual state reads as what
 	 * callers get from it (forced open rejects, disabled lets all through). */
@@ -65,7 +66,7 @@ static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state s
 						  : (double)state;
 	m.breaker = name;
 	m.operation = h->operation;
-	c->on_metric(&m, c->metric_ctx);
+	c->cb.on_metric(&m, c->cb.payload);
 }
 
 static void on_breaker_event(const wms_breaker_event *ev, void *ctx)
@@ -75,8 +76,16 @@ static void on_breaker_event(const wms_breaker_event *ev, void *ctx)
 	 * arrive in either order, and the gauge must end on the true state. */
 	emit_state(h->client, h, h->breaker ? wms_breaker_state_get(h->breaker) : ev->to,
 		   ev->name);
-	if (h->user_fn)
-		h->user_fn(ev, h->user_ctx);
+	if (h->user.on_state_change)
+		h->user.on_state_change(ev, h->user.payload);
+}
+
+/* The caller's clock, given the caller's payload (the breaker's own
+ * payload is the hook). */
+static uint64_t hooked_clock(void *payload)
+{
+	const breaker_hook *h = payload;
+	return h->user.clock(h->user.payload);
 }
 
 static wms_status make_breakers(wms_client *c, const wms_client_options *opts, wms_error *err)
@@ -91,16 +100,16 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 		breaker_hook *h = &c->hooks[i];
 		h->client = c;
 		h->operation = n > 1 ? wms__op_name((wms__op)i) : NULL;
-		h->user_fn = bo.on_state_change;
-		h->user_ctx = bo.event_ctx;
+		h->user = opts->breaker_options.callbacks;
 		if (n > 1) {
 			/* a long base is cut on a whole character, as a name must be */
 			snprintf(name, sizeof(name), "%s.%s", base, h->operation);
 			name[wms__utf8_whole(name, strlen(name))] = '\0';
 			bo.name = name;
 		}
-		bo.on_state_change = on_breaker_event;
-		bo.event_ctx = h;
+		bo.callbacks.on_state_change = on_breaker_event;
+		bo.callbacks.clock = h->user.clock ? hooked_clock : NULL;
+		bo.callbacks.payload = h;
 		st = wms_breaker_new(&c->breakers[i], &bo);
 		if (st != WMS_OK) {
 			/* own_breakers is not set yet, so wms_client_free will not
@@ -115,8 +124,6 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 						 : "cannot create the breaker");
 		}
 		h->breaker = c->breakers[i];
-		bo.on_state_change = h->user_fn;
-		bo.event_ctx = h->user_ctx;
 	}
 	for (; i < WMS__OP_COUNT; i++) {
 		c->breakers[i] = c->breakers[0];
@@ -151,19 +158,36 @@ static wms_status check_retry(wms_retry_options *r, wms_error *err)
 	return WMS_OK;
 }
 
-/* The libcurl transport's options, from the client's. */
+/* The libcurl transport's options, from the client's: its pool defaults
+ * to the client's. */
 static void curl_options_of(const wms_client_options *opts, wms_curl_transport_options *co)
 {
-	*co = (wms_curl_transport_options)WMS_CURL_TRANSPORT_OPTIONS_INIT;
-	co->user_agent = opts->user_agent; /* NULL: libwms/VERSION */
-	co->ca_file = opts->ca_file;
-	co->ca_path = opts->ca_path;
-	co->client_cert = opts->client_cert;
-	co->client_key = opts->client_key;
-	co->pinned_public_key = opts->pinned_public_key;
-	co->http_username = opts->http_username;
-	co->http_password = opts->http_password;
-	co->max_idle_connections = opts->max_idle_connections;
+	*co = opts->curl;
+	if (!co->max_idle_connections)
+		co->max_idle_connections = opts->max_idle_connections;
+}
+
+/* The first field of a curl group that is not as WMS_CURL_TRANSPORT_OPTIONS_INIT
+ * leaves it, or NULL. */
+static const char *curl_option_set(const wms_curl_transport_options *co)
+{
+	static const wms_curl_transport_options init = WMS_CURL_TRANSPORT_OPTIONS_INIT;
+	const char *const *s[] = { &co->user_agent, &co->ca_file, &co->ca_path, &co->client_cert,
+				   &co->client_key, &co->pinned_public_key, &co->http_username,
+				   &co->http_password };
+	static const char *const names[] = { "curl.user_agent", "curl.ca_file", "curl.ca_path",
+					     "curl.client_cert", "curl.client_key",
+					     "curl.pinned_public_key", "curl.http_username",
+					     "curl.http_password" };
+	size_t i;
+	if (co->version != init.version)
+		return "curl.version";
+	for (i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		if (*s[i])
+			return names[i];
+	if (co->max_idle_connections)
+		return "curl.max_idle_connections";
+	return NULL;
 }
 
 /* Every check of the options, before anything is made: INVALID_ARG saying
@@ -172,6 +196,8 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 				wms_error *err)
 {
 	const wms_transport *transport = opts->transport;
+	const wms_wsse_options *w = &opts->wsse;
+	const char *set;
 	wms_status st;
 
 	if (opts->version != WMS_CLIENT_OPTIONS_VERSION)
@@ -206,24 +232,28 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	 * libcurl transport when the client makes it (which checks them); a
 	 * transport of the caller's was configured when it was made, and none
 	 * sees them on a request. */
-	if (transport && (opts->user_agent || opts->ca_file || opts->ca_path || opts->client_cert ||
-			  opts->client_key || opts->pinned_public_key || opts->http_username ||
-			  opts->http_password))
+	if (transport && transport->version != WMS_TRANSPORT_VERSION)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "user_agent, ca_file, ca_path, client_cert, client_key, "
-				 "pinned_public_key, http_username and http_password configure the "
-				 "default transport: with options->transport, configure that one");
-	if (opts->wsse_mode != WMS_WSSE_NONE &&
-	    ((opts->wsse_mode != WMS_WSSE_PASSWORD_TEXT &&
-	      opts->wsse_mode != WMS_WSSE_PASSWORD_DIGEST) ||
-	     !opts->wsse_username || !*opts->wsse_username || !opts->wsse_password))
+				 "transport version %u is not supported (this libwms knows %u)",
+				 transport->version, WMS_TRANSPORT_VERSION);
+	/* The curl group configures the libcurl transport when the client
+	 * makes it (which checks it); a transport of the caller's was
+	 * configured when it was made, and none sees it on a request. */
+	if (transport && (set = curl_option_set(&opts->curl)) != NULL)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "wsse_mode needs wsse_username and wsse_password");
+				 "%s configures the default transport: with options->transport, "
+				 "configure that one when it is made (the curl group must stay "
+				 "WMS_CURL_TRANSPORT_OPTIONS_INIT)", set);
+	if (w->mode != WMS_WSSE_NONE &&
+	    ((w->mode != WMS_WSSE_PASSWORD_TEXT && w->mode != WMS_WSSE_PASSWORD_DIGEST) ||
+	     !w->username || !*w->username || !w->password))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wsse.mode needs wsse.username and wsse.password");
 	/* Refused here, not on every call: what the envelope cannot carry. */
-	if (opts->wsse_mode != WMS_WSSE_NONE &&
-	    ((st = wms__validate_text(opts->wsse_username, "wsse_username", 0, err)) != WMS_OK ||
-	     (opts->wsse_mode == WMS_WSSE_PASSWORD_TEXT && *opts->wsse_password &&
-	      (st = wms__validate_text(opts->wsse_password, "wsse_password", 1, err)) != WMS_OK)))
+	if (w->mode != WMS_WSSE_NONE &&
+	    ((st = wms__validate_text(w->username, "wsse.username", 0, err)) != WMS_OK ||
+	     (w->mode == WMS_WSSE_PASSWORD_TEXT && *w->password &&
+	      (st = wms__validate_text(w->password, "wsse.password", 1, err)) != WMS_OK)))
 		return st;
 	/* The default transport's own checks (pairs, files, its pool), as it
 	 * will make them: said now, before anything is made. */
@@ -244,14 +274,11 @@ static wms_status copy_options(wms_client *c, const wms_client_options *opts,
 	char metric[128];
 
 	c->retry = *retry;
-	c->error_filter = opts->error_filter;
-	c->error_filter_ctx = opts->error_filter_ctx;
+	c->cb = opts->callbacks;
 	if (opts->fallbacks) {
 		c->fallbacks = *opts->fallbacks;
 		c->has_fallbacks = 1;
 	}
-	c->on_metric = opts->on_metric;
-	c->metric_ctx = opts->metric_ctx;
 	c->soap_version = opts->soap_version;
 	c->timeout_ms = opts->timeout_ms ? opts->timeout_ms : WMS_DEFAULT_TIMEOUT_MS;
 	c->connect_timeout_ms =
@@ -265,14 +292,12 @@ static wms_status copy_options(wms_client *c, const wms_client_options *opts,
 		 opts->metric_prefix ? opts->metric_prefix : "fulfillment");
 	if (dup_opt(&c->state_metric, metric) ||
 	    dup_opt(&c->endpoint, opts->endpoint ? opts->endpoint : "") ||
-	    dup_opt(&c->wsse_username, opts->wsse_username) ||
-	    dup_opt(&c->wsse_password, opts->wsse_password))
+	    dup_opt(&c->wsse_username, opts->wsse.username) ||
+	    dup_opt(&c->wsse_password, opts->wsse.password))
 		return WMS_ERR_NOMEM;
-	c->wsse.mode = opts->wsse_mode;
+	c->wsse.mode = opts->wsse.mode;
 	c->wsse.username = c->wsse_username;
 	c->wsse.password = c->wsse_password;
-	c->on_wire = opts->on_wire;
-	c->wire_ctx = opts->wire_ctx;
 	c->wire_max = opts->wire_log_max_bytes ? opts->wire_log_max_bytes : 4096;
 	return WMS_OK;
 }

@@ -24,9 +24,6 @@
 
 #define WSSE_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
 #define REDACTED "REDACTED"
-/* curl's CURLE_COULDNT_RESOLVE_PROXY / _HOST: libcurl stays in its own file. */
-#define CURL_CODE_RESOLVE_PROXY 5
-#define CURL_CODE_RESOLVE_HOST 6
 
 typedef struct recorder {
 	wms_transport parent;
@@ -554,8 +551,7 @@ static wms_status record_send(wms_transport *self, const wms_http_request *req,
 		fault = e->delivery == WMS_DELIVERY_NOT_SENT ? FAULT_CONNECT_TIMEOUT : FAULT_TIMEOUT;
 		break;
 	case WMS_ERR_CONNECT:
-		fault = (e->curl_code == CURL_CODE_RESOLVE_HOST ||
-			 e->curl_code == CURL_CODE_RESOLVE_PROXY) ? FAULT_DNS : FAULT_REFUSED;
+		fault = e->cause == WMS_CAUSE_DNS ? FAULT_DNS : FAULT_REFUSED;
 		break;
 	case WMS_ERR_TRANSPORT:
 		/* a reset before any byte left keeps NOT_SENT: safe to resend */
@@ -681,7 +677,7 @@ wms_status wms_record_transport_new(wms_transport **out, wms_transport *inner,
 	rec->inner = inner;
 	inner = NULL;
 	rec->name = opts->name;
-	rec->name_ctx = opts->name_ctx;
+	rec->name_ctx = opts->payload;
 	rec->directory = wms__strdup(opts->directory);
 	rec->prefix = wms__strdup(opts->prefix ? opts->prefix : "");
 	rec->volatiles = wms__calloc(opts->volatile_count ? opts->volatile_count : 1,

@@ -38,7 +38,7 @@ static const char *op_name(const wms_http_request *req)
 }
 
 /* Answer with fixture `fx`: its reply or its fault, the delay honoured. */
-static wms_status answer(const wms__fx_replay *r, const wms__fx_fixture *fx,
+static wms_status answer_with(const wms__fx_replay *r, const wms__fx_fixture *fx,
 			 const wms_http_request *req, wms_http_response *resp, wms_error *err)
 {
 	uint32_t delay, deadline = req->timeout_ms;
@@ -119,6 +119,24 @@ static wms_status answer(const wms__fx_replay *r, const wms__fx_fixture *fx,
 			 fx->fault == FAULT_RESET ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT,
 			 "replayed fault after %u ms, past the %u ms timeout (fixture %s)",
 			 (unsigned)delay, (unsigned)deadline, p);
+}
+
+/* answer_with, and the cause a live call that failed so had (wms_cause):
+ * a deadline passed before the request left reads as a connect timeout. */
+static wms_status answer(const wms__fx_replay *r, const wms__fx_fixture *fx,
+			 const wms_http_request *req, wms_http_response *resp, wms_error *err)
+{
+	wms_status st = answer_with(r, fx, req, resp, err);
+	if (!err || st == WMS_OK)
+		return st;
+	if (st == WMS_ERR_TIMEOUT)
+		err->cause = err->delivery == WMS_DELIVERY_NOT_SENT ? WMS_CAUSE_CONNECT_TIMEOUT
+								    : WMS_CAUSE_TIMEOUT;
+	else if (st == WMS_ERR_CONNECT)
+		err->cause = fx->fault == FAULT_DNS ? WMS_CAUSE_DNS : WMS_CAUSE_REFUSED;
+	else if (st == WMS_ERR_TRANSPORT)
+		err->cause = WMS_CAUSE_RESET;
+	return st;
 }
 
 /* Whether `fx` matches the parsed request (rendering into `scratch`). */
@@ -430,7 +448,7 @@ static wms_status replay_new(wms_transport **out, const wms_replay_options *opts
 	r->parent.free = replay_free;
 	r->order = opts->order;
 	r->on_mismatch = opts->on_mismatch ? opts->on_mismatch : default_mismatch;
-	r->mismatch_ctx = opts->mismatch_ctx;
+	r->mismatch_ctx = opts->payload;
 	r->real_time = opts->real_time;
 	if (opts->masked_count) {
 		r->masks = wms__calloc(opts->masked_count, sizeof(*r->masks));

@@ -17,7 +17,7 @@ static atomic_uint routes_active;
 static int same_allocator(const wms_allocator *a, const wms_allocator *b)
 {
 	return a->malloc_fn == b->malloc_fn && a->realloc_fn == b->realloc_fn &&
-	       a->free_fn == b->free_fn && a->ctx == b->ctx;
+	       a->free_fn == b->free_fn && a->payload == b->payload;
 }
 
 wms_status wms__alloc_install(const wms_allocator *a)
@@ -72,12 +72,12 @@ int wms__alloc_route_libcurl(void)
 	return (atomic_load(&routes_requested) & WMS_GLOBAL_ROUTE_LIBCURL) != 0;
 }
 
-void *wms__malloc(size_t n) { return alloc.malloc_fn(n ? n : 1, alloc.ctx); }
-void *wms__realloc(void *p, size_t n) { return alloc.realloc_fn(p, n ? n : 1, alloc.ctx); }
+void *wms__malloc(size_t n) { return alloc.malloc_fn(n ? n : 1, alloc.payload); }
+void *wms__realloc(void *p, size_t n) { return alloc.realloc_fn(p, n ? n : 1, alloc.payload); }
 void wms__free(void *p)
 {
 	if (p)
-		alloc.free_fn(p, alloc.ctx);
+		alloc.free_fn(p, alloc.payload);
 }
 
 void *wms__calloc(size_t count, size_t n)

@@ -13,20 +13,27 @@ typedef struct fake_clock {
 	uint64_t now;
 } fake_clock;
 
-static uint64_t fake_now(void *ctx)
-{
-	return ((fake_clock *)ctx)->now;
-}
-
 typedef struct events {
 	int n;
 	wms_breaker_state from[32], to[32];
 	uint64_t at[32];
 } events;
 
-static void on_event(const wms_breaker_event *ev, void *ctx)
+typedef struct fx {
+	fake_clock clock;
+	events ev;
+	wms_breaker *b;
+} fx;
+
+/* both callbacks are given the fixture (one payload) */
+static uint64_t fake_now(void *payload)
 {
-	events *e = ctx;
+	return ((fx *)payload)->clock.now;
+}
+
+static void on_event(const wms_breaker_event *ev, void *payload)
+{
+	events *e = &((fx *)payload)->ev;
 	if (e->n < 32) {
 		e->from[e->n] = ev->from;
 		e->to[e->n] = ev->to;
@@ -37,20 +44,13 @@ static void on_event(const wms_breaker_event *ev, void *ctx)
 	assert_string_equal(ev->name, "test");
 }
 
-typedef struct fx {
-	fake_clock clock;
-	events ev;
-	wms_breaker *b;
-} fx;
-
 static fx *fx_new(wms_breaker_options *o)
 {
 	fx *f = test_calloc(1, sizeof(*f));
 	f->clock.now = 1000 * MS;
-	o->clock = fake_now;
-	o->clock_ctx = &f->clock;
-	o->on_state_change = on_event;
-	o->event_ctx = &f->ev;
+	o->callbacks.clock = fake_now;
+	o->callbacks.on_state_change = on_event;
+	o->callbacks.payload = f;
 	o->name = "test";
 	assert_int_equal(wms_breaker_new(&f->b, o), WMS_OK);
 	return f;
@@ -415,7 +415,7 @@ static void slow_call_started_at_clock_zero(void **state)
  * UTF-8 text without control characters. */
 static void names_are_text(void **state)
 {
-	static const char *const bad[] = { "", "a\xff", "a\x01", "a\xc2\x85" "b", "a\xed\xa0\x80" };
+	static const char *const bad[] = { "", "a\xff", "a\x01", ("a\xc2\x85" "b"), "a\xed\xa0\x80" };
 	wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
 	wms_breaker *b = NULL;
 	(void)state;
@@ -575,7 +575,9 @@ static void options_are_validated(void **state)
 	wms_breaker_record(NULL, &p, WMS_OUTCOME_SUCCESS);
 	wms_breaker_free(b);
 	wms_breaker_free(NULL);
-	assert_int_equal(wms_breaker_options_init(&o, 2), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_breaker_options_init(&o, WMS_BREAKER_OPTIONS_VERSION + 1),
+			 WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_breaker_options_init(&o, 1), WMS_ERR_INVALID_ARG); /* 0.2's */
 }
 
 /* Seed 002's default run: Resilience4j count-based window of 10, minimum

@@ -2,9 +2,12 @@
 # The ABI of the public headers only grows: every public struct (struct
 # wms_* { ... }, typedef'd or not) keeps each field of abi-layout.txt at its
 # offset with its type, and its size, and may only add fields past its old
-# end (or in a field named reserved*) - except those in FIXED below, which
+# end or inside its room (a field named _reserved*, taken into use by new
+# fields that lie within it) - except those in FIXED below, which
 # a caller allocates (or lays out in an array) and libwms writes or reads
-# whole without a version to tell their size: their size never changes.
+# whole without a version to tell their size, or that another struct
+# embeds by value (an option group): their size never changes, they grow
+# into their room.
 # Layouts come from clang's record-layout dump (this machine's ABI: x86-64
 # LP64). Not checked here: enum values, callback signatures, *_INIT macros.
 #
@@ -24,7 +27,8 @@ structs=$(cd "$inc" && grep -rhoE '^(typedef )?struct wms_[a-z0-9_]+ \{' wms |
 # written or read whole by libwms in memory the caller sized
 FIXED="wms_error wms_submit_reply wms_status_reply wms_cancel_reply wms_stock_level
 wms_breaker_snapshot wms_breaker_permit wms_http_response wms_order_line wms_address
-wms_fallbacks wms_allocator wms_retry_options"
+wms_fallbacks wms_allocator wms_retry_options wms_breaker_options wms_breaker_callbacks
+wms_curl_transport_options wms_wsse_options wms_client_callbacks"
 {
 	for h in $(cd "$inc" && find wms -name '*.h' | sort); do
 		printf '#include <%s>\n' "$h"
@@ -83,20 +87,23 @@ for rec in sorted(bs):
         continue
     if ns[rec] < bs[rec]:
         bad.append('%s: size %d, was %d (it may only grow)' % (rec, ns[rec], bs[rec]))
-    now_by_off = {}
-    for name, (off, typ) in nf.get(rec, {}).items():
-        now_by_off.setdefault(off, []).append((name, typ))
+    # the room of the old layout: each _reserved* field, up to the next field
+    offs = sorted(set(int(o.split(':')[0]) for o, t in bf.get(rec, {}).values())) + [bs[rec]]
+    room = [(int(o.split(':')[0]), min(x for x in offs if x > int(o.split(':')[0])))
+            for n, (o, t) in bf.get(rec, {}).items() if n.startswith('_reserved')]
+    def in_room(off):
+        b = int(off.split(':')[0])
+        return any(lo <= b < hi for lo, hi in room)
     for name, (off, typ) in sorted(bf.get(rec, {}).items(), key=lambda x: x[1][0]):
         got = nf.get(rec, {}).get(name)
         if got == (off, typ):
             continue
-        if name.startswith('reserved') and off in now_by_off:
-            continue  # a reserved field taken into use
+        if name.startswith('_reserved') and (got is None or in_room(got[0])):
+            continue  # room taken into use, or shrunk
         bad.append('%s.%s: %s at %s, was %s at %s' % (rec, name, got[1] if got else 'gone',
                    got[0] if got else '-', typ, off))
     for name, (off, typ) in nf.get(rec, {}).items():
-        if name not in bf.get(rec, {}) and int(off.split(':')[0]) < bs[rec] and \
-           not any(n.startswith('reserved') and o == off for n, (o, t) in bf.get(rec, {}).items()):
+        if name not in bf.get(rec, {}) and int(off.split(':')[0]) < bs[rec] and not in_room(off):
             bad.append('%s.%s: new at %s, inside the old struct (%d bytes)' % (rec, name, off, bs[rec]))
 for b in bad:
     print('ABI: ' + b)

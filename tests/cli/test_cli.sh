@@ -276,10 +276,10 @@ fixtures)
 		"Server fault detail"
 	run "submit: recorded timeout" 5 submit --fixtures "$fx" --order-id CLI-TIMEOUT-1 \
 		--sku SKU-A --qty 1
-	expect err '^wmsctl: SUBMIT: TIMEOUT: .*\(delivery UNKNOWN\)$' "delivery unknown"
+	expect err '^wmsctl: SUBMIT: TIMEOUT: .*\(delivery UNKNOWN, cause TIMEOUT\)$' "delivery unknown"
 	run "submit: recorded refused connect" 4 submit --fixtures "$fx" \
 		--order-id CLI-REFUSED-1 --sku SKU-A --qty 1
-	expect err '^wmsctl: SUBMIT: CONNECT: .*\(delivery NOT_SENT\)$' "not sent"
+	expect err '^wmsctl: SUBMIT: CONNECT: .*\(delivery NOT_SENT, cause REFUSED\)$' "not sent"
 	run "submit: proxy's HTML 502 page" 7 submit --fixtures "$fx" --order-id CLI-PROXY-1 \
 		--sku SKU-A --qty 1
 	expect err '^wmsctl: SUBMIT: HTTP: .*http 502\)$' "HTTP error with its status"
@@ -369,7 +369,7 @@ load)
 
 network)
 	run "submit to a refused endpoint" 4 submit --endpoint http://127.0.0.1:1/ $ORDER
-	expect err '^wmsctl: SUBMIT: CONNECT: .*\(delivery NOT_SENT\)$' "CONNECT, not sent"
+	expect err '^wmsctl: SUBMIT: CONNECT: .*\(delivery NOT_SENT, cause REFUSED\)$' "CONNECT, not sent"
 	expect_empty out
 	run_env=WMS_ENDPOINT=http://127.0.0.1:1/
 	run "endpoint from WMS_ENDPOINT" 4 status --order-id CLI-OK-1
@@ -414,7 +414,7 @@ config)
 	expect err 'exclude each other' "says they exclude each other"
 	run "endpoint from the SLA file" 4 status --config "$cfgs/refused-endpoint.yaml" \
 		--order-id CLI-OK-1
-	expect err '^wmsctl: STATUS: CONNECT: .*\(delivery NOT_SENT\)$' "went to the file's endpoint"
+	expect err '^wmsctl: STATUS: CONNECT: .*\(delivery NOT_SENT, cause REFUSED\)$' "went to the file's endpoint"
 	run "--endpoint overrides the file" 2 status --config "$cfgs/refused-endpoint.yaml" \
 		--endpoint ftp://127.0.0.1/ --order-id CLI-OK-1
 	expect err 'INVALID_ARG: .*http:// or https://' "the flag's endpoint was used"
@@ -480,7 +480,7 @@ health)
 	# nothing listens on 127.0.0.1:1: the probe fails with CONNECT
 	E1=http://127.0.0.1:1/wms
 	run "probe refused, 5 failures to open: UP, exit 4" 4 health --endpoint $E1 --probe
-	expect err '^wmsctl: HEALTH: CONNECT: .*\(delivery NOT_SENT\)$' "says why"
+	expect err '^wmsctl: HEALTH: CONNECT: .*\(delivery NOT_SENT, cause REFUSED\)$' "says why"
 	check_health "one failure counted, still closed" --status UP --breakers wms \
 		--calls wms:permitted=1,failures=1
 	run "probe refused, 1 failure opens it: DOWN" 11 health --endpoint $E1 --probe \
@@ -732,7 +732,7 @@ live)
 	start_sim --fault hang
 	run "WMS hangs: deadline" 5 submit --endpoint "$url" --order-id LIVE-5 --sku SKU-1 \
 		--qty 1 --timeout-ms 300
-	expect err '^wmsctl: SUBMIT: TIMEOUT: .*\(delivery UNKNOWN\)$' "TIMEOUT, delivery unknown"
+	expect err '^wmsctl: SUBMIT: TIMEOUT: .*\(delivery UNKNOWN, cause TIMEOUT\)$' "TIMEOUT, delivery unknown"
 	stop_sim
 	;;
 

@@ -28,9 +28,6 @@ typedef struct fake {
 	char last_ctype[160];
 	char last_body[8192];
 	char last_correlation_id[64];
-	/* requests that carried a user agent, TLS file, pin or credential:
-	 * none may (they configure the libcurl transport when it is made) */
-	int secrets_seen;
 } fake;
 
 typedef struct fx {

@@ -474,9 +474,13 @@ static void client_options_are_validated(void **state)
 	o.timeout_ms = WMS_MAX_TIMEOUT_MS + 1;
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 	o.timeout_ms = 0;
-	o.version = 2;
+	o.version = WMS_CLIENT_OPTIONS_VERSION + 1;
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 	assert_non_null(strstr(err.message, "version"));
+	/* 0.2's layout (version 1) is not read as this one */
+	o.version = 1;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "version 1"));
 	o.version = WMS_CLIENT_OPTIONS_VERSION;
 	o.breaker_options.failure_rate_threshold = 500;
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);

@@ -117,7 +117,7 @@ static void rates_documents(char **json, char **prom)
  * with localedef; skipped where its definitions are not installed). */
 static void numbers_ignore_the_locale(void **state)
 {
-	char dir[] = "/tmp/wms-locale-XXXXXX", cmd[256], probe[16], *json, *prom;
+	char dir[] = "/tmp/wms-locale-XXXXXX", cmd[256], probe[16], *json = NULL, *prom = NULL;
 	int active;
 	(void)state;
 	assert_non_null(mkdtemp(dir));

@@ -241,8 +241,8 @@ static void no_backoff_once_forced_open(void **state)
 	(void)state;
 	assert_int_equal(wms_breaker_new(&b, NULL), WMS_OK);
 	o.breaker = b;
-	o.error_filter = force_open_filter;
-	o.error_filter_ctx = b;
+	o.callbacks.error_filter = force_open_filter;
+	o.callbacks.payload = b;
 	o.retry.initial_backoff_ms = 2000;
 	o.retry.max_backoff_ms = 2000;
 	x = setup_client_with(&o);
@@ -281,8 +281,8 @@ static void error_filter_reclassifies(void **state)
 	int calls = 0, i;
 	fx x;
 	(void)state;
-	o.error_filter = strict_filter;
-	o.error_filter_ctx = &calls;
+	o.callbacks.error_filter = strict_filter;
+	o.callbacks.payload = &calls;
 	o.breaker_options.failure_threshold = 3;
 	x = setup_client_with(&o);
 	x.t->next = fail_step(WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN);
@@ -362,7 +362,7 @@ static wms_status stock_unknown(wms_stock_reply **out, const wms_fallback_call *
 static void fallback_answers_when_open(void **state)
 {
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	wms_fallbacks fb = { accept_locally, NULL, NULL, stock_unknown, NULL };
+	wms_fallbacks fb = WMS_FALLBACKS_INIT;
 	const char *skus[] = { "SKU-9" };
 	wms_stock_reply *stock = NULL;
 	wms_submit_reply r;
@@ -370,7 +370,9 @@ static void fallback_answers_when_open(void **state)
 	int used = 0, sends;
 	fx x;
 	(void)state;
-	fb.ctx = &used;
+	fb.submit_order = accept_locally;
+	fb.get_stock_level = stock_unknown;
+	fb.payload = &used;
 	o.fallbacks = &fb;
 	o.breaker_options.failure_threshold = 1;
 	x = setup_client_with(&o);
@@ -427,11 +429,11 @@ static void state_gauge_follows_transitions(void **state)
 	gauge g = { 0 };
 	fx x;
 	(void)state;
-	o.on_metric = on_metric;
-	o.metric_ctx = &g;
+	o.callbacks.on_metric = on_metric;
+	o.callbacks.payload = &g;
 	o.breaker_options.failure_threshold = 1;
 	o.breaker_options.open_duration_ms = 1000;
-	o.breaker_options.on_state_change = user_event;
+	o.breaker_options.callbacks.on_state_change = user_event;
 	user_events = 0;
 	x = setup_client_with(&o);
 	assert_int_equal(g.n, 1); /* the initial value */

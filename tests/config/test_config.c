@@ -104,8 +104,8 @@ static void full_file_applied(void **state)
 	assert_int_equal(b->open_duration_growth_pct, 150);
 	assert_int_equal(b->max_open_duration_ms, 120000);
 	assert_int_equal(b->open_duration_jitter_pct, 10);
-	assert_null(b->clock);
-	assert_null(b->on_state_change);
+	assert_null(b->callbacks.clock);
+	assert_null(b->callbacks.on_state_change);
 	assert_int_equal(o.retry.max_attempts, 4);
 	assert_int_equal(o.retry.initial_backoff_ms, 50);
 	assert_int_equal(o.retry.max_backoff_ms, 800);
@@ -114,7 +114,7 @@ static void full_file_applied(void **state)
 	/* Untouched: not in the schema. */
 	assert_null(o.breaker);
 	assert_null(o.transport);
-	assert_null(o.user_agent);
+	assert_null(o.curl.user_agent);
 	assert_int_equal(o.max_idle_connections, 0);
 	wms_config_free(cfg);
 }
@@ -764,7 +764,7 @@ static void apply_on_top_of_values(void **state)
 	o.stall_timeout_ms = 333;
 	o.max_reply_bytes = 444;
 	o.max_idle_connections = 3;
-	o.user_agent = "ua";
+	o.curl.user_agent = "ua";
 	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
 	o.breaker_options.mode = WMS_BREAKER_MODE_TIME_BASED;
 	o.breaker_options.name = "before";
@@ -798,7 +798,7 @@ static void apply_on_top_of_values(void **state)
 	assert_int_equal(o.stall_timeout_ms, 333);
 	assert_int_equal(o.max_reply_bytes, 444);
 	assert_int_equal(o.max_idle_connections, 3);
-	assert_string_equal(o.user_agent, "ua");
+	assert_string_equal(o.curl.user_agent, "ua");
 	assert_string_equal(o.breaker_options.name, "before");
 	assert_int_equal(o.breaker_options.failure_rate_threshold, 11);
 	assert_int_equal(o.breaker_options.open_duration_ms, 12345);
@@ -852,7 +852,7 @@ static void api_arguments(void **state)
 	o.breaker_options.version = 0;
 	assert_int_equal(wms_config_apply(cfg, &o), WMS_ERR_INVALID_ARG);
 	assert_int_equal(o.breaker_options.failure_threshold, 8);
-	bo.version = 2;
+	bo.version = WMS_BREAKER_OPTIONS_VERSION + 1;
 	assert_int_equal(wms_config_breaker_options(cfg, &bo), WMS_ERR_INVALID_ARG);
 	assert_int_equal(bo.failure_threshold, 0);
 	bo.version = WMS_BREAKER_OPTIONS_VERSION;
@@ -1087,8 +1087,8 @@ static void breaker_count_based_from_file(void **state)
 	(void)state;
 
 	assert_int_equal(wms_config_breaker_options(cfg, &bo), WMS_OK);
-	bo.clock = fake_now;
-	bo.clock_ctx = &now;
+	bo.callbacks.clock = fake_now;
+	bo.callbacks.payload = &now;
 	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
 	wms_config_free(cfg); /* the breaker copied the name */
 
@@ -1133,8 +1133,8 @@ static void breaker_count_based_below_threshold(void **state)
 	(void)state;
 
 	assert_int_equal(wms_config_breaker_options(cfg, &bo), WMS_OK);
-	bo.clock = fake_now;
-	bo.clock_ctx = &now;
+	bo.callbacks.clock = fake_now;
+	bo.callbacks.payload = &now;
 	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
 	for (i = 0; i < 6; i++)
 		assert_int_equal(call(b, WMS_OUTCOME_SUCCESS, NULL), WMS_OK);
@@ -1163,8 +1163,8 @@ static void breaker_consecutive_from_file(void **state)
 	assert_int_equal(wms_config_breaker_options(cfg, &bo), WMS_OK);
 	wms_config_free(cfg);
 	assert_null(bo.name); /* not in the file: the breaker's default */
-	bo.clock = fake_now;
-	bo.clock_ctx = &now;
+	bo.callbacks.clock = fake_now;
+	bo.callbacks.payload = &now;
 	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);
 	assert_int_equal(call(b, WMS_OUTCOME_FAILURE, NULL), WMS_OK);

@@ -276,7 +276,7 @@ static void one(const uint8_t *data, size_t size)
 		ro.masked_count = 2;
 	}
 	ro.on_mismatch = on_mismatch;
-	ro.mismatch_ctx = &log;
+	ro.payload = &log;
 
 	if (fuzz_open_finding_skipped(fixture, fixture_len, NULL, 1) ||
 	    (req && req_len > 1 && fuzz_open_finding_skipped((const char *)req + 1, req_len - 1, NULL, 1)))

@@ -88,8 +88,8 @@ wms_client *it_client(const wms_sim *sim, const it_client_opts *o)
 	co.connect_timeout_ms = 1000u + it_slack_ms();
 	co.breaker_options.failure_threshold = o->failure_threshold ? o->failure_threshold : 1000u;
 	co.breaker_options.open_duration_ms = o->open_duration_ms ? o->open_duration_ms : 300u;
-	co.breaker_options.on_state_change = o->on_state_change;
-	co.breaker_options.event_ctx = o->event_ctx;
+	co.breaker_options.callbacks.on_state_change = o->on_state_change;
+	co.breaker_options.callbacks.payload = o->payload;
 	if (wms_client_new(&c, &co, &err) != WMS_OK)
 		fail_msg("wms_client_new: %s", err.message);
 	return c;

@@ -33,7 +33,7 @@ typedef struct it_client_opts {
 	uint32_t failure_threshold; /* 0: 1000 (the breaker stays out of the way) */
 	uint32_t open_duration_ms;  /* 0: 300 */
 	wms_breaker_event_fn on_state_change;
-	void *event_ctx;
+	void *payload;
 } it_client_opts;
 
 /* A client with the curl transport pointed at the sim. */

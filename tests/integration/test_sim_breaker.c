@@ -51,7 +51,7 @@ static wms_client *breaker_client(fx *f, uint32_t timeout_ms)
 	o.failure_threshold = THRESHOLD;
 	o.open_duration_ms = OPEN_MS;
 	o.on_state_change = on_change;
-	o.event_ctx = &f->ev;
+	o.payload = &f->ev;
 	return it_client(f->sim, &o);
 }
 

@@ -418,7 +418,7 @@ static wms_client *make_client(wms_sim *sim, const config *cf)
 	co.breaker_options.mode = WMS_BREAKER_MODE_CONSECUTIVE;
 	co.breaker_options.failure_threshold = 5;
 	co.breaker_options.open_duration_ms = cf->open_ms;
-	co.breaker_options.on_state_change = on_state_change;
+	co.breaker_options.callbacks.on_state_change = on_state_change;
 	if (wms_client_new(&c, &co, &err) != WMS_OK)
 		fail_msg("wms_client_new: %s", err.message);
 	return c;

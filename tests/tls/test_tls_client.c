@@ -95,7 +95,7 @@ static void base_options(wms_client_options *o, const char *endpoint)
 	o->endpoint = endpoint;
 	o->timeout_ms = tt_timeout_ms();
 	o->connect_timeout_ms = tt_connect_timeout_ms();
-	o->ca_file = pki.ca.cert_file;
+	o->curl.ca_file = pki.ca.cert_file;
 	o->breaker_options.failure_threshold = 1000;
 }
 
@@ -222,13 +222,13 @@ static void test_client_mtls_basic_wsse(void **state)
 	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
 	srv = start(&pki.server, pki.client_ca.cert_file, auth, NULL);
 	base_options(&o, ts_url(srv));
-	o.client_cert = pki.client.cert_file;
-	o.client_key = pki.client.key_file;
-	o.http_username = HTTP_USER;
-	o.http_password = HTTP_PW;
-	o.wsse_mode = WMS_WSSE_PASSWORD_DIGEST;
-	o.wsse_username = WSSE_USER;
-	o.wsse_password = WSSE_PW;
+	o.curl.client_cert = pki.client.cert_file;
+	o.curl.client_key = pki.client.key_file;
+	o.curl.http_username = HTTP_USER;
+	o.curl.http_password = HTTP_PW;
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse.username = WSSE_USER;
+	o.wsse.password = WSSE_PW;
 	c = client_new(&o);
 
 	assert_int_equal(submit(c, &reply, &err), WMS_OK);
@@ -295,8 +295,8 @@ static void test_client_basic_rejected(void **state)
 		wms_client *c;
 		wms_error err;
 		base_options(&o, ts_url(srv));
-		o.http_username = passwords[i] ? HTTP_USER : NULL;
-		o.http_password = passwords[i];
+		o.curl.http_username = passwords[i] ? HTTP_USER : NULL;
+		o.curl.http_password = passwords[i];
 		c = client_new(&o);
 		assert_int_equal(submit(c, &reply, &err), WMS_ERR_HTTP);
 		assert_int_equal(err.http_status, 401);
@@ -402,9 +402,9 @@ static void test_client_tls_fault_outcomes(void **state)
 		wms_error err;
 		ts_stats st;
 		base_options(&o, ts_url(srv));
-		o.client_cert = r->client_cert;
-		o.client_key = r->client_key;
-		o.pinned_public_key = r->pin;
+		o.curl.client_cert = r->client_cert;
+		o.curl.client_key = r->client_key;
+		o.curl.pinned_public_key = r->pin;
 		c = client_new(&o);
 		if (submit(c, &reply, &err) != r->status || err.curl_code != r->curl_code)
 			fail_msg("row %zu: expected %s (curl %d), got %s (curl %d): %s", i,
@@ -454,11 +454,11 @@ static void test_client_rejects_unusable_paths(void **state)
 		wms_client *c = NULL;
 		wms_error err;
 		base_options(&o, "https://127.0.0.1:1/wms");
-		o.ca_file = r->ca_file;
-		o.ca_path = r->ca_path;
-		o.client_cert = r->client_cert;
-		o.client_key = r->client_key;
-		o.pinned_public_key = r->pin;
+		o.curl.ca_file = r->ca_file;
+		o.curl.ca_path = r->ca_path;
+		o.curl.client_cert = r->client_cert;
+		o.curl.client_key = r->client_key;
+		o.curl.pinned_public_key = r->pin;
 		if (wms_client_new(&c, &o, &err) != WMS_ERR_INVALID_ARG)
 			fail_msg("row %zu: wms_client_new accepted it (%s)", i, err.message);
 		assert_null(c);
@@ -483,8 +483,8 @@ static void test_client_rejects_unusable_paths(void **state)
 		int k;
 		base_options(&o, ts_url(srv));
 		o.breaker_options.failure_threshold = 1;
-		o.client_cert = pki.client.cert_file;
-		o.client_key = pki.rogue_client.key_file;
+		o.curl.client_cert = pki.client.cert_file;
+		o.curl.client_key = pki.rogue_client.key_file;
 		c = client_new(&o);
 		for (k = 0; k < 3; k++) {
 			assert_int_equal(submit(c, &reply, &err), WMS_ERR_INVALID_ARG);
@@ -505,7 +505,7 @@ static void test_client_rejects_unusable_paths(void **state)
 		wms_client_options o;
 		wms_client *c;
 		base_options(&o, "https://127.0.0.1:1/wms");
-		o.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+		o.curl.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 		c = client_new(&o);
 		wms_client_free(c);
 	}
@@ -760,14 +760,14 @@ static void test_secrets_never_leak(void **state)
 			snprintf(url, sizeof(url), "https://127.0.0.1:%u/wms",
 				 (unsigned)closed_port());
 		base_options(&o, r->refused ? url : ts_url(srv));
-		o.ca_file = NULL;
+		o.curl.ca_file = NULL;
 		o.transport = rec;
 		/* in clear in the envelope: the form that most needs redacting */
-		o.wsse_mode = WMS_WSSE_PASSWORD_TEXT;
-		o.wsse_username = WSSE_USER;
-		o.wsse_password = WSSE_PW;
-		o.on_wire = on_wire;
-		o.wire_ctx = &wire;
+		o.wsse.mode = WMS_WSSE_PASSWORD_TEXT;
+		o.wsse.username = WSSE_USER;
+		o.wsse.password = WSSE_PW;
+		o.callbacks.on_wire = on_wire;
+		o.callbacks.payload = &wire;
 		c = client_new(&o);
 
 		st = submit(c, &reply, &err);

@@ -229,6 +229,7 @@ static void test_default_rejects_self_signed(void **state)
 	/* nor does another CA make it acceptable */
 	f->tt.want.ca_file = pki.ca.cert_file;
 	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_PEER_FAILED_VERIFICATION);
+	assert_int_equal(f->err.cause, WMS_CAUSE_TLS_VERIFY);
 	assert_non_null(strstr(f->err.message, "self"));
 	assert_refused_in_handshake(f, 2, 0);
 	/* trusting the certificate itself does: only trust was missing */
@@ -268,6 +269,7 @@ static void test_ca_path(void **state)
 	/* the CA under a name OpenSSL never looks up: as good as no CA */
 	f->tt.want.ca_path = pki.ca_dir_unhashed;
 	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_PEER_FAILED_VERIFICATION);
+	assert_int_equal(f->err.cause, WMS_CAUSE_TLS_VERIFY);
 	assert_refused_in_handshake(f, 1, 0);
 	f->tt.want.ca_path = pki.ca_dir;
 	assert_ok(f, call(f));
@@ -327,6 +329,7 @@ static void test_ca_file_gone_after_made(void **state)
 	ts_stats_get(f->srv, &before);
 	st = call(f);
 	assert_failed(f, st, WMS_ERR_INVALID_ARG, CURLE_SSL_CACERT_BADFILE);
+	assert_int_equal(f->err.cause, WMS_CAUSE_LOCAL_FILE);
 	ts_stats_get(f->srv, &after);
 	assert_int_equal(after.requests, before.requests);
 	assert_int_equal(after.handshakes, before.handshakes);
@@ -377,6 +380,7 @@ static void call_refused(fx *f, int tls12_only, const char *alert, unsigned acce
 	st = call(f);
 	if (tls12_only) {
 		assert_failed(f, st, WMS_ERR_TLS, CURLE_SSL_CONNECT_ERROR);
+		assert_int_equal(f->err.cause, WMS_CAUSE_TLS_HANDSHAKE);
 	} else {
 		if (st != WMS_ERR_TRANSPORT || f->err.curl_code != CURLE_RECV_ERROR)
 			fail_msg("expected TRANSPORT (curl 56), got %s (curl %d): %s",
@@ -468,6 +472,7 @@ static void test_mtls_unusable_files(void **state)
 	f->tt.want.client_cert = pki.client.key_file;
 	f->tt.want.client_key = pki.client.key_file;
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, CURLE_SSL_CERTPROBLEM);
+	assert_int_equal(f->err.cause, WMS_CAUSE_LOCAL_FILE);
 	assert_non_null(strstr(f->err.message, pki.client.key_file));
 
 	/* a key that is not the certificate's */
@@ -521,6 +526,7 @@ static void test_session_resumed_only_under_same_options(void **state)
 	f->tt.want.ca_file = pki.ca.cert_file;
 	f->tt.want.pinned_public_key = WRONG_PIN;
 	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_PINNEDPUBKEYNOTMATCH);
+	assert_int_equal(f->err.cause, WMS_CAUSE_TLS_VERIFY);
 	st = settle(f, 5);
 	assert_int_equal(st.requests, 2);
 }
@@ -570,6 +576,7 @@ static void test_pin_sha256(void **state)
 	 * pinned connection went with the other one): a new connection, refused */
 	f->tt.want.pinned_public_key = WRONG_PIN;
 	assert_failed(f, call(f), WMS_ERR_TLS, CURLE_SSL_PINNEDPUBKEYNOTMATCH);
+	assert_int_equal(f->err.cause, WMS_CAUSE_TLS_VERIFY);
 	/* libcurl compares the key once the handshake is done, then drops the
 	 * connection before the request: the server saw both handshakes
 	 * finish and nothing but the first two requests */

@@ -250,6 +250,14 @@ static void assert_failed(fx *f, wms_status st, wms_status want, wms_delivery de
 	assert_null(strchr(f->err.message, '\n'));
 }
 
+/* The transport-neutral cause (wms_cause) that goes with the curl code. */
+static void assert_cause(const fx *f, wms_cause want)
+{
+	if (f->err.cause != want)
+		fail_msg("cause %s, want %s (curl %d: %s)", wms_cause_name(f->err.cause),
+			 wms_cause_name(want), f->err.curl_code, f->err.message);
+}
+
 static void get_last(fx *f)
 {
 	lb_request_free(&f->last);
@@ -508,10 +516,9 @@ static void test_handle_follows_each_request(void **state)
 	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
 
 	/* a transport with another user agent, then one with none at all
-	 * (libcurl sends none by default); a request's own is not read */
+	 * (libcurl sends none by default) */
 	f->tt.want.user_agent = "libwms-other/2";
 	retransport(f);
-	f->req.user_agent = "ignored/1";
 	assert_int_equal(call(f), WMS_OK);
 	get_last(f);
 	assert_int_equal(lb_header(&f->last, "User-Agent", v, sizeof(v)), 1);
@@ -530,7 +537,6 @@ static void test_handle_follows_each_request(void **state)
 	assert_string_equal(v, "libwms/" WMS_VERSION);
 	assert_int_equal(lb_header(&f->last, "SOAPAction", v, sizeof(v)), 1);
 	assert_string_equal(v, "\"urn:libwms:warehouse:1/CancelOrder\"");
-	f->req.user_agent = NULL;
 	f->tt.want.user_agent = UA;
 	retransport(f);
 	f->req.soap_action = ACTION;
@@ -786,6 +792,7 @@ static void test_closed_without_reply(void **state)
 	s.after = LB_CLOSE; /* read the request, answer nothing */
 	start(f, &s);
 	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_GOT_NOTHING);
+	assert_cause(f, WMS_CAUSE_RESET);
 	assert_int_equal(lb_requests(f->srv), 1);
 	assert_int_equal(lb_accepted(f->srv), 1);
 }
@@ -797,6 +804,7 @@ static void test_fresh_connection_reset(void **state)
 	s.after = LB_RESET;
 	start(f, &s);
 	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_RECV_ERROR);
+	assert_cause(f, WMS_CAUSE_RESET);
 	assert_int_equal(lb_requests(f->srv), 1);
 	assert_int_equal(lb_accepted(f->srv), 1);
 }
@@ -845,6 +853,7 @@ static void test_send_failed_resent_once(void **state)
 	/* Two sends failed, and no third was tried (it would have succeeded). */
 	sf_fail_posts(2);
 	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_NOT_SENT, CURLE_SEND_ERROR);
+	assert_cause(f, WMS_CAUSE_RESET);
 	assert_int_equal(sf_failed() - failed, 3);
 	assert_int_equal(lb_requests(f->srv), 2);
 
@@ -1058,6 +1067,7 @@ static void test_connect_refused(void **state)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)port);
 	f->req.url = url;
 	assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT, CURLE_COULDNT_CONNECT);
+	assert_cause(f, WMS_CAUSE_REFUSED);
 	assert_int_equal(f->resp.status, 0);
 	assert_int_equal(f->err.http_status, 0);
 }
@@ -1076,6 +1086,7 @@ static void test_connect_timeout(void **state)
 	f->req.timeout_ms = 5000;
 	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
 		      CURLE_OPERATION_TIMEDOUT);
+	assert_cause(f, WMS_CAUSE_CONNECT_TIMEOUT);
 	assert_true(f->elapsed_ms >= 250);
 	assert_true(f->elapsed_ms <= 300 + slack_ms());
 
@@ -1093,6 +1104,7 @@ static void test_unresolvable_host(void **state)
 	f->req.url = "http://nonexistent.invalid/wms";
 	assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT,
 		      CURLE_COULDNT_RESOLVE_HOST);
+	assert_cause(f, WMS_CAUSE_DNS);
 	assert_non_null(strstr(f->err.message, "nonexistent.invalid"));
 }
 
@@ -1116,6 +1128,7 @@ static void test_slow_dns_ends_at_deadline(void **state)
 	f->req.timeout_ms = 300;
 	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
 		      CURLE_OPERATION_TIMEDOUT);
+	assert_cause(f, WMS_CAUSE_CONNECT_TIMEOUT);
 	assert_true(f->elapsed_ms <= 300 + slack_ms());
 	assert_non_null(strstr(f->err.message, "Resolving"));
 	assert_int_equal(lb_accepted(f->srv), 0);
@@ -1159,6 +1172,7 @@ static void test_unsupported_scheme(void **state)
 	f->req.url = url;
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 		      CURLE_UNSUPPORTED_PROTOCOL);
+	assert_cause(f, WMS_CAUSE_NONE);
 	f->req.url = "file:///etc/hostname";
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 		      CURLE_UNSUPPORTED_PROTOCOL);
@@ -1187,6 +1201,7 @@ static void test_invalid_arguments(void **state)
 
 	f->req.content_type = "text/xml\r\nX-Injected: 1";
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
+	assert_cause(f, WMS_CAUSE_NONE);
 	f->req.content_type = CT_11;
 	f->req.soap_action = "urn:x\nX-Injected: 1";
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, 0);
@@ -1251,11 +1266,15 @@ static void test_options_checked_when_made(void **state)
 		if (!strstr(err.message, bad[i].what))
 			fail_msg("case %zu: \"%s\", expected \"%s\"", i, err.message, bad[i].what);
 	}
-	o.version = 2;
+	o.version = WMS_CURL_TRANSPORT_OPTIONS_VERSION + 1;
 	assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_ERR_INVALID_ARG);
-	assert_non_null(strstr(err.message, "version 2"));
+	assert_non_null(strstr(err.message, "version 3"));
+	o.version = 1; /* 0.2's layout */
+	assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "version 1"));
 	assert_int_equal(wms_curl_transport_create(NULL, NULL, &err), WMS_ERR_INVALID_ARG);
-	assert_int_equal(wms_curl_transport_options_init(&o, 2), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_curl_transport_options_init(&o, WMS_CURL_TRANSPORT_OPTIONS_VERSION + 1),
+			 WMS_ERR_INVALID_ARG);
 	assert_int_equal(wms_curl_transport_options_init(&o, WMS_CURL_TRANSPORT_OPTIONS_VERSION),
 			 WMS_OK);
 	/* the bounds that pass: 1024 idle, a pin given inline, both halves of
@@ -1293,6 +1312,7 @@ static void test_tls_handshake_failure(void **state)
 	f->req.connect_timeout_ms = 30000;
 	f->req.timeout_ms = f->req.stall_timeout_ms = 60000;
 	assert_failed(f, call(f), WMS_ERR_TLS, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CONNECT_ERROR);
+	assert_cause(f, WMS_CAUSE_TLS_HANDSHAKE);
 	assert_int_equal(lb_requests(f->srv), 0);
 }
 
@@ -1308,6 +1328,7 @@ static void test_tls_bad_ca_file(void **state)
 	f->req.url = url;
 	vanishing_ca(f, ca, sizeof(ca));
 	assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_SSL_CACERT_BADFILE);
+	assert_cause(f, WMS_CAUSE_LOCAL_FILE);
 }
 
 /* ---- failures after the request left ---------------------------------------------- */
@@ -1321,6 +1342,7 @@ static void test_never_answers(void **state)
 	f->req.timeout_ms = 300;
 	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
 		      CURLE_OPERATION_TIMEDOUT);
+	assert_cause(f, WMS_CAUSE_TIMEOUT);
 	assert_true(f->elapsed_ms >= 250);
 	assert_true(f->elapsed_ms <= 300 + slack_ms());
 	assert_int_equal(lb_requests(f->srv), 1);
@@ -1343,6 +1365,7 @@ static void test_timeout_before_body_sent(void **state)
 	f->req.timeout_ms = 500;
 	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
 		      CURLE_OPERATION_TIMEDOUT);
+	assert_cause(f, WMS_CAUSE_TIMEOUT);
 	assert_true(f->elapsed_ms <= 500 + slack_ms());
 	f->req.body = request_11;
 	free(body);
@@ -1405,6 +1428,7 @@ static void test_stall_guard(void **state)
 	f->req.stall_timeout_ms = 1000;
 	assert_failed(f, call(f), WMS_ERR_TIMEOUT, WMS_DELIVERY_UNKNOWN,
 		      CURLE_ABORTED_BY_CALLBACK);
+	assert_cause(f, WMS_CAUSE_STALL);
 	assert_non_null(strstr(f->err.message, "stall"));
 	assert_true(f->elapsed_ms >= 900);
 	assert_true(f->elapsed_ms < (under_valgrind() ? 9000u : 4000u));
@@ -1499,6 +1523,7 @@ static void test_header_line_over_limit(void **state)
 	s.response = f->reply;
 	start(f, &s);
 	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_OUT_OF_MEMORY);
+	assert_cause(f, WMS_CAUSE_PROTOCOL);
 	assert_non_null(strstr(f->err.message, "header line"));
 	assert_int_equal(wms_error_outcome(&f->err), WMS_OUTCOME_FAILURE);
 	assert_int_equal(lb_requests(f->srv), 1);
@@ -1527,6 +1552,7 @@ static void test_reset_mid_reply(void **state)
 	s.after = LB_RESET;
 	start(f, &s);
 	assert_failed(f, call(f), WMS_ERR_TRANSPORT, WMS_DELIVERY_UNKNOWN, CURLE_RECV_ERROR);
+	assert_cause(f, WMS_CAUSE_RESET);
 	assert_int_equal(f->err.http_status, 200);
 }
 
@@ -1539,6 +1565,7 @@ static void test_content_length_longer_than_body(void **state)
 	s.after = LB_CLOSE;
 	start(f, &s);
 	assert_failed(f, call(f), WMS_ERR_TRUNCATED, WMS_DELIVERY_UNKNOWN, CURLE_PARTIAL_FILE);
+	assert_cause(f, WMS_CAUSE_RESET);
 	assert_int_equal(f->resp.status, 200);
 	assert_int_equal(f->err.http_status, 200);
 }
@@ -1555,6 +1582,7 @@ static void test_reply_too_large(void **state)
 	free(big);
 	f->resp.max_body = 1024;
 	assert_failed(f, call(f), WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN, CURLE_WRITE_ERROR);
+	assert_cause(f, WMS_CAUSE_NONE);
 	assert_int_equal(f->resp.overflow, 1);
 	assert_true(f->resp.body_len <= 1024);
 	assert_non_null(strstr(f->err.message, "1024"));

@@ -17,10 +17,10 @@
 WMS_BEGIN_DECL
 
 typedef struct wms_allocator {
-	void *(*malloc_fn)(size_t size, void *ctx);
-	void *(*realloc_fn)(void *ptr, size_t size, void *ctx);
-	void (*free_fn)(void *ptr, void *ctx);
-	void *ctx;
+	void *(*malloc_fn)(size_t size, void *payload);
+	void *(*realloc_fn)(void *ptr, size_t size, void *payload);
+	void (*free_fn)(void *ptr, void *payload);
+	void *payload;
 } wms_allocator;
 
 /**

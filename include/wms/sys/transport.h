@@ -20,11 +20,15 @@
 #include "../common.h"
 #include "../errors.h"
 #include "../client.h"
+#include "../curl.h"
 
 WMS_BEGIN_DECL
 
-/** One request, ready to put on the wire. Everything is borrowed for the
- *  duration of `send`. */
+/** One request, ready to put on the wire: only what changes per call (the
+ *  user agent, TLS files, pin and credentials configure a transport once,
+ *  when it is made, so no transport sees another's). Everything is
+ *  borrowed for the duration of `send`. libwms makes it: it may grow at
+ *  its end. */
 typedef struct wms_http_request {
 	const char *url;
 	/** Operation name, e.g. "SubmitOrder". */
@@ -41,18 +45,6 @@ typedef struct wms_http_request {
 	uint32_t timeout_ms;
 	uint32_t stall_timeout_ms;
 	size_t max_reply_bytes;
-	/** Unused since 0.2.0, always NULL from the client: the user agent, TLS
-	 *  files, pin and HTTP credentials configure a transport once, when it is
-	 *  made (wms_curl_transport_options), so no transport sees them on a
-	 *  request. Kept so that the struct's layout does not change. */
-	const char *user_agent;
-	const char *ca_file;
-	const char *ca_path;
-	const char *client_cert;
-	const char *client_key;
-	const char *pinned_public_key;
-	const char *http_username;
-	const char *http_password;
 	/** Sent as the X-Correlation-Id header. */
 	const char *correlation_id;
 } wms_http_request;
@@ -66,6 +58,8 @@ typedef struct wms_http_response {
 	size_t max_body;    /* set by the client from max_reply_bytes */
 	/** Set when the body hit max_body (the rest was discarded). */
 	int overflow;
+	/** Room to grow (the client allocates it); zero. */
+	void *_reserved[4];
 } wms_http_response;
 
 /** Append reply bytes. WMS_ERR_TOO_LARGE past max_body (sets overflow). */
@@ -88,7 +82,7 @@ WMS_EXTERN(wms_status) wms_transport_fail(wms_error *err, wms_status status,
 #endif
 	;
 
-#define WMS_TRANSPORT_VERSION 1
+#define WMS_TRANSPORT_VERSION 2
 
 struct wms_transport {
 	unsigned version;
@@ -103,54 +97,6 @@ struct wms_transport {
 	/** Release the transport. */
 	void (*free)(wms_transport *self);
 };
-
-/* ---- libcurl's transport -------------------------------------------------- */
-
-#define WMS_CURL_TRANSPORT_OPTIONS_VERSION 1
-
-/** What libcurl's transport is configured with, once, when it is made. Every
- *  string is copied. */
-typedef struct wms_curl_transport_options {
-	unsigned version;
-	/** User-Agent header; NULL = "libwms/VERSION", "" = none. */
-	const char *user_agent;
-	/** TLS: CA bundle file / directory; NULL = the system's. Verification
-	 *  of the server's certificate and host name is always on. */
-	const char *ca_file;
-	const char *ca_path;
-	/** Mutual TLS: client certificate and private key, PEM files (both or
-	 *  neither). */
-	const char *client_cert;
-	const char *client_key;
-	/** Public-key pinning in libcurl's CURLOPT_PINNEDPUBLICKEY syntax:
-	 *  "sha256//BASE64[;sha256//BASE64...]" or a PEM/DER file. */
-	const char *pinned_public_key;
-	/** HTTP Basic credentials (both or neither). Never logged or put in a
-	 *  message; the password's copy is wiped when the transport is freed. */
-	const char *http_username;
-	const char *http_password;
-	/** Keep-alive connections kept idle for reuse; 0 = 8, at most 1024. */
-	uint32_t max_idle_connections;
-} wms_curl_transport_options;
-
-#define WMS_CURL_TRANSPORT_OPTIONS_INIT \
-	{ WMS_CURL_TRANSPORT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
-
-WMS_EXTERN(wms_status) wms_curl_transport_options_init(wms_curl_transport_options *opts,
-						       unsigned version);
-
-/**
- * libcurl's transport, as the client builds it from its options when
- * options->transport is NULL. `opts` NULL: the defaults. The files are
- * checked now: INVALID_ARG, with `err` (optional) saying which and why, for
- * a path that cannot be read, a half pair, or a bad value.
- */
-WMS_EXTERN(wms_status) wms_curl_transport_create(wms_transport **out,
-						 const wms_curl_transport_options *opts,
-						 wms_error *err);
-
-/** wms_curl_transport_create() with the defaults (the 0.1 constructor). */
-WMS_EXTERN(wms_status) wms_curl_transport_new(wms_transport **out);
 
 WMS_END_DECL
 
