@@ -133,6 +133,11 @@ size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, siz
 struct wms__xml_scan;
 wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, size_t len);
 
+/* The WS-Security (UsernameToken) namespace: built in soap_build.c, its
+ * secrets redacted by soap/redact.c. */
+#define WMS__WSSE_NS \
+	"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
+
 /* Once per process (thread-safe): libxml2's global set-up. */
 void wms__xml_init(void);
 

@@ -128,7 +128,6 @@ static void envelope_drop(envelope *e)
 
 #define X(s) ((const xmlChar *)(s))
 
-#define WSSE_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
 #define WSU_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd"
 #define WSSE_PROFILE "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0"
 #define WSSE_B64 "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary"
@@ -146,7 +145,7 @@ static wms_status add_wsse(xmlNodePtr header, xmlNsPtr soap, const wms__wsse *w)
 	size_t got = 0;
 
 	if (!(sec = xmlNewChild(header, NULL, X("Security"), NULL)) ||
-	    !(wsse = xmlNewNs(sec, X(WSSE_NS), X("wsse"))) ||
+	    !(wsse = xmlNewNs(sec, X(WMS__WSSE_NS), X("wsse"))) ||
 	    !(wsu = xmlNewNs(sec, X(WSU_NS), X("wsu"))))
 		return WMS_ERR_NOMEM;
 	xmlSetNs(sec, wsse);

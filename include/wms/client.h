@@ -84,8 +84,10 @@ typedef enum wms_wire_direction {
 } wms_wire_direction;
 
 /** One entry of the wire log: a request as sent or a reply as received,
- *  secrets redacted (WS-Security Password and Nonce; HTTP credentials are
- *  never part of it), the body cut at wire_log_max_bytes. */
+ *  secrets redacted (the content of every Password element, in any
+ *  namespace, and of WS-Security Nonce elements; a body that is not XML and
+ *  could hold one is withheld, with a note; HTTP credentials are never part
+ *  of it), the body cut at wire_log_max_bytes. */
 typedef struct wms_wire_record {
 	const char *correlation_id; /**< the same for every record of one call */
 	wms_wire_direction direction;

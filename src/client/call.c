@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "client/client.h"
+#include "soap/redact.h"
 
 wms_status wms_stock_reply_new(wms_stock_reply **out, size_t count)
 {
@@ -102,65 +103,6 @@ static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
 	return st;
 }
 
-/* The first `s` (n bytes) at or after `from` in [.., end), NULL if none;
- * cached in *seen (`end`: none), as the caller only moves forward: each
- * byte is searched once. */
-static const char *next_of(const char **seen, const char *from, const char *end, const char *s,
-			   size_t n)
-{
-	if (*seen != end && (!*seen || *seen < from)) {
-		*seen = wms__find(from, end, s, n);
-		if (!*seen)
-			*seen = end;
-	}
-	return *seen == end ? NULL : *seen;
-}
-
-/* Copy `body` into `out` with the content of every WS-Security Password
- * and Nonce element replaced by REDACTED (we build those with the wsse
- * prefix; a reply is scrubbed the same way in case a WMS echoes them).
- * Linear in `len`: the next '>' and "</" are found once, not from each
- * tag to the end of the body (a reply of 4 MiB of "<wsse:Password " was
- * quadratic). */
-static wms_status redact(wms__buf *out, const char *body, size_t len)
-{
-	static const char *const tags[] = { "wsse:Password", "wsse:Nonce" };
-	const char *end = body + len, *gt_seen = NULL, *close_seen = NULL;
-	size_t i = 0;
-	wms_status st = WMS_OK;
-
-	while (st == WMS_OK && i < len) {
-		const char *lt = memchr(body + i, '<', len - i);
-		size_t t, at = lt ? (size_t)(lt - body) : len;
-		int done = 0;
-		st = wms__buf_append(out, body + i, at - i);
-		i = at;
-		if (!lt || st)
-			break;
-		for (t = 0; t < 2 && !done; t++) {
-			size_t n = strlen(tags[t]);
-			const char *gt, *close;
-			if (len - i < n + 2 || memcmp(body + i + 1, tags[t], n) != 0 ||
-			    (body[i + 1 + n] != '>' && body[i + 1 + n] != ' '))
-				continue;
-			gt = next_of(&gt_seen, body + i, end, ">", 1);
-			close = gt ? next_of(&close_seen, gt, end, "</", 2) : NULL;
-			if (!gt || !close)
-				continue;
-			st = wms__buf_append(out, body + i, (size_t)(gt - body) + 1 - i);
-			if (!st)
-				st = wms__buf_append(out, "REDACTED", 8);
-			i = (size_t)(close - body);
-			done = 1;
-		}
-		if (!done && !st) {
-			st = wms__buf_append(out, "<", 1);
-			i++;
-		}
-	}
-	return st;
-}
-
 static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_response *resp,
 		     wms_status st, const wms_error *err, uint64_t start)
 {
@@ -180,7 +122,7 @@ static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_
 	rec.status = st;
 	if (resp)
 		rec.elapsed_ms = (wms__now_ns() - start) / 1e6;
-	if (body && len && redact(&clean, body, len) == WMS_OK) {
+	if (body && len && wms__redact_for_log(&clean, body, len) == WMS_OK) {
 		rec.body = clean.data;
 		rec.body_len = clean.len < c->wire_max ? clean.len : c->wire_max;
 	} else {

@@ -14,16 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libxml/parser.h>
-#include <libxml/tree.h>
 
 #include "internal.h"
 #include "util/base64.h"
 #include "wms/fixture.h"
 #include "fixture/fixture.h"
+#include "soap/redact.h"
 
-#define WSSE_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
-#define REDACTED "REDACTED"
+#define REDACTED WMS__REDACTED
 
 typedef struct recorder {
 	wms_transport parent;
@@ -195,86 +193,17 @@ static wms_status put_header(wms__buf *out, const char *indent, const char *name
 	return st == WMS_OK ? wms__fx_put(out, "</header>\n") : st;
 }
 
-typedef struct redaction {
-	int password, nonce, wsse;
-	int failed; /* a secret could not be replaced: write nothing */
-} redaction;
-
-static void redact_node(xmlNodePtr n, redaction *rd)
+/* The request body as it goes on disk, secrets replaced (soap/redact.h),
+ * and what it held, which says what the fixture masks. A body that is not
+ * XML cannot be checked: refused (WMS_ERR_FIXTURE, `why` says why). */
+static wms_status redact_request(const wms_http_request *req, wms__buf *out, wms__secrets *found,
+				 char *why, size_t why_size)
 {
-	xmlChar *now;
-	xmlNodeSetContent(n, (const xmlChar *)REDACTED);
-	now = xmlNodeGetContent(n);
-	if (!now || strcmp(xs(now), REDACTED) != 0)
-		rd->failed = 1;
-	if (now)
-		xmlFree(now);
-}
-
-static void redact_walk(xmlNodePtr n, redaction *rd)
-{
-	for (; n; n = n->next) {
-		const char *ns, *local;
-		if (n->type != XML_ELEMENT_NODE)
-			continue;
-		ns = n->ns ? xs(n->ns->href) : "";
-		local = xs(n->name);
-		if (strcmp(ns, WSSE_NS) == 0)
-			rd->wsse = 1;
-		/* Password in any namespace: a fixture never needs one. */
-		if (strcmp(local, "Password") == 0) {
-			redact_node(n, rd);
-			rd->password = 1;
-			continue;
-		}
-		if (strcmp(local, "Nonce") == 0 && strcmp(ns, WSSE_NS) == 0) {
-			redact_node(n, rd);
-			rd->nonce = 1;
-			continue;
-		}
-		redact_walk(n->children, rd);
-	}
-}
-
-/* The request body as it goes on disk: secrets replaced, and which masks
- * that calls for. A body that is not XML cannot be checked: refused. */
-static wms_status redact_request(const wms_http_request *req, char **out, size_t *out_len,
-				 redaction *rd, char *why, size_t why_size)
-{
-	xmlDocPtr doc = wms__fx_safe_parse(req->body, req->body_len, "request", why, why_size);
-	xmlChar *mem = NULL;
-	int size = 0;
-	wms_status st = WMS_OK;
-
-	memset(rd, 0, sizeof(*rd));
-	*out = NULL;
-	*out_len = 0;
-	if (!doc)
+	wms_status st = wms__redact_secrets(out, req->body, req->body_len, found, why, why_size);
+	if (st == WMS_ERR_NOT_XML)
 		return WMS_ERR_FIXTURE;
-	redact_walk(xmlDocGetRootElement(doc), rd);
-	if (rd->failed) {
-		snprintf(why, why_size, "out of memory redacting secrets");
-		st = WMS_ERR_NOMEM;
-		goto done;
-	}
-	if (rd->password || rd->nonce) {
-		xmlDocDumpMemoryEnc(doc, &mem, &size, "UTF-8");
-		if (!mem || size < 0) {
-			st = WMS_ERR_NOMEM;
-			goto done;
-		}
-		*out = wms__strndup((const char *)mem, (size_t)size);
-		*out_len = (size_t)size;
-	} else {
-		*out = wms__strndup(req->body, req->body_len);
-		*out_len = req->body_len;
-	}
-	if (!*out)
-		st = WMS_ERR_NOMEM;
-done:
-	if (mem)
-		xmlFree(mem);
-	xmlFreeDoc(doc);
+	if (st == WMS_OK && !out->data)
+		st = wms__buf_append(out, "", 0);
 	return st;
 }
 
@@ -309,7 +238,7 @@ static const char *fault_name(wms__fx_fault_kind k)
 /* The whole fixture file's text. */
 static wms_status build_fixture(const recorder *rec, const char *name, const char *operation,
 				const wms_http_request *req, const char *body, size_t body_len,
-				const redaction *rd, const wms_http_response *resp,
+				const wms__secrets *rd, const wms_http_response *resp,
 				wms__fx_fault_kind fault, uint32_t elapsed_ms, wms__buf *out)
 {
 	char **seen = NULL;
@@ -339,9 +268,9 @@ static wms_status build_fixture(const recorder *rec, const char *name, const cha
 		st = put_escaped(out, req->soap_action, strlen(req->soap_action));
 	if (st == WMS_OK)
 		st = wms__fx_put(out, "\">\n");
-	if (st == WMS_OK && rd->password)
+	if (st == WMS_OK && rd->passwords)
 		st = put_mask(out, "Password", seen, &nseen);
-	if (st == WMS_OK && (rd->wsse || rd->nonce))
+	if (st == WMS_OK && (rd->wsse || rd->nonces))
 		st = put_mask(out, "Nonce", seen, &nseen);
 	if (st == WMS_OK && rd->wsse)
 		st = put_mask(out, "Created", seen, &nseen);
@@ -464,9 +393,9 @@ static wms_status record_exchange(recorder *rec, const wms_http_request *req,
 				  uint32_t elapsed_ms, char *why, size_t why_size)
 {
 	char fname[256], opname[64], fxname[256];
-	char *body = NULL;
-	size_t body_len = 0, n;
-	redaction rd;
+	wms__buf body = { NULL, 0, 0 };
+	size_t n;
+	wms__secrets rd;
 	wms__buf text = { NULL, 0, 0 };
 	unsigned index;
 	wms_status st;
@@ -497,7 +426,7 @@ static wms_status record_exchange(recorder *rec, const wms_http_request *req,
 		n -= 4;
 	snprintf(fxname, sizeof(fxname), "%.*s", (int)n, fname);
 
-	st = redact_request(req, &body, &body_len, &rd, why, why_size);
+	st = redact_request(req, &body, &rd, why, why_size);
 	if (st == WMS_ERR_FIXTURE) {
 		char inner[160];
 		snprintf(inner, sizeof(inner), "%s", why);
@@ -506,7 +435,7 @@ static wms_status record_exchange(recorder *rec, const wms_http_request *req,
 	}
 	if (st == WMS_OK)
 		st = build_fixture(rec, fxname, req->operation && *req->operation ? req->operation : opname,
-				   req, body, body_len, &rd, resp, fault, elapsed_ms, &text);
+				   req, body.data, body.len, &rd, resp, fault, elapsed_ms, &text);
 	if (st == WMS_ERR_NOMEM)
 		snprintf(why, why_size, "out of memory");
 	if (st != WMS_OK)
@@ -518,7 +447,7 @@ static wms_status record_exchange(recorder *rec, const wms_http_request *req,
 		pthread_mutex_unlock(&rec->lock);
 	}
 done:
-	wms__free(body);
+	wms__buf_free(&body);
 	wms__buf_free(&text);
 	return st;
 }
