@@ -21,7 +21,7 @@
 #include <time.h>
 #include <curl/curl.h>
 #include "internal.h"
-#include "soap.h"
+#include "soap/soap.h"
 #include "wms/wms.h"
 #include "wms/sys/alloc.h"
 #include "wms/sys/transport.h"

@@ -5,14 +5,14 @@
 
 #include "wms/errors.h"
 
-/* soap_xml.c: NULL while libxml2's allocator can still be switched, else
+/* soap/xml.c: NULL while libxml2's allocator can still be switched, else
  * why not. */
 const char *wms__xml_route_obstacle(void);
-/* soap_xml.c: run libxml2's one-time set-up now; *routed: whether it took
+/* soap/xml.c: run libxml2's one-time set-up now; *routed: whether it took
  * the wms__lib_* functions. */
 wms_status wms__xml_global_init(int *routed);
 
-/* transport_curl.c: run libcurl's one-time global init now; *routed:
+/* transport/curl.c: run libcurl's one-time global init now; *routed:
  * whether libcurl took the wms__lib_* functions. */
 wms_status wms__curl_global_init(int *routed);
 

@@ -33,7 +33,7 @@ wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
  * Receiver, an empty or unknown code - is the WMS's trouble. */
 int wms__fault_is_request_error(const char *code);
 
-/* transport_curl.c: the checks wms_curl_transport_create makes of its
+/* transport/curl.c: the checks wms_curl_transport_create makes of its
  * options (the client makes them before it makes anything else). */
 struct wms_curl_transport_options;
 wms_status wms__curl_transport_check(const struct wms_curl_transport_options *o, wms_error *err);

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include "client_internal.h"
 #include "internal.h"
-#include "soap.h"
+#include "soap/soap.h"
 #include "wms/client.h"
 #include "wms/sys/transport.h"
 

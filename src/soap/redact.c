@@ -7,9 +7,9 @@
 #include <libxml/parser.h>
 #include <libxml/parserInternals.h>
 #include "internal.h"
-#include "soap.h"
+#include "soap/soap.h"
 #include "soap/redact.h"
-#include "xml_limits.h"
+#include "soap/limits.h"
 
 /* A secret's content: [from, to) of the body. */
 typedef struct span {

@@ -22,7 +22,7 @@ typedef struct wms__secrets {
  * by REDACTED: each element named Password (in any namespace: neither a
  * fixture nor a log needs one) and each Nonce in the WS-Security namespace.
  * Every other byte stays as it was. WMS_OK; WMS_ERR_NOT_XML when the body
- * is not XML libwms reads (not well-formed, over one of xml_limits.h's
+ * is not XML libwms reads (not well-formed, over one of soap/limits.h's
  * limits, a DOCTYPE, an encoding it does not read), so that its secrets
  * cannot be located: `out` is then left empty and `why` says why;
  * WMS_ERR_NOMEM. `found` (optional) says what was replaced.

@@ -10,7 +10,7 @@
 #include <libxml/xmlmemory.h>
 
 #include "internal.h"
-#include "soap.h"
+#include "soap/soap.h"
 #include "wms/sys/alloc.h"
 #include "wms/sys/transport.h"
 #include "wms/wms.h"

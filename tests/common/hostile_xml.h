@@ -1,6 +1,6 @@
 /*
  * Generators of replies that cross libwms's structural limits
- * (src/xml_limits.h): many distinct names, many attributes, many namespace
+ * (src/soap/limits.h): many distinct names, many attributes, many namespace
  * declarations, on the elements of a SOAP reply where a WMS, a proxy or an
  * attacker could put them. Shared by the parser's unit tests, the hostile
  * replies through a client, and the fuzz harnesses' generators, so that all

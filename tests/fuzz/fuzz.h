@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "soap.h"
+#include "soap/soap.h"
 
 /* ---- what each harness defines -------------------------------------------- */
 
@@ -102,7 +102,7 @@ void fuzz_macro_fill(fuzz_bytes *b, size_t count, const char *fragment);
 /* ---- an oracle for the structural limits (fuzz_oracle.c) ------------------- */
 
 /* The reply parser feeds libxml2 this much at a time (CHUNK_BYTES in
- * src/soap_parse.c), its deadline checked in between. */
+ * src/soap/parse.c), its deadline checked in between. */
 #define FUZZ_PARSE_CHUNK (64u * 1024u)
 /* Before that, the scan decodes a body whose encoding is not
  * ASCII-compatible in slices this large (SLICE in decode_utf8), looking at
@@ -117,7 +117,7 @@ typedef struct fuzz_xml_facts {
 	int clean;          /* read to its end: well-formed, namespace-well-formed, no
 			     * error, no DOCTYPE, not stopped */
 	int doctype;
-	const char *limit;  /* the first limit of xml_limits.h's scan a start tag
+	const char *limit;  /* the first limit of soap/limits.h's scan a start tag
 			     * crossed (the scan's wording), NULL if none */
 	unsigned max;
 	const char *limit2; /* another one the same tag crossed (attributes and
@@ -138,7 +138,7 @@ void fuzz_xml_facts_read(fuzz_xml_facts *f, const char *buf, size_t len);
  * If `s` (the part of a message after its fixed prefix, e.g. after "reply
  * refused: ") says a document crossed one of the scan's limits - "<NAME>
  * crosses libwms's limit of N WHAT" - check that N and WHAT are one of
- * xml_limits.h's pairs and nothing follows, and return WHAT (NAME into
+ * soap/limits.h's pairs and nothing follows, and return WHAT (NAME into
  * `element`, cut to fit); NULL when it says no such thing.
  */
 const char *fuzz_limit_tail(const char *s, char *element, size_t size);

@@ -9,7 +9,7 @@
 #include "fuzz.h"
 #include "internal.h"
 #include "wms/sys/alloc.h"
-#include "xml_limits.h"
+#include "soap/limits.h"
 
 const char *fuzz_input_name = NULL;
 int fuzz_verbose = 0;
@@ -361,7 +361,7 @@ static void release(wms__op op, reply_out *o)
 typedef wms_status (*parse_fn)(wms__op op, void *out, const char *buf, size_t len,
 				const char *content_type, size_t max_bytes, wms_error *err);
 
-/* The parser without its fast path, where soap_parse.c has one: every reply
+/* The parser without its fast path, where soap/parse.c has one: every reply
  * must get the same answer from both. Weak, so the harnesses build without. */
 wms_status wms__parse_reply_libxml2(wms__op op, void *out, const char *buf, size_t len,
 				    const char *content_type, size_t max_bytes, wms_error *err)

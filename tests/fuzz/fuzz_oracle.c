@@ -1,7 +1,7 @@
 /*
  * What libxml2 itself reads of a document, as counts of the structural
- * limits in src/xml_limits.h (fuzz.h): an oracle for the library's
- * byte scan (xml_limits.c) and the reply parser's own checks. It reads the
+ * limits in src/soap/limits.h (fuzz.h): an oracle for the library's
+ * byte scan (soap/limits.c) and the reply parser's own checks. It reads the
  * document as the reply parser does - a push parser, the same options, the
  * same 64 KiB chunks, no encoding forced - but counts from libxml2's SAX
  * events: attributes and namespace declarations per start tag, elements,
@@ -14,9 +14,9 @@
 #include <libxml/SAX2.h>
 #include <libxml/xmlerror.h>
 #include "fuzz.h"
-#include "xml_limits.h"
+#include "soap/limits.h"
 
-/* The reply parser's options and chunk size (src/soap_parse.c). */
+/* The reply parser's options and chunk size (src/soap/parse.c). */
 #define ORACLE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
 
 typedef struct oracle {
@@ -245,5 +245,5 @@ const char *fuzz_limit_tail(const char *s, char *element, size_t size)
 		if (!strcmp(p, want))
 			return scan_limits[i].what;
 	}
-	fuzz_fail(__FILE__, __LINE__, "a known limit", "\"%.200s\" names no limit of xml_limits.h", s);
+	fuzz_fail(__FILE__, __LINE__, "a known limit", "\"%.200s\" names no limit of soap/limits.h", s);
 }

@@ -9,7 +9,7 @@
 # prints, for each limit in tests/fuzz/limits.tsv, how many times the branch
 # that enforces it went the way that crosses the bound and the other way:
 #
-#   attrs  256  src/xml_limits.c:150  crossed 1 204 / not crossed 9 411 022  [reply 903 / ...]
+#   attrs  256  src/soap/limits.c:150  crossed 1 204 / not crossed 9 411 022  [reply 903 / ...]
 #
 # and, for the config harness, each numeric key's range: refused below it,
 # accepted at its low and high bound, refused above it (from the harness's

@@ -4,7 +4,7 @@
  * missing Content-Type, encodings, malformed envelopes and faults, replies
  * for something else, empty bodies and Content-Length lies, and replies that
  * carry many distinct names, attributes or namespace declarations (the
- * structural limits of src/xml_limits.h, each at and past its bound).
+ * structural limits of src/soap/limits.h, each at and past its bound).
  *
  * Every case asserts the status, the delivery verdict, how the breaker
  * counted it (from its snapshot), that it came back well inside the timeout,

@@ -15,7 +15,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlschemas.h>
-#include "soap.h"
+#include "soap/soap.h"
 #include "util.h"
 
 static xmlSchemaPtr schema;

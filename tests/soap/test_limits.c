@@ -1,4 +1,4 @@
-/* The structural limits (src/xml_limits.h). First the scan on its own:
+/* The structural limits (src/soap/limits.h). First the scan on its own:
  * each limit at its value and one past it, in every place markup can carry
  * it, the constructs the scan must skip, and the ones where libxml2
  * recovers from an error and reads on (which the scan must count as
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "soap.h"
-#include "xml_limits.h"
+#include "soap/soap.h"
+#include "soap/limits.h"
 #include "util.h"
 #include "hostile_xml.h"
 

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <libxml/parser.h>
 #include <libxml/xmlerror.h>
-#include "soap.h"
+#include "soap/soap.h"
 #include "util.h"
 
 #define MAX (1024u * 1024u)

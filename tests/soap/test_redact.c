@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include "soap/redact.h"
-#include "soap.h"
-#include "xml_limits.h"
+#include "soap/soap.h"
+#include "soap/limits.h"
 #include "count_alloc.h"
 
 #define WSSE "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "soap.h"
+#include "soap/soap.h"
 
 #define ID64 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
 #define TEXT256                                                                                   \

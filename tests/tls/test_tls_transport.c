@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <curl/curl.h>
 
-#include "soap.h" /* wms__parse_reply: the reply must parse, not only arrive */
+#include "soap/soap.h" /* wms__parse_reply: the reply must parse, not only arrive */
 #include "wms/sys/transport.h"
 #include "tls_test.h"
 #include "transport_opts.h"

@@ -29,7 +29,7 @@
 #define WMS__XML_MAX_NAMES 4096u      /* distinct names in one document (checked while parsing) */
 
 /* What a scan found: `limit` NULL when the document keeps every limit. */
-/* The encodings a reply or fixture may declare (soap_parse.c,
+/* The encodings a reply or fixture may declare (soap/parse.c,
  * encoding_read), for messages and docs. */
 #define WMS__ENCODINGS_READ                                                                   \
 	"UTF-8, UTF-16, US-ASCII, ISO-8859-1 to -16, windows-1250 to -1258, Shift_JIS and EUC-JP"

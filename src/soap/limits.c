@@ -1,9 +1,9 @@
-/* The structural limits of src/xml_limits.h, counted on the bytes. */
+/* The structural limits of src/soap/limits.h, counted on the bytes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
-#include "xml_limits.h"
+#include "soap/limits.h"
 
 /* Byte classes: XML white space, and what ends a tag's or an attribute's
  * name. A table: the scan runs on every reply, and most of its bytes are

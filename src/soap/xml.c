@@ -1,6 +1,6 @@
 /* libxml2's process-wide set-up (routed through the allocation seam when
  * wms_global_init asked first), and the capture of the errors libxml2 raises
- * outside any parser context (src/soap.h). */
+ * outside any parser context (src/soap/soap.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xmlmemory.h>
 #include "init.h"
-#include "soap.h"
+#include "soap/soap.h"
 
 /* ---- libxml2 set-up and error capture ------------------------------------ */
 

@@ -18,7 +18,7 @@
  *
  * Cost is bounded before libxml2 runs: the bytes (decoded first when their
  * encoding is not ASCII-compatible) are scanned for the limits of
- * xml_limits.h, and the body is fed in chunks with the call's deadline
+ * soap/limits.h, and the body is fed in chunks with the call's deadline
  * checked between them.
  *
  * Lifetimes (what each pointer a parse leaves behind may be read until):
@@ -46,8 +46,8 @@
 #include <libxml/SAX2.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
-#include "soap.h"
-#include "xml_limits.h"
+#include "soap/soap.h"
+#include "soap/limits.h"
 
 #define X(s) ((const xmlChar *)(s))
 #define S(s) ((const char *)(s))
@@ -59,11 +59,6 @@
 
 #define VALUE_MAX 256 /* longest text of a simple value looked at, white space
 			* included (trimmed after) */
-
-static const char *const response_names[WMS__OP_COUNT] = {
-	"SubmitOrderResponse", "GetOrderStatusResponse", "CancelOrderResponse",
-	"GetStockLevelResponse",
-};
 
 /* ---- public helpers declared in wms/client.h ------------------------------ */
 
@@ -443,7 +438,7 @@ struct wms__parse_ws {
 #define KEEP_DICT_NAMES WMS__PARSE_KEEP_NAMES
 
 /* The body goes to libxml2 in pieces this large, the deadline checked
- * between them. Within the limits of xml_limits.h a piece costs libxml2 a
+ * between them. Within the limits of soap/limits.h a piece costs libxml2 a
  * few milliseconds at most, so a call overruns its deadline by no more. */
 #define CHUNK_BYTES (64u * 1024u)
 
@@ -1219,7 +1214,7 @@ static const char *datetime_error(const char *s)
 
 static wms_status parse_submit(const rel *r, wms_submit_reply *out, wms_error *err)
 {
-	const char *w = "SubmitOrderResponse";
+	const char *w = wms__op_get(WMS__OP_SUBMIT_ORDER)->response;
 	wms_status rc;
 	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
 	    (rc = id_value(r, w, "wmsReference", out->wms_reference, err)) != WMS_OK ||
@@ -1231,7 +1226,7 @@ static wms_status parse_submit(const rel *r, wms_submit_reply *out, wms_error *e
 
 static wms_status parse_status(const rel *r, wms_status_reply *out, wms_error *err)
 {
-	const char *w = "GetOrderStatusResponse", *bad;
+	const char *w = wms__op_get(WMS__OP_GET_ORDER_STATUS)->response, *bad;
 	wms_status rc;
 	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
 	    (rc = id_value(r, w, "wmsReference", out->wms_reference, err)) != WMS_OK ||
@@ -1247,7 +1242,7 @@ static wms_status parse_status(const rel *r, wms_status_reply *out, wms_error *e
 
 static wms_status parse_cancel(const rel *r, wms_cancel_reply *out, wms_error *err)
 {
-	const char *w = "CancelOrderResponse";
+	const char *w = wms__op_get(WMS__OP_CANCEL_ORDER)->response;
 	wms_status rc;
 	if ((rc = id_value(r, w, "clientOrderId", out->order_id, err)) != WMS_OK ||
 	    (rc = state_value(r, w, &out->state, err)) != WMS_OK ||
@@ -1428,7 +1423,7 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 	first = body->children;
 	if (!first)
 		return unexpected(err, "expected {%s}%s in the SOAP Body, found an empty Body", WMS__NS,
-				  response_names[op]);
+				  wms__op_get(op)->response);
 	/* document/literal: one Body child. A second one (another answer, a
 	 * fault after the answer) makes the reply ambiguous: refuse it. */
 	if ((c = first->next) != NULL)
@@ -1440,9 +1435,9 @@ static wms_status check_reply(wms__op op, void *out, const rel *doc, int html_ty
 	if (is_el(first, soap11 ? WMS__SOAP12_NS : WMS__SOAP11_NS, "Fault"))
 		return unexpected(err, "Body/Fault: a SOAP %s {%s}Fault in a SOAP %s Envelope",
 				  soap11 ? "1.2" : "1.1", ns_uri(first), soap11 ? "1.1" : "1.2");
-	if (!is_el(first, WMS__NS, response_names[op]))
+	if (!is_el(first, WMS__NS, wms__op_get(op)->response))
 		return unexpected(err, "expected {%s}%s in the SOAP Body, found {%s}%s", WMS__NS,
-				  response_names[op], ns_uri(first), S(first->name));
+				  wms__op_get(op)->response, ns_uri(first), S(first->name));
 
 	memset(&r, 0, sizeof(r));
 	switch (op) {
@@ -1620,7 +1615,7 @@ static int encodings_disagree(const sniff_result *sn)
 	       !bom_agrees(sn->bom_kind != BOM_NONE ? sn->bom_kind : sn->utf16, sn->enc);
 }
 
-/* Scan the body for the limits of xml_limits.h as libxml2 will read it: its
+/* Scan the body for the limits of soap/limits.h as libxml2 will read it: its
  * own bytes when its encoding is ASCII-compatible, else decoded to UTF-8
  * from where libxml2 switches to its encoding. `encoding` is the charset
  * the parser will be given, or NULL. WMS_OK (scan->limit says whether one

@@ -24,8 +24,8 @@ typedef enum wms__op {
  * parser's (a parser context and the parse's arrays) and the builder's
  * (envelope trees). Each part is made on first use; a part that cannot be
  * made costs only speed. A client keeps a pool of workspaces. */
-typedef struct wms__parse_ws wms__parse_ws; /* soap_parse.c */
-typedef struct wms__build_ws wms__build_ws; /* soap_build.c */
+typedef struct wms__parse_ws wms__parse_ws; /* soap/parse.c */
+typedef struct wms__build_ws wms__build_ws; /* soap/build.c */
 typedef struct wms__xml_ws {
 	wms__parse_ws *parse;
 	wms__build_ws *build;
@@ -33,7 +33,7 @@ typedef struct wms__xml_ws {
 void wms__parse_ws_free(wms__parse_ws *ws); /* NULL-safe */
 void wms__build_ws_free(wms__build_ws *ws); /* NULL-safe */
 
-/* A thread-safe stack of idle workspaces (soap_ws.c). take gives NULL when
+/* A thread-safe stack of idle workspaces (soap/pool.c). take gives NULL when
  * it has none idle and cannot make one: callers go on without. */
 typedef struct wms__xml_pool wms__xml_pool;
 wms_status wms__xml_pool_new(wms__xml_pool **out, size_t max_idle); /* 0 = 8 */
@@ -41,9 +41,19 @@ void wms__xml_pool_free(wms__xml_pool *pool); /* NULL-safe; every workspace give
 wms__xml_ws *wms__xml_pool_take(wms__xml_pool *pool);
 void wms__xml_pool_give(wms__xml_pool *pool, wms__xml_ws *ws); /* ws NULL-safe */
 
-/* "SubmitOrder", ... */
+/* One operation (soap/ops.c): what the builder and the parser know of it. */
+typedef struct wms__op_info {
+	const char *name;            /* "SubmitOrder" */
+	const char *action;          /* "urn:libwms:warehouse:1/SubmitOrder" (unquoted) */
+	const char *request;         /* the Body's child sent: "SubmitOrderRequest" */
+	const char *response;        /* the Body's child expected: "SubmitOrderResponse" */
+	const char *content_type_12; /* SOAP 1.2's Content-Type, action included */
+} wms__op_info;
+
+/* The table's entry for `op`; for an op out of range, one of empty strings. */
+const wms__op_info *wms__op_get(wms__op op);
+/* Its name and action ("" for an op out of range). */
 const char *wms__op_name(wms__op op);
-/* "urn:libwms:warehouse:1/SubmitOrder", ... (unquoted) */
 const char *wms__op_action(wms__op op);
 
 /* Validation of caller input (no allocation): WMS_ERR_INVALID_ARG naming the
@@ -104,7 +114,7 @@ wms_status wms__parse_reply(wms__op op, void *out, const char *buf, size_t len,
 /* wms__parse_reply with a workspace (NULL: a temporary one) and a deadline
  * on wms__now_ns()'s clock (0: none): past it, parsing stops between two
  * chunks of the body with WMS_ERR_TIMEOUT. The structural limits of
- * xml_limits.h are crossed with WMS_ERR_UNEXPECTED_REPLY, a UCS-4 body is
+ * soap/limits.h are crossed with WMS_ERR_UNEXPECTED_REPLY, a UCS-4 body is
  * WMS_ERR_NOT_XML. */
 wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
 			       size_t len, const char *content_type, size_t max_bytes,
@@ -124,7 +134,7 @@ wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const cha
  * element and text arrays. */
 size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, size_t *text);
 
-/* The structural limits of xml_limits.h, checked on a document that
+/* The structural limits of soap/limits.h, checked on a document that
  * libxml2 will read without a forced encoding, as it will read it (decoded
  * first when its encoding is not ASCII-compatible): for readers other than
  * the reply parser (fixture files, requests matched against them). WMS_OK,
@@ -133,7 +143,7 @@ size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, siz
 struct wms__xml_scan;
 wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, size_t len);
 
-/* The WS-Security (UsernameToken) namespace: built in soap_build.c, its
+/* The WS-Security (UsernameToken) namespace: built in soap/build.c, its
  * secrets redacted by soap/redact.c. */
 #define WMS__WSSE_NS \
 	"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
@@ -141,7 +151,7 @@ wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, siz
 /* Once per process (thread-safe): libxml2's global set-up. */
 void wms__xml_init(void);
 
-/* ---- added by the SOAP module (soap_build.c / soap_validate.c) ---------- */
+/* ---- soap/ops.c, soap/validate.c, soap/wsse.c ---------------------------- */
 
 /* The full Content-Type header value for `op` in SOAP version `v`:
  * 1.1 "text/xml; charset=utf-8", 1.2 "application/soap+xml; charset=utf-8;

@@ -1,15 +1,15 @@
-/* The pool of libxml2 workspaces a client keeps (src/soap.h): a LIFO stack,
+/* The pool of libxml2 workspaces a client keeps (src/soap/soap.h): a LIFO stack,
  * so that a caller gets the workspace used last, whose memory is warm.
  *
  * Lifetimes: a workspace taken belongs to one thread, the caller's, until
  * it is given back; nothing else reads it meanwhile. It is given back only
  * after the call is done with everything the parse and build left in it
- * (soap_parse.c and soap_build.c say what: the reply and the error are
+ * (soap/parse.c and soap/build.c say what: the reply and the error are
  * copied out before), so the next taker may reset or free any of it. The
  * pool frees idle workspaces only: at wms__xml_pool_free, once every
  * workspace is back, and any given back past max_idle. */
 #include <pthread.h>
-#include "soap.h"
+#include "soap/soap.h"
 
 struct wms__xml_pool {
 	pthread_mutex_t lock;

@@ -3,63 +3,13 @@
  * for urn:libwms:warehouse:1, both declared on the Envelope. A Header only
  * for WS-Security. */
 #include <stdio.h>
-#include <errno.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <openssl/evp.h>
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xmlsave.h>
-#include "soap.h"
-#include "util/base64.h"
-
-/* ---- operations ---------------------------------------------------------- */
-
-static const char *const op_names[WMS__OP_COUNT] = {
-	"SubmitOrder", "GetOrderStatus", "CancelOrder", "GetStockLevel",
-};
-
-static const char *const op_actions[WMS__OP_COUNT] = {
-	WMS__NS "/SubmitOrder", WMS__NS "/GetOrderStatus", WMS__NS "/CancelOrder",
-	WMS__NS "/GetStockLevel",
-};
-
-#define SOAP12_CT(op) "application/soap+xml; charset=utf-8; action=\"" WMS__NS "/" op "\""
-static const char *const op_content_types_12[WMS__OP_COUNT] = {
-	SOAP12_CT("SubmitOrder"), SOAP12_CT("GetOrderStatus"), SOAP12_CT("CancelOrder"),
-	SOAP12_CT("GetStockLevel"),
-};
-
-static const char *const op_request_names[WMS__OP_COUNT] = {
-	"SubmitOrderRequest", "GetOrderStatusRequest", "CancelOrderRequest",
-	"GetStockLevelRequest",
-};
-
-static int op_valid(wms__op op)
-{
-	return (int)op >= 0 && op < WMS__OP_COUNT;
-}
-
-const char *wms__op_name(wms__op op)
-{
-	return op_valid(op) ? op_names[op] : "";
-}
-
-const char *wms__op_action(wms__op op)
-{
-	return op_valid(op) ? op_actions[op] : "";
-}
-
-const char *wms__op_content_type(wms__op op, wms_soap_version v)
-{
-	if (!op_valid(op))
-		return "";
-	return v == WMS_SOAP_12 ? op_content_types_12[op] : "text/xml; charset=utf-8";
-}
+#include "soap/soap.h"
+#include "soap/wsse.h"
 
 /* ---- building -------------------------------------------------------------- */
 
@@ -128,74 +78,6 @@ static void envelope_drop(envelope *e)
 
 #define X(s) ((const xmlChar *)(s))
 
-#define WSU_NS "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd"
-#define WSSE_PROFILE "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0"
-#define WSSE_B64 "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary"
-
-/* Fill the Header with a UsernameToken: fresh 16-byte nonce and created per message; the digest
- * is Base64(SHA-1(nonce + created + password)) (UsernameToken profile 1.0). */
-static wms_status add_wsse(xmlNodePtr header, xmlNsPtr soap, const wms__wsse *w)
-{
-	unsigned char nonce[16], digest[SHA_DIGEST_LENGTH];
-	char nonce64[32], digest64[32], created[40];
-	xmlNodePtr sec, tok, pw, el;
-	xmlNsPtr wsse, wsu;
-	struct timespec ts;
-	struct tm tm;
-	size_t got = 0;
-
-	if (!(sec = xmlNewChild(header, NULL, X("Security"), NULL)) ||
-	    !(wsse = xmlNewNs(sec, X(WMS__WSSE_NS), X("wsse"))) ||
-	    !(wsu = xmlNewNs(sec, X(WSU_NS), X("wsu"))))
-		return WMS_ERR_NOMEM;
-	xmlSetNs(sec, wsse);
-	if (!xmlSetNsProp(sec, soap, X("mustUnderstand"), X("1")) ||
-	    !(tok = xmlNewChild(sec, wsse, X("UsernameToken"), NULL)) ||
-	    !xmlNewTextChild(tok, wsse, X("Username"), X(w->username)))
-		return WMS_ERR_NOMEM;
-	if (w->mode == WMS_WSSE_PASSWORD_TEXT) {
-		if (!(pw = xmlNewTextChild(tok, wsse, X("Password"), X(w->password))) ||
-		    !xmlSetProp(pw, X("Type"), X(WSSE_PROFILE "#PasswordText")))
-			return WMS_ERR_NOMEM;
-		return WMS_OK;
-	}
-	while (got < sizeof(nonce)) {
-		ssize_t n = getrandom(nonce + got, sizeof(nonce) - got, 0);
-		if (n < 0 && errno != EINTR)
-			return WMS_ERR_INTERNAL;
-		got += n > 0 ? (size_t)n : 0;
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(created, sizeof(created), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-		 (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100, tm.tm_mday % 100,
-		 tm.tm_hour % 100, tm.tm_min % 100, tm.tm_sec % 100,
-		 (int)(ts.tv_nsec / 1000000L) % 1000);
-	{
-		EVP_MD_CTX *md = EVP_MD_CTX_new();
-		unsigned int len = 0;
-		int ok = md && EVP_DigestInit_ex(md, EVP_sha1(), NULL) &&
-			 EVP_DigestUpdate(md, nonce, sizeof(nonce)) &&
-			 EVP_DigestUpdate(md, created, strlen(created)) &&
-			 EVP_DigestUpdate(md, w->password, strlen(w->password)) &&
-			 EVP_DigestFinal_ex(md, digest, &len) && len == sizeof(digest);
-		EVP_MD_CTX_free(md);
-		if (!ok)
-			return WMS_ERR_INTERNAL;
-	}
-	if (wms__base64_encode(nonce64, sizeof(nonce64), nonce, sizeof(nonce)) != WMS_OK ||
-	    wms__base64_encode(digest64, sizeof(digest64), digest, sizeof(digest)) != WMS_OK)
-		return WMS_ERR_INTERNAL; /* the buffers are sized for them */
-	OPENSSL_cleanse(digest, sizeof(digest));
-	if (!(pw = xmlNewTextChild(tok, wsse, X("Password"), X(digest64))) ||
-	    !xmlSetProp(pw, X("Type"), X(WSSE_PROFILE "#PasswordDigest")) ||
-	    !(el = xmlNewTextChild(tok, wsse, X("Nonce"), X(nonce64))) ||
-	    !xmlSetProp(el, X("EncodingType"), X(WSSE_B64)) ||
-	    !xmlNewTextChild(tok, wsu, X("Created"), X(created)))
-		return WMS_ERR_NOMEM;
-	return WMS_OK;
-}
-
 /* A new document: Envelope, Body and the empty request element `name`. */
 static wms_status envelope_new(envelope *e, wms_soap_version v, const char *name)
 {
@@ -241,7 +123,7 @@ static wms_status envelope_get(envelope **out, envelope *scratch, wms__build_ws 
 	*out = e;
 	if (e->doc && e->v != v)
 		envelope_drop(e);
-	if (!e->doc && (rc = envelope_new(e, v, op_request_names[op])) != WMS_OK)
+	if (!e->doc && (rc = envelope_new(e, v, wms__op_get(op)->request)) != WMS_OK)
 		return rc;
 	/* Drop the last call's Header (a new nonce each message), add a new one. */
 	while ((header = e->body->prev) != NULL) {
@@ -255,7 +137,7 @@ static wms_status envelope_get(envelope **out, envelope *scratch, wms__build_ws 
 			xmlFreeNode(header);
 			return WMS_ERR_NOMEM;
 		}
-		if ((rc = add_wsse(header, e->soap, wsse)) != WMS_OK)
+		if ((rc = wms__wsse_add(header, e->soap, wsse)) != WMS_OK)
 			return rc;
 	}
 	return WMS_OK;
@@ -630,24 +512,7 @@ static wms_status build(wms__build_ws *bws, wms__buf *out, wms_soap_version v,
 	return finish(out, e, e != &scratch ? bws : NULL, rc, r->op, &quiet, err);
 }
 
-/* ---- the internal API (src/soap.h) ---------------------------------------- */
-
-static wms_status check_wsse(const wms__wsse *w, wms_error *err)
-{
-	wms_status rc;
-	if (!w || w->mode == WMS_WSSE_NONE)
-		return WMS_OK;
-	if ((w->mode != WMS_WSSE_PASSWORD_TEXT && w->mode != WMS_WSSE_PASSWORD_DIGEST) ||
-	    !w->username || !*w->username || !w->password)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "wsse: a mode, a username and a password are required");
-	/* Both go into the envelope as text (a digest only hashes the
-	 * password): what XML cannot carry is refused, not sent malformed. */
-	rc = wms__validate_text(w->username, "wsse username", 0, err);
-	if (rc == WMS_OK && w->mode == WMS_WSSE_PASSWORD_TEXT && *w->password)
-		rc = wms__validate_text(w->password, "wsse password", 1, err);
-	return rc;
-}
+/* ---- the internal API (src/soap/soap.h) ---------------------------------------- */
 
 wms_status wms__build_submit_order(wms__buf *out, wms_soap_version v, const wms_order *order,
 				   wms_error *err)
@@ -686,7 +551,7 @@ wms_status wms__build_request(wms__buf *out, wms_soap_version v, const wms__requ
 wms_status wms__build_request_ws(wms__xml_ws *ws, wms__buf *out, wms_soap_version v,
 				 const wms__request *r, const wms__wsse *wsse, wms_error *err)
 {
-	wms_status rc = check_wsse(wsse, err);
+	wms_status rc = wms__wsse_check(wsse, err);
 	if (rc != WMS_OK)
 		return rc;
 	if (!r)

@@ -3,7 +3,7 @@
  * the field's name, e.g. "lines[3].quantity: must be 1..1000000 (got 0)". */
 #include <stdio.h>
 #include <string.h>
-#include "soap.h"
+#include "soap/soap.h"
 
 #define TEXT_MAX 256u          /* address fields and the cancel reason, bytes */
 #define QUANTITY_MAX 1000000u
