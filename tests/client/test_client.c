@@ -14,7 +14,7 @@
 
 
 
-#include "fake_transport.h"
+#include "client_fx.h"
 #include "build_kind.h"
 #include "count_alloc.h"
 #include "hostile_xml.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "fake_transport.h"
+#include "client_fx.h"
 #include "wms/health.h"
 #include "wms/breaker.h"
 

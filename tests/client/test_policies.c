@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "fake_transport.h"
+#include "client_fx.h"
 #include "internal.h"
 
 static const char submit_ok[] =
@@ -46,13 +46,14 @@ static wms_status submit(fx *x, wms_submit_reply *r, wms_error *err)
 
 static step fail_step(wms_status st, wms_delivery d)
 {
-	step s = { st, d, 0, NULL, NULL, 0 };
+	step s = { .fail = st, .delivery = d };
 	return s;
 }
 
 static step ok_step(const char *body)
 {
-	step s = { WMS_OK, WMS_DELIVERY_ANSWERED, 200, "text/xml", body, 0 };
+	step s = { .fail = WMS_OK, .delivery = WMS_DELIVERY_ANSWERED, .status = 200,
+		   .content_type = "text/xml", .body = body };
 	return s;
 }
 

@@ -14,7 +14,7 @@
 #include <libxml/xpathInternals.h>
 #include <openssl/evp.h>
 #include "wms/sys/alloc.h"
-#include "fake_transport.h"
+#include "client_fx.h"
 #include "count_alloc.h"
 
 #define SECRET "s3cr3t-P4ss"

@@ -1,4 +1,6 @@
-/* A scripted in-memory transport and a fake clock for client tests. */
+/* The tests' one fake transport: scripted in memory, step by step, and what
+ * it was last sent. (tests/client/client_fx.h puts a client and a fake
+ * clock on it.) cmocka tests only: it allocates with test_calloc. */
 #ifndef FAKE_TRANSPORT_H
 #define FAKE_TRANSPORT_H
 
@@ -6,14 +8,14 @@
 #include "wms/wms.h"
 #include "wms/sys/transport.h"
 
-#define MS 1000000ull
-
 typedef struct step {
 	wms_status fail;       /* != OK: a transport failure */
 	wms_delivery delivery; /* for a failure */
+	wms_cause cause;       /* for a failure */
 	long status;
 	const char *content_type;
-	const char *body;
+	const char *body;      /* NULL: none */
+	size_t body_len;       /* 0: strlen(body) */
 	uint32_t sleep_ms;     /* real time spent before answering */
 } step;
 
@@ -23,6 +25,7 @@ typedef struct fake {
 	step seq[8]; /* when seq_len > 0: the n-th send plays seq[min(n, seq_len) - 1] */
 	int seq_len;
 	int sends;
+	int *freed;  /* optional: incremented when the transport is freed */
 	uint32_t last_timeout_ms;
 	char last_action[128];
 	char last_ctype[160];
@@ -30,17 +33,7 @@ typedef struct fake {
 	char last_correlation_id[64];
 } fake;
 
-typedef struct fx {
-	wms_client *c;
-	fake *t;
-} fx;
-
-extern uint64_t clock_now;
-
-/* A client over a fresh fake transport; `o` may be NULL (defaults plus the
- * fake clock and a 30 s open duration). */
-fx setup_client_with(wms_client_options *o);
-fx setup_client(wms_soap_version v);
+/* A fake with `next` zeroed (an empty 0-status reply until scripted). */
 wms_transport *fake_transport_new(fake **out);
 
 #endif

@@ -7,14 +7,6 @@
 #include <cmocka.h>
 #include "fake_transport.h"
 
-uint64_t clock_now;
-
-static uint64_t fake_clock(void *ctx)
-{
-	(void)ctx;
-	return clock_now;
-}
-
 static wms_status fake_send(wms_transport *t, const wms_http_request *req,
 			    wms_http_response *resp, wms_error *err)
 {
@@ -35,16 +27,28 @@ static wms_status fake_send(wms_transport *t, const wms_http_request *req,
 				       (long)(s->sleep_ms % 1000u) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	if (s->fail != WMS_OK)
-		return wms_transport_fail(err, s->fail, s->delivery, "scripted failure");
+	if (s->fail != WMS_OK) {
+		wms_status st = wms_transport_fail(err, s->fail, s->delivery, "scripted failure");
+		if (err)
+			err->cause = s->cause;
+		return st;
+	}
 	resp->status = s->status;
-	if (s->content_type)
-		wms_http_response_set_content_type(resp, s->content_type, strlen(s->content_type));
-	return wms_http_response_append(resp, s->body, strlen(s->body));
+	if (s->content_type) {
+		wms_status st = wms_http_response_set_content_type(resp, s->content_type,
+								   strlen(s->content_type));
+		if (st != WMS_OK)
+			return wms_transport_fail(err, st, WMS_DELIVERY_UNKNOWN, "fake: out of memory");
+	}
+	return wms_http_response_append(resp, s->body ? s->body : "",
+					s->body_len ? s->body_len : s->body ? strlen(s->body) : 0);
 }
 
 static void fake_free(wms_transport *t)
 {
+	fake *f = (fake *)t;
+	if (f->freed)
+		(*f->freed)++;
 	test_free(t);
 }
 
@@ -56,29 +60,4 @@ wms_transport *fake_transport_new(fake **out)
 	f->parent.free = fake_free;
 	*out = f;
 	return &f->parent;
-}
-
-fx setup_client_with(wms_client_options *o)
-{
-	wms_client_options defaults = WMS_CLIENT_OPTIONS_INIT;
-	wms_error err;
-	fx x;
-	if (!o) {
-		o = &defaults;
-		o->breaker_options.open_duration_ms = 30000;
-	}
-	o->endpoint = "http://wms.invalid/wms";
-	o->transport = fake_transport_new(&x.t);
-	o->breaker_options.callbacks.clock = fake_clock;
-	clock_now = 1000 * MS;
-	assert_int_equal(wms_client_new(&x.c, o, &err), WMS_OK);
-	return x;
-}
-
-fx setup_client(wms_soap_version v)
-{
-	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	o.soap_version = v;
-	o.breaker_options.open_duration_ms = 30000;
-	return setup_client_with(&o);
 }

@@ -1,0 +1,22 @@
+/* Client tests: a client over the fake transport (tests/common), with a
+ * fake clock for its breaker. */
+#ifndef CLIENT_FX_H
+#define CLIENT_FX_H
+
+#include "fake_transport.h"
+
+#define MS 1000000ull
+
+typedef struct fx {
+	wms_client *c;
+	fake *t;
+} fx;
+
+extern uint64_t clock_now;
+
+/* A client over a fresh fake transport; `o` may be NULL (defaults plus the
+ * fake clock and a 30 s open duration). */
+fx setup_client_with(wms_client_options *o);
+fx setup_client(wms_soap_version v);
+
+#endif
