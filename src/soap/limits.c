@@ -89,6 +89,9 @@ static const char *next_lt(const char **seen, const char *from, const char *end)
 	return *seen;
 }
 
+/* One function of about 150 lines, on purpose: one pass over the bytes,
+ * each markup kind a branch of one loop sharing the scan's position, depth
+ * and namespace scope; the per-tag work is in the helpers above. */
 int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns)
 {
 	/* Namespace declarations of each open element, to leave the scope with

@@ -19,6 +19,7 @@
 #include "init.h"
 #include "internal.h"
 #include "wms/sys/transport.h"
+#include "transport/curl_int.h"
 
 _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 
@@ -27,31 +28,6 @@ _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 #define POOL_DEFAULT_IDLE 8
 #define POOL_MAX_IDLE 1024u
 
-/* What the callbacks of one call share. */
-struct call {
-	CURL *h;
-	wms_http_response *resp;
-	/* First failure of a callback (TOO_LARGE, NOMEM), WMS_OK if none. */
-	wms_status cb_status;
-	/* Body bytes have arrived for the current response: later header lines
-	 * are trailers and must not replace the Content-Type. */
-	int in_body;
-	/* Silence guard (see on_progress). */
-	uint64_t stall_ns;
-	uint64_t last_move_ns;
-	curl_off_t moved;
-	curl_off_t header_bytes;
-	int connected;
-	int stalled;
-	/* Sockets opened, and whether a resend was refused (see on_sockopt). */
-	int sockets;
-	int resend_refused;
-	/* The CURLcode came from the transfer (not from setting it up), and
-	 * whether a libcurl allocation failed on this thread meanwhile (seen
-	 * only with libcurl routed through the allocation seam). */
-	int transferred;
-	int lib_alloc_failed;
-};
 
 /* Sockets libcurl asks us to watch at once: one per connection being set up
  * (two while happy eyeballs races IPv6 and IPv4) plus the resolver's. */
@@ -126,6 +102,11 @@ struct curl_transport {
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
 static int global_routed;
+
+int wms__curl_routed(void)
+{
+	return global_routed;
+}
 
 static void global_init(void)
 {
@@ -687,50 +668,6 @@ static void remember(struct conn *k, char **slot, const char *value)
 		k->configured = 0;
 }
 
-/* Copy src to dst (size bytes), replacing every occurrence of needle with "***". */
-static void scrub_into(char *dst, size_t size, const char *src, const char *needle, size_t nlen)
-{
-	size_t o = 0;
-	if (!size)
-		return;
-	while (*src && o + 1 < size) {
-		if (nlen && strncmp(src, needle, nlen) == 0) {
-			const char *r = "***";
-			while (*r && o + 1 < size)
-				dst[o++] = *r++;
-			src += nlen;
-		} else {
-			dst[o++] = *src++;
-		}
-	}
-	dst[o] = '\0';
-}
-
-/* Remove the URL's userinfo (user:password) and the password alone from msg. */
-static void scrub_credentials(char *msg, size_t size, const char *url)
-{
-	char tmp[CURL_ERROR_SIZE + 128];
-	const char *auth, *at = NULL, *colon, *p;
-	size_t alen;
-
-	if (!url || size > sizeof(tmp))
-		return;
-	p = strstr(url, "://");
-	auth = p ? p + 3 : url;
-	alen = strcspn(auth, "/?#");
-	for (p = auth; p < auth + alen; p++)
-		if (*p == '@')
-			at = p;
-	if (!at || at == auth)
-		return;
-	scrub_into(tmp, sizeof(tmp), msg, auth, (size_t)(at - auth));
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon && colon + 1 < at)
-		scrub_into(msg, size, tmp, colon + 1, (size_t)(at - colon - 1));
-	else
-		wms__strlcpy(msg, tmp, size);
-}
-
 /* Whether the whole request (head and body) was written to the socket. Body
  * bytes only count once written (CURLINFO_SIZE_UPLOAD_T); a request whose
  * body did not fully leave cannot be acted on by an HTTP server. */
@@ -745,197 +682,6 @@ static int request_fully_sent(CURL *h, size_t body_len)
 	return (curl_off_t)body_len <= up;
 }
 
-/* What a libcurl code means: a status, how far delivery may have got, and
- * the transport-neutral cause. The codes that depend on what else happened
- * (write, memory, protocol, abort) are read in map_curl_error. */
-enum reach { NOT_SENT, AS_SENT, MAYBE_DELIVERED };
-
-static const struct curl_meaning {
-	int code;
-	wms_status status;
-	enum reach reach;
-	wms_cause cause;
-} curl_meanings[] = {
-	{ CURLE_COULDNT_RESOLVE_HOST, WMS_ERR_CONNECT, NOT_SENT, WMS_CAUSE_DNS },
-	{ CURLE_COULDNT_RESOLVE_PROXY, WMS_ERR_CONNECT, NOT_SENT, WMS_CAUSE_DNS },
-	{ CURLE_COULDNT_CONNECT, WMS_ERR_CONNECT, NOT_SENT, WMS_CAUSE_REFUSED },
-	{ CURLE_OPERATION_TIMEDOUT, WMS_ERR_TIMEOUT, AS_SENT, WMS_CAUSE_TIMEOUT },
-	/* Our own trust or identity files could not be used (unreadable, not
-	 * PEM, a key that is not the certificate's): an option to fix, which
-	 * says nothing about the WMS. Nothing was sent. */
-	{ CURLE_SSL_CACERT_BADFILE, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
-	{ CURLE_SSL_CERTPROBLEM, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
-	{ CURLE_SSL_CRL_BADFILE, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
-	{ CURLE_SSL_ENGINE_NOTFOUND, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
-	{ CURLE_SSL_ENGINE_SETFAILED, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
-	{ CURLE_SSL_ENGINE_INITFAILED, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_LOCAL_FILE },
-	/* Handshake failures: nothing of the request was written. */
-	{ CURLE_SSL_CONNECT_ERROR, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
-	{ CURLE_PEER_FAILED_VERIFICATION, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
-	{ CURLE_SSL_CIPHER, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
-	{ CURLE_SSL_ISSUER_ERROR, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
-	{ CURLE_SSL_PINNEDPUBKEYNOTMATCH, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
-	{ CURLE_SSL_INVALIDCERTSTATUS, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_VERIFY },
-#if LIBCURL_VERSION_NUM >= 0x074d00
-	{ CURLE_SSL_CLIENTCERT, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
-#endif
-	{ CURLE_USE_SSL_FAILED, WMS_ERR_TLS, AS_SENT, WMS_CAUSE_TLS_HANDSHAKE },
-	{ CURLE_SEND_ERROR, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_RESET },
-	{ CURLE_RECV_ERROR, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_RESET },
-	{ CURLE_GOT_NOTHING, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_RESET },
-	{ CURLE_WEIRD_SERVER_REPLY, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	{ CURLE_HTTP2, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	{ CURLE_HTTP2_STREAM, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	{ CURLE_HTTP3, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	{ CURLE_QUIC_CONNECT_ERROR, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	{ CURLE_PROXY, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	{ CURLE_BAD_CONTENT_ENCODING, WMS_ERR_TRANSPORT, AS_SENT, WMS_CAUSE_PROTOCOL },
-	/* the connection closed before the body's announced end */
-	{ CURLE_PARTIAL_FILE, WMS_ERR_TRUNCATED, MAYBE_DELIVERED, WMS_CAUSE_RESET },
-	{ CURLE_URL_MALFORMAT, WMS_ERR_INVALID_ARG, NOT_SENT, WMS_CAUSE_NONE },
-	{ CURLE_OK, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
-	{ CURLE_FAILED_INIT, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
-	{ CURLE_NOT_BUILT_IN, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
-	{ CURLE_UNKNOWN_OPTION, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
-	{ CURLE_BAD_FUNCTION_ARGUMENT, WMS_ERR_INTERNAL, NOT_SENT, WMS_CAUSE_NONE },
-};
-
-/* Whether the connection (TLS included) was made: libcurl's pre-transfer
- * time is set once it was (on_progress may not have run since). */
-static int connected_now(const struct call *c)
-{
-	curl_off_t pre = 0;
-	return c->connected || (c->h && curl_easy_getinfo(c->h, CURLINFO_PRETRANSFER_TIME_T, &pre) ==
-						CURLE_OK && pre > 0);
-}
-
-/* Map a failed transfer (or setopt) to a status, delivery and cause. */
-static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
-				 wms_delivery *delivery, wms_cause *cause)
-{
-	wms_delivery maybe = sent ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT;
-	size_t i;
-	*delivery = maybe;
-	*cause = WMS_CAUSE_OTHER;
-	/* Written once, the resend refused: the upload count the resend reset
-	 * says nothing left, but it did. */
-	if (c->resend_refused) {
-		*delivery = WMS_DELIVERY_UNKNOWN;
-		*cause = WMS_CAUSE_RESET;
-		return WMS_ERR_TRANSPORT;
-	}
-	switch ((int)rc) { /* int: -Wswitch-enum would want all ~100 codes */
-	case CURLE_WRITE_ERROR:
-		/* One of our callbacks refused the data. */
-		if (c->cb_status == WMS_ERR_TOO_LARGE) {
-			*delivery = WMS_DELIVERY_UNKNOWN;
-			*cause = WMS_CAUSE_NONE;
-			return WMS_ERR_TOO_LARGE;
-		}
-		if (c->cb_status == WMS_ERR_NOMEM) {
-			*cause = WMS_CAUSE_NONE;
-			return WMS_ERR_NOMEM;
-		}
-		return WMS_ERR_TRANSPORT;
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		/* Nothing sent: a scheme libcurl does not speak. Sent: the answer was
-		 * not HTTP ("HTTP/0.9 when not allowed"), e.g. stray bytes of the last
-		 * reply on a reused connection. */
-		if (sent) {
-			*delivery = WMS_DELIVERY_UNKNOWN;
-			*cause = WMS_CAUSE_PROTOCOL;
-			return WMS_ERR_TRANSPORT;
-		}
-		*cause = WMS_CAUSE_NONE;
-		return WMS_ERR_INVALID_ARG;
-	case CURLE_OUT_OF_MEMORY:
-		/* A transfer that ended in 27 with no allocation seen failing:
-		 * libcurl says "out of memory" also when a reply header line
-		 * exceeds CURL_MAX_HTTP_HEADER (100 KB), a reply it cannot take,
-		 * which the breaker must count. With libcurl not routed through
-		 * the seam a real allocation failure looks the same and is
-		 * reported as this too. */
-		if (c->transferred && !c->lib_alloc_failed) {
-			*cause = WMS_CAUSE_PROTOCOL;
-			return WMS_ERR_TRANSPORT;
-		}
-		*cause = WMS_CAUSE_NONE;
-		return WMS_ERR_NOMEM;
-	case CURLE_ABORTED_BY_CALLBACK:
-		if (c->stalled) {
-			*cause = WMS_CAUSE_STALL;
-			return WMS_ERR_TIMEOUT;
-		}
-		*delivery = WMS_DELIVERY_NOT_SENT;
-		*cause = WMS_CAUSE_NONE;
-		return WMS_ERR_INTERNAL;
-	default:
-		break;
-	}
-	for (i = 0; i < sizeof(curl_meanings) / sizeof(curl_meanings[0]); i++) {
-		const struct curl_meaning *m = &curl_meanings[i];
-		if (m->code != (int)rc)
-			continue;
-		*delivery = m->reach == NOT_SENT ? WMS_DELIVERY_NOT_SENT
-			    : m->reach == AS_SENT ? maybe
-						  : WMS_DELIVERY_UNKNOWN;
-		*cause = m->cause;
-		if (m->cause == WMS_CAUSE_TIMEOUT && !connected_now(c))
-			*cause = WMS_CAUSE_CONNECT_TIMEOUT;
-		return m->status;
-	}
-	/* Anything else (a libcurl code this file does not know) is a transport
-	 * failure; whether it left depends on what was written. */
-	return WMS_ERR_TRANSPORT;
-}
-
-static wms_status fail_curl(wms_error *err, CURLcode rc, int sent, const struct call *c,
-			    const char *errbuf, const char *url, long http_status)
-{
-	char msg[CURL_ERROR_SIZE + 64];
-	const char *text = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(rc);
-	size_t len;
-	wms_delivery delivery;
-	wms_cause cause;
-	wms_status st = map_curl_error(rc, sent, c, &delivery, &cause);
-
-	if (c->resend_refused)
-		snprintf(msg, sizeof(msg),
-			 "connection closed by the WMS after the request was sent, before any "
-			 "reply; not resent (it may have been received)%s%s (curl %d)",
-			 errbuf && errbuf[0] ? ": " : "", errbuf ? errbuf : "", (int)rc);
-	else if (st == WMS_ERR_TOO_LARGE)
-		snprintf(msg, sizeof(msg), "reply body exceeds %zu bytes (curl %d)",
-			 c->resp->max_body, (int)rc);
-	else if (rc == CURLE_OUT_OF_MEMORY && st == WMS_ERR_TRANSPORT)
-		snprintf(msg, sizeof(msg),
-			 "libcurl could not take the reply: a header line over its %d-byte "
-			 "limit, or another of its size limits%s (curl %d)",
-			 (int)CURL_MAX_HTTP_HEADER, global_routed ? "" : ", or out of memory",
-			 (int)rc);
-	else if (st == WMS_ERR_TIMEOUT && c->stalled)
-		snprintf(msg, sizeof(msg), "stall guard: nothing moved for %llu ms (curl %d)",
-			 (unsigned long long)(c->stall_ns / 1000000u), (int)rc);
-	else if (st == WMS_ERR_INVALID_ARG && rc != CURLE_URL_MALFORMAT &&
-		 rc != CURLE_UNSUPPORTED_PROTOCOL)
-		snprintf(msg, sizeof(msg), "TLS set-up (ca_file, ca_path, client_cert, client_key): "
-			 "%s (curl %d)", text, (int)rc);
-	else
-		snprintf(msg, sizeof(msg), "%s (curl %d)", text, (int)rc);
-	/* curl's error buffer may end with a newline. */
-	len = strlen(msg);
-	while (len && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
-		msg[--len] = '\0';
-	scrub_credentials(msg, sizeof(msg), url);
-	wms_transport_fail(err, st, delivery, "%s", msg);
-	if (err) {
-		err->curl_code = (int)rc;
-		err->cause = cause;
-		if (http_status > 0)
-			err->http_status = http_status;
-	}
-	return st;
-}
 
 /* ---- the send call ----------------------------------------------------- */
 
@@ -1062,21 +808,9 @@ done:
 
 #undef SETOPT
 
-static wms_status curl_send(wms_transport *self, const wms_http_request *req,
-			    wms_http_response *resp, wms_error *err)
+/* What the transport refuses before it takes a handle. */
+static wms_status check_request(const wms_http_request *req, wms_error *err)
 {
-	struct curl_transport *t = (struct curl_transport *)self;
-	struct conn *k = NULL;
-	struct call *c;
-	CURLcode rc = CURLE_OK;
-	wms_status st = WMS_OK;
-	long connect_ms, total_ms, stall_s, http_status = 0;
-	uint32_t stall_ms;
-	unsigned long lib_failures;
-
-	if (!t || !req || !resp)
-		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-					  "transport, request and response are required");
 	if (!req->url || !req->url[0])
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					  "request has no URL");
@@ -1092,7 +826,81 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	if (has_crlf(req->url) || has_crlf(req->content_type) || has_crlf(req->soap_action))
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					  "URL or header value contains CR or LF");
+	return WMS_OK;
+}
 
+/* The handle's header list for `req`: the cached one when it still fits. */
+static wms_status set_headers(struct conn *k, const wms_http_request *req, const struct call *c,
+			      wms_error *err)
+{
+	struct curl_slist *headers = NULL;
+	CURLcode rc;
+	wms_status st;
+	if (headers_match(k, req))
+		return WMS_OK;
+	st = build_headers(&headers, req);
+	if (st != WMS_OK)
+		return wms_transport_fail(err, st, WMS_DELIVERY_NOT_SENT,
+					  "cannot build request headers");
+	rc = curl_easy_setopt(k->h, CURLOPT_HTTPHEADER, headers);
+	if (rc != CURLE_OK) {
+		curl_slist_free_all(headers);
+		k->configured = 0;
+		return wms__curl_fail(err, rc, 0, c, NULL, req->url, 0);
+	}
+	curl_slist_free_all(k->headers);
+	k->headers = headers;
+	k->headers_soap11 = req->soap_version == WMS_SOAP_11;
+	return WMS_OK;
+}
+
+/* The transfer, with this call's X-Correlation-Id: it changes every call,
+ * so it is a node of our own, linked after the cached list for this
+ * transfer only. */
+static CURLcode run_transfer(struct conn *k, const wms_http_request *req, struct call *c)
+{
+	struct curl_slist *tail = k->headers;
+	unsigned long lib_failures;
+	CURLcode rc;
+	while (tail && tail->next)
+		tail = tail->next;
+	if (tail && req->correlation_id && *req->correlation_id && !has_crlf(req->correlation_id)) {
+		/* "X-Correlation-Id: " and at most 60 bytes of the id (as "%.60s"
+		 * would, without a printf per call) */
+		static const char name[] = "X-Correlation-Id: ";
+		size_t n = strnlen(req->correlation_id, 60);
+		memcpy(k->corr_line, name, sizeof(name) - 1);
+		memcpy(k->corr_line + sizeof(name) - 1, req->correlation_id, n);
+		k->corr_line[sizeof(name) - 1 + n] = '\0';
+		k->corr_node.data = k->corr_line;
+		k->corr_node.next = NULL;
+		tail->next = &k->corr_node;
+	}
+	c->last_move_ns = wms__now_ns();
+	lib_failures = wms__alloc_lib_failures();
+	rc = transfer(k);
+	c->lib_alloc_failed = wms__alloc_lib_failures() != lib_failures;
+	if (tail)
+		tail->next = NULL;
+	return rc;
+}
+
+static wms_status curl_send(wms_transport *self, const wms_http_request *req,
+			    wms_http_response *resp, wms_error *err)
+{
+	struct curl_transport *t = (struct curl_transport *)self;
+	struct conn *k = NULL;
+	struct call *c;
+	CURLcode rc = CURLE_OK;
+	wms_status st = WMS_OK;
+	long connect_ms, total_ms, stall_s, http_status = 0;
+	uint32_t stall_ms;
+
+	if (!t || !req || !resp)
+		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+					  "transport, request and response are required");
+	if ((st = check_request(req, err)) != WMS_OK)
+		return st;
 	wms_http_response_clear(resp);
 
 	k = pool_take(t);
@@ -1120,55 +928,12 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 
 	rc = configure(t, k, req, connect_ms, total_ms, stall_s);
 	if (rc != CURLE_OK) {
-		st = fail_curl(err, rc, 0, c, NULL, req->url, 0);
+		st = wms__curl_fail(err, rc, 0, c, NULL, req->url, 0);
 		goto done;
 	}
-	if (!headers_match(k, req)) {
-		struct curl_slist *headers = NULL;
-		st = build_headers(&headers, req);
-		if (st != WMS_OK) {
-			wms_transport_fail(err, st, WMS_DELIVERY_NOT_SENT,
-					   "cannot build request headers");
-			goto done;
-		}
-		rc = curl_easy_setopt(k->h, CURLOPT_HTTPHEADER, headers);
-		if (rc != CURLE_OK) {
-			curl_slist_free_all(headers);
-			k->configured = 0;
-			st = fail_curl(err, rc, 0, c, NULL, req->url, 0);
-			goto done;
-		}
-		curl_slist_free_all(k->headers);
-		k->headers = headers;
-		k->headers_soap11 = req->soap_version == WMS_SOAP_11;
-	}
-
-	/* X-Correlation-Id changes every call: a node of our own, linked after
-	 * the cached list for this transfer only. */
-	{
-		struct curl_slist *tail = k->headers;
-		while (tail && tail->next)
-			tail = tail->next;
-		if (tail && req->correlation_id && *req->correlation_id &&
-		    !has_crlf(req->correlation_id)) {
-			/* "X-Correlation-Id: " and at most 60 bytes of the id
-			 * (as "%.60s" would, without a printf per call) */
-			static const char name[] = "X-Correlation-Id: ";
-			size_t n = strnlen(req->correlation_id, 60);
-			memcpy(k->corr_line, name, sizeof(name) - 1);
-			memcpy(k->corr_line + sizeof(name) - 1, req->correlation_id, n);
-			k->corr_line[sizeof(name) - 1 + n] = '\0';
-			k->corr_node.data = k->corr_line;
-			k->corr_node.next = NULL;
-			tail->next = &k->corr_node;
-		}
-		c->last_move_ns = wms__now_ns();
-		lib_failures = wms__alloc_lib_failures();
-		rc = transfer(k);
-		c->lib_alloc_failed = wms__alloc_lib_failures() != lib_failures;
-		if (tail)
-			tail->next = NULL;
-	}
+	if ((st = set_headers(k, req, c, err)) != WMS_OK)
+		goto done;
+	rc = run_transfer(k, req, c);
 	/* libcurl's per-handle count of resends (see "Handle reuse"): a call that
 	 * opened a socket or failed may have moved it, the next starts afresh. */
 	if (rc != CURLE_OK || c->sockets)
@@ -1180,7 +945,7 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 		st = WMS_OK;
 		goto done;
 	}
-	st = fail_curl(err, rc, request_fully_sent(k->h, req->body_len), c,
+	st = wms__curl_fail(err, rc, request_fully_sent(k->h, req->body_len), c,
 		       c->resend_refused ? k->died : k->errbuf, req->url, http_status);
 done:
 	if (k)

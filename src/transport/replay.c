@@ -171,114 +171,138 @@ static wms_status diff_against(const wms__fx_replay *r, const wms__fx_fixture *f
 	return st;
 }
 
+/* A sequence's request after its last fixture was used: the report. */
+static wms_status sequence_used_up(const wms__fx_replay *r, const char *op, const char *action,
+				   xmlDocPtr doc, wms_error *err)
+{
+	wms__buf text = { NULL, 0, 0 }, canon = { NULL, 0, 0 };
+	wms__fx_mask_set m = { r->masks, r->mask_count, NULL, 0 };
+	wms_status st = wms__buf_printf(&text,
+					"%s request after all %zu fixtures of the sequence were used "
+					"(SOAPAction \"%s\")\n",
+					op, r->count, action);
+	if (st == WMS_OK)
+		st = wms__fx_render_doc(&canon, doc, &m);
+	if (st == WMS_OK)
+		st = wms__buf_append(&text, canon.data, canon.len);
+	wms__buf_free(&canon);
+	if (st == WMS_OK)
+		r->on_mismatch(text.data, r->mismatch_ctx);
+	wms__buf_free(&text);
+	if (st != WMS_OK)
+		return wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "out of memory");
+	return wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
+			 "%s request after all %zu fixtures of the sequence were used", op, r->count);
+}
+
+/* In ANY order: the fixture with the request's action whose body is
+ * nearest (*nearest, its diff in *best; (size_t)-1 when none has the
+ * action), and how many have the action. */
+static wms_status nearest_fixture(const wms__fx_replay *r, const char *action, xmlDocPtr doc,
+				  wms__fx_diff *best, size_t *nearest, size_t *same_action)
+{
+	wms__fx_diff df;
+	size_t i;
+	wms_status st = WMS_OK;
+	memset(&df, 0, sizeof(df));
+	*nearest = (size_t)-1;
+	*same_action = 0;
+	for (i = 0; i < r->count && st == WMS_OK; i++) {
+		if (strcmp(r->fx[i].soap_action, action) != 0)
+			continue;
+		(*same_action)++;
+		st = diff_against(r, &r->fx[i], doc, &df);
+		if (st != WMS_OK)
+			break;
+		if (*nearest == (size_t)-1 || df.cost < best->cost) {
+			wms__fx_diff_free(best);
+			*best = df;
+			*nearest = i;
+			memset(&df, 0, sizeof(df));
+		} else {
+			wms__fx_diff_free(&df);
+		}
+	}
+	wms__fx_diff_free(&df);
+	return st;
+}
+
+/* No fixture has the request's action: the report lists what is loaded. */
+static wms_status no_such_action(const wms__fx_replay *r, const char *op, const char *action,
+				 wms__buf *text, wms_error *err)
+{
+	size_t i;
+	wms_status st = wms__buf_printf(text, "no fixture has SOAPAction \"%s\" (%s request); loaded:\n",
+					action, op);
+	for (i = 0; i < r->count && st == WMS_OK && text->len < DIFF_TEXT_MAX; i++)
+		st = wms__buf_printf(text, "  %s: %s\n", r->fx[i].path, r->fx[i].soap_action);
+	if (st != WMS_OK)
+		return st;
+	r->on_mismatch(text->data, r->mismatch_ctx);
+	return wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
+			 "%s request matches no fixture: no fixture has SOAPAction \"%s\"", op, action);
+}
+
 /* Build the mismatch report: the diff text for on_mismatch, the summary on err. */
 static wms_status mismatch(const wms__fx_replay *r, const wms_http_request *req, const char *action,
 			   xmlDocPtr doc, size_t expected, wms_error *err)
 {
 	wms__buf text = { NULL, 0, 0 };
-	wms__fx_diff best, df;
-	size_t i, nearest = (size_t)-1, same_action = 0;
+	wms__fx_diff best;
+	size_t nearest = (size_t)-1, same_action = 0;
 	char first[160], pbuf[96];
 	const char *op = op_name(req);
+	const wms__fx_fixture *fx;
 	wms_status st = WMS_OK;
 
 	memset(&best, 0, sizeof(best));
-	memset(&df, 0, sizeof(df));
 	if (r->order == WMS_REPLAY_SEQUENCE) {
-		if (expected >= r->count) {
-			wms__buf canon = { NULL, 0, 0 };
-			wms__fx_mask_set m = { r->masks, r->mask_count, NULL, 0 };
-			st = wms__buf_printf(&text,
-					     "%s request after all %zu fixtures of the sequence were used "
-					     "(SOAPAction \"%s\")\n",
-					     op, r->count, action);
-			if (st == WMS_OK)
-				st = wms__fx_render_doc(&canon, doc, &m);
-			if (st == WMS_OK)
-				st = wms__buf_append(&text, canon.data, canon.len);
-			wms__buf_free(&canon);
-			if (st == WMS_OK)
-				r->on_mismatch(text.data, r->mismatch_ctx);
-			wms__buf_free(&text);
-			if (st != WMS_OK)
-				return wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "out of memory");
-			return wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
-					 "%s request after all %zu fixtures of the sequence were used", op,
-					 r->count);
-		}
+		if (expected >= r->count)
+			return sequence_used_up(r, op, action, doc, err);
 		nearest = expected;
 		st = diff_against(r, &r->fx[nearest], doc, &best);
 		same_action = strcmp(r->fx[nearest].soap_action, action) == 0;
 	} else {
-		for (i = 0; i < r->count && st == WMS_OK; i++) {
-			if (strcmp(r->fx[i].soap_action, action) != 0)
-				continue;
-			same_action++;
-			st = diff_against(r, &r->fx[i], doc, &df);
-			if (st != WMS_OK)
-				break;
-			if (nearest == (size_t)-1 || df.cost < best.cost) {
-				wms__fx_diff_free(&best);
-				best = df;
-				nearest = i;
-				memset(&df, 0, sizeof(df));
-			} else {
-				wms__fx_diff_free(&df);
-			}
-		}
+		st = nearest_fixture(r, action, doc, &best, &nearest, &same_action);
 	}
 	if (st != WMS_OK)
 		goto done;
-
 	if (nearest == (size_t)-1) {
-		st = wms__buf_printf(&text, "no fixture has SOAPAction \"%s\" (%s request); loaded:\n",
-				     action, op);
-		for (i = 0; i < r->count && st == WMS_OK && text.len < DIFF_TEXT_MAX; i++) {
-			st = wms__buf_printf(&text, "  %s: %s\n", r->fx[i].path, r->fx[i].soap_action);
-		}
-		if (st != WMS_OK)
-			goto done;
-		r->on_mismatch(text.data, r->mismatch_ctx);
-		st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
-			       "%s request matches no fixture: no fixture has SOAPAction \"%s\"", op,
-			       action);
+		st = no_such_action(r, op, action, &text, err);
 		goto done;
 	}
-
-	{
-		const wms__fx_fixture *fx = &r->fx[nearest];
-		st = wms__buf_printf(&text, "%s request matches no fixture; %s fixture %s (%s):\n", op,
-				     r->order == WMS_REPLAY_SEQUENCE ? "the next" : "nearest", fx->path,
-				     fx->name);
-		if (st == WMS_OK && !same_action)
-			st = wms__buf_printf(&text, "-SOAPAction: %s\n+SOAPAction: %s\n", fx->soap_action,
-					     action);
-		if (st == WMS_OK)
-			st = wms__buf_printf(&text, "--- fixture %s\n+++ request\n", fx->name);
-		if (st == WMS_OK)
-			st = wms__fx_diff_render(&text, &best);
-		if (st != WMS_OK)
-			goto done;
-		r->on_mismatch(text.data, r->mismatch_ctx);
-		if (best.cost)
-			wms__fx_diff_first(&best, first, sizeof(first));
-		else
-			snprintf(first, sizeof(first), "body equal");
-		if (!same_action)
-			st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
-				       "%s request: the next fixture %s expects SOAPAction \"%s\", not \"%s\"",
-				       op, wms__fx_short_path(fx->path, pbuf, sizeof(pbuf)), fx->soap_action, action);
-		else
-			st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
-				       "%s request matches no fixture; %s %s differs by %zu line(s), %s",
-				       op, r->order == WMS_REPLAY_SEQUENCE ? "next" : "nearest",
-				       wms__fx_short_path(fx->path, pbuf, sizeof(pbuf)), best.cost, first);
-	}
+	fx = &r->fx[nearest];
+	st = wms__buf_printf(&text, "%s request matches no fixture; %s fixture %s (%s):\n", op,
+			     r->order == WMS_REPLAY_SEQUENCE ? "the next" : "nearest", fx->path,
+			     fx->name);
+	if (st == WMS_OK && !same_action)
+		st = wms__buf_printf(&text, "-SOAPAction: %s\n+SOAPAction: %s\n", fx->soap_action,
+				     action);
+	if (st == WMS_OK)
+		st = wms__buf_printf(&text, "--- fixture %s\n+++ request\n", fx->name);
+	if (st == WMS_OK)
+		st = wms__fx_diff_render(&text, &best);
+	if (st != WMS_OK)
+		goto done;
+	r->on_mismatch(text.data, r->mismatch_ctx);
+	if (best.cost)
+		wms__fx_diff_first(&best, first, sizeof(first));
+	else
+		snprintf(first, sizeof(first), "body equal");
+	if (!same_action)
+		st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
+			       "%s request: the next fixture %s expects SOAPAction \"%s\", not \"%s\"",
+			       op, wms__fx_short_path(fx->path, pbuf, sizeof(pbuf)), fx->soap_action,
+			       action);
+	else
+		st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
+			       "%s request matches no fixture; %s %s differs by %zu line(s), %s", op,
+			       r->order == WMS_REPLAY_SEQUENCE ? "next" : "nearest",
+			       wms__fx_short_path(fx->path, pbuf, sizeof(pbuf)), best.cost, first);
 done:
 	if (st == WMS_ERR_NOMEM)
 		wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "out of memory building the fixture diff");
 	wms__fx_diff_free(&best);
-	wms__fx_diff_free(&df);
 	wms__buf_free(&text);
 	return st;
 }

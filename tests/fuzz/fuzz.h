@@ -105,9 +105,9 @@ void fuzz_macro_fill(fuzz_bytes *b, size_t count, const char *fragment);
  * src/soap/parse.c), its deadline checked in between. */
 #define FUZZ_PARSE_CHUNK (64u * 1024u)
 /* Before that, the scan decodes a body whose encoding is not
- * ASCII-compatible in slices this large (SLICE in decode_utf8), looking at
- * the clock between its steps, and every WMS__XML_SCAN_CLOCK_BYTES (1 MiB)
- * of the text it scans. */
+ * ASCII-compatible in slices this large (SLICE in decode_utf8,
+ * src/soap/sniff.c), looking at the clock between its steps, and every
+ * WMS__XML_SCAN_CLOCK_BYTES (1 MiB) of the text it scans. */
 #define FUZZ_DECODE_SLICE (256u * 1024u)
 
 enum { FUZZ_STOP_DEPTH = 1, FUZZ_STOP_NAMES = 2 };
