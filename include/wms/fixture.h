@@ -2,7 +2,7 @@
  * libwms - fixture replay and recording: test a service against recorded
  * WMS exchanges.
  *
- * A fixture is one file per exchange (format: tests/fixtures/README.md):
+ * A fixture is one file per exchange (format: docs/fixtures.md):
  * what the request must look like and the reply that was recorded, or a
  * recorded network fault (timeout, connect-timeout, refused, reset,
  * reset-before-send, dns), replayed with the status and delivery the live
@@ -15,7 +15,7 @@
  * the mismatch callback.
  *
  *     wms_replay_options ro = WMS_REPLAY_OPTIONS_INIT;
- *     const char *files[] = { "tests/fixtures/good/submit-order-ok.xml" };
+ *     const char *files[] = { "tests/data/fixtures/good/submit-order-ok.xml" };
  *     ro.files = files; ro.file_count = 1;
  *     wms_transport *t;
  *     wms_replay_transport_new(&t, &ro, &err);

@@ -250,7 +250,7 @@ static wms_status build_fixture(const recorder *rec, const char *name, const cha
 	if (!seen)
 		return WMS_ERR_NOMEM;
 	st = wms__fx_put(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		      "<!-- Recorded by the libwms recording transport; format: tests/fixtures/README.md -->\n"
+		      "<!-- Recorded by the libwms recording transport; format: docs/fixtures.md -->\n"
 		      "<fixture xmlns=\"" FIXTURE_NS "\" name=\"");
 	if (st == WMS_OK)
 		st = put_escaped(out, name, strlen(name));

@@ -128,7 +128,7 @@ static void arm(long fail_at, int sticky)
 
 /* ---- the calls --------------------------------------------------------- */
 
-/* Bodies as another SOAP stack sent them (tests/soap/replies/). */
+/* Bodies as another SOAP stack sent them (tests/data/soap/replies/). */
 static const char submit_ok[] =
 	"<?xml version='1.0' encoding='UTF-8'?>\n"
 	"<S:Envelope xmlns:S=\"http://schemas.xmlsoap.org/soap/envelope/\">\n"

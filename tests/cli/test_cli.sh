@@ -9,8 +9,8 @@
 set -u
 group=$1 wmsctl=$2 fx=$3 python=$4 check_load=$5 sim=${6:-}
 case $wmsctl in /*) ;; *) wmsctl=$PWD/$wmsctl ;; esac # some tests cd
-here=$(dirname "$check_load")   # tests/cli: the checkers and configs/
-cfgs=$here/configs
+here=$(dirname "$check_load")   # tests/cli: the checkers
+cfgs=$here/../data/cli/configs
 lab=$here/../../examples/lab    # seed 002's presets
 # (no `trap ... EXIT` for the clean-up: dash leaks its text, which valgrind
 # would blame on this test)

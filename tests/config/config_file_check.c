@@ -1,5 +1,5 @@
 /*
- * One SLA file under tests/config/good or tests/config/bad, named on the
+ * One SLA file under tests/data/config/good or tests/data/config/bad, named on the
  * command line (meson registers one test per file):
  *   config_file_check good FILE   loads; every "# expect: KEY = VALUE" line
  *                                 holds in the applied client options, and

@@ -78,7 +78,7 @@ static void full_file_applied(void **state)
 	const wms_breaker_options *b = &o.breaker_options;
 	(void)state;
 
-	if (wms_config_load_yaml(&cfg, cfg_source_path("tests/config/good/full.yaml"), &err) != WMS_OK)
+	if (wms_config_load_yaml(&cfg, cfg_source_path("tests/data/config/good/full.yaml"), &err) != WMS_OK)
 		fail_msg("%s", err.message);
 	assert_int_equal(wms_config_apply(cfg, &o), WMS_OK);
 	assert_int_equal(o.version, WMS_CLIENT_OPTIONS_VERSION);
@@ -1007,7 +1007,7 @@ static count_alloc A;
 static void allocation_failures(void **state)
 {
 	const wms_allocator al = count_alloc_hooks(&A);
-	const char *full = cfg_source_path("tests/config/good/full.yaml");
+	const char *full = cfg_source_path("tests/data/config/good/full.yaml");
 	char path[4096];
 	int pass;
 	(void)state;

@@ -9,7 +9,7 @@
  *         bit 3     WMS_REPLAY_SEQUENCE (else ANY)
  *         bit 4     mask clientOrderId and Created in every fixture
  * Without a request part the flags are the input's length and the four
- * canned requests below are sent (they match the *-ok fixtures in tests/fixtures/good).
+ * canned requests below are sent (they match the *-ok fixtures in tests/data/fixtures/good).
  * The whole input goes through the macros of fuzz_expand.c first when it
  * holds a 0x1E (fuzz.h, README.md), then is split at the marker: fixture
  * files and requests that cross the structural limits, request bodies of

@@ -8,10 +8,10 @@ ALL=(reply fault fixture config)
 # seeds_for NAME: the seed files and directories, space-separated
 seeds_for() {
 	case $1 in
-	reply) echo "$ROOT/tests/soap/replies" ;;
-	fault) echo "$ROOT/tests/soap/replies/fault" ;;
-	fixture) echo "$ROOT/tests/fixtures/good $ROOT/tests/fixtures/bad $ROOT/tests/fixtures/recorded $ROOT/tests/cli/fixtures" ;;
-	config) echo "$ROOT/tests/config/good $ROOT/tests/config/bad" "$ROOT"/examples/*.yaml ;;
+	reply) echo "$ROOT/tests/data/soap/replies" ;;
+	fault) echo "$ROOT/tests/data/soap/replies/fault" ;;
+	fixture) echo "$ROOT/tests/data/fixtures/good $ROOT/tests/data/fixtures/bad $ROOT/tests/data/fixtures/recorded $ROOT/tests/data/cli/fixtures" ;;
+	config) echo "$ROOT/tests/data/config/good $ROOT/tests/data/config/bad" "$ROOT"/examples/*.yaml ;;
 	esac
 }
 

@@ -2,7 +2,7 @@
 # The WSDL/XSD contract checks (meson suite "contract"):
 #   1. xmllint: both files are well-formed;
 #   2. xmllint --schema: the schema compiles, accepts every sample under
-#      tests/soap/contract/valid/ and rejects every one under invalid/;
+#      tests/data/soap/contract/valid/ and rejects every one under invalid/;
 #   3. the WSDL names the four operations with the contract's soapActions,
 #      in both bindings, each with the WmsFault fault;
 #   4. gSOAP: wsdl2h reads the WSDL (and the imported schema) without an
@@ -18,7 +18,7 @@ if [ -z "$root" ]; then
 fi
 wsdl=$root/wsdl/warehouse.wsdl
 xsd=$root/wsdl/warehouse.xsd
-samples=$root/tests/soap/contract
+samples=$root/tests/data/soap/contract
 
 for tool in xmllint wsdl2h; do
 	if ! command -v "$tool" >/dev/null 2>&1; then

@@ -2,7 +2,7 @@
  * (wsdl/warehouse.xsd via xmlSchemaValidateOneElement), values surviving a
  * round trip, optional fields, limits, bad input and failed allocations.
  *
- * WMS_REGENERATE_GOLDEN=1 rewrites tests/soap/golden/ instead of comparing
+ * WMS_REGENERATE_GOLDEN=1 rewrites tests/data/soap/golden/ instead of comparing
  * (ninja -C <builddir> regen-soap-golden). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,7 +154,7 @@ static void golden(const wms__buf *b, const char *name)
 	char rel[128];
 	char *want;
 	size_t len;
-	snprintf(rel, sizeof(rel), "tests/soap/golden/%s", name);
+	snprintf(rel, sizeof(rel), "tests/data/soap/golden/%s", name);
 	if (regenerate) {
 		util_write_source_file(rel, b->data, b->len);
 		return;

@@ -1,7 +1,7 @@
 /* Reply parsing: replies from other stacks, faults, and every kind of bad
  * body (HTML, text, truncated, DOCTYPE/XXE/billion laughs, too large, wrong
  * operation, missing or invalid fields). Sample replies are files under
- * tests/soap/replies/{good,fault,bad}/, one table row each. */
+ * tests/data/soap/replies/{good,fault,bad}/, one table row each. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -51,7 +51,7 @@ static void parse_file(result *r, wms__op op, const char *file, const char *ct)
 	char rel[256];
 	size_t len;
 	char *buf;
-	snprintf(rel, sizeof(rel), "tests/soap/replies/%s", file);
+	snprintf(rel, sizeof(rel), "tests/data/soap/replies/%s", file);
 	buf = util_read_source_file(rel, &len);
 	parse_bytes(r, op, buf, len, ct, MAX);
 	free(buf);
@@ -203,7 +203,7 @@ static void c_fault_latin1_header(const result *r)
 }
 
 typedef struct reply_case {
-	const char *file; /* under tests/soap/replies/ */
+	const char *file; /* under tests/data/soap/replies/ */
 	wms__op op;
 	const char *content_type;
 	wms_status status;
@@ -421,7 +421,7 @@ static void empty_and_whitespace_bodies(void **state)
 static void size_limit(void **state)
 {
 	size_t len;
-	char *buf = util_read_source_file("tests/soap/replies/good/submit_order_soap12_env.xml", &len);
+	char *buf = util_read_source_file("tests/data/soap/replies/good/submit_order_soap12_env.xml", &len);
 	result r;
 	(void)state;
 	parse_bytes(&r, SUBMIT, buf, len, XML12, len - 1);
@@ -466,7 +466,7 @@ static void truncated_at_every_cut(void **state)
 		char rel[256];
 		size_t len, cut, end, first;
 		char *buf;
-		snprintf(rel, sizeof(rel), "tests/soap/replies/%s", files[f].file);
+		snprintf(rel, sizeof(rel), "tests/data/soap/replies/%s", files[f].file);
 		buf = util_read_source_file(rel, &len);
 		for (end = len; end && buf[end - 1] != '>'; end--)
 			;
@@ -702,7 +702,7 @@ static void datetime_ranges(void **state)
 
 static char *xxe_reply(const char *kind)
 {
-	const char *secret = util_source_path("tests/soap/replies/secret.txt");
+	const char *secret = util_source_path("tests/data/soap/replies/secret.txt");
 	char *buf = malloc(4096);
 	assert_non_null(buf);
 	if (!strcmp(kind, "general"))
@@ -785,7 +785,7 @@ static void external_entities_never_read(void **state)
 static void billion_laughs_is_cheap(void **state)
 {
 	size_t len;
-	char *buf = util_read_source_file("tests/soap/replies/bad/billion_laughs.xml", &len);
+	char *buf = util_read_source_file("tests/data/soap/replies/bad/billion_laughs.xml", &len);
 	double t0, ms, bound = util_under_valgrind() ? 20000.0 : 2000.0;
 	result r;
 	(void)state;
@@ -883,7 +883,7 @@ static void null_out_and_bad_op(void **state)
 	for (i = 0; i < 4; i++) {
 		char rel[256];
 		char *buf;
-		snprintf(rel, sizeof(rel), "tests/soap/replies/%s", files[i].file);
+		snprintf(rel, sizeof(rel), "tests/data/soap/replies/%s", files[i].file);
 		buf = util_read_source_file(rel, &len);
 		assert_int_equal(wms__parse_reply(files[i].op, NULL, buf, len, NULL, MAX, NULL), WMS_OK);
 		free(buf);
@@ -950,7 +950,7 @@ static void every_failed_allocation(void **state)
 		long n, nomem = 0, other = 0;
 		result want;
 		char *buf;
-		snprintf(rel, sizeof(rel), "tests/soap/replies/%s", files[f].file);
+		snprintf(rel, sizeof(rel), "tests/data/soap/replies/%s", files[f].file);
 		buf = util_read_source_file(rel, &len);
 		parse_bytes(&want, files[f].op, buf, len, XML11, MAX);
 		for (n = 1; n < 100000; n++) {
@@ -1024,9 +1024,9 @@ static void workspace_parses_the_same(void **state)
 	uint32_t x = 7u;
 	(void)state;
 
-	n = load_dir(in, n, 256, "tests/soap/replies/good");
-	n = load_dir(in, n, 256, "tests/soap/replies/fault");
-	n = load_dir(in, n, 256, "tests/soap/replies/bad");
+	n = load_dir(in, n, 256, "tests/data/soap/replies/good");
+	n = load_dir(in, n, 256, "tests/data/soap/replies/fault");
+	n = load_dir(in, n, 256, "tests/data/soap/replies/bad");
 	assert_true(n > 40);
 	for (i = 0; i < 2 * n * 12; i++) {
 		const reply_input *r;
@@ -1120,13 +1120,13 @@ static void threads(void **state)
 	int i;
 	(void)state;
 	memset(&base, 0, sizeof(base));
-	base.submit = util_read_source_file("tests/soap/replies/good/submit_order_soap11_jaxws.xml",
+	base.submit = util_read_source_file("tests/data/soap/replies/good/submit_order_soap11_jaxws.xml",
 					    &base.submit_len);
-	base.stock = util_read_source_file("tests/soap/replies/good/get_stock_level_soap11_axis.xml",
+	base.stock = util_read_source_file("tests/data/soap/replies/good/get_stock_level_soap11_axis.xml",
 					   &base.stock_len);
-	base.fault = util_read_source_file("tests/soap/replies/fault/soap12_receiver_subcode.xml",
+	base.fault = util_read_source_file("tests/data/soap/replies/fault/soap12_receiver_subcode.xml",
 					   &base.fault_len);
-	base.html = util_read_source_file("tests/soap/replies/bad/tag_mismatch.xml", &base.html_len);
+	base.html = util_read_source_file("tests/data/soap/replies/bad/tag_mismatch.xml", &base.html_len);
 	for (i = 0; i < THREADS; i++) {
 		args[i] = base;
 		assert_int_equal(pthread_create(&t[i], NULL, worker, &args[i]), 0);
