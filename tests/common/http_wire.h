@@ -1,5 +1,5 @@
-/* The request side of HTTP/1.1 that the test servers share (loopback.c here,
- * tests/tls/tls_server.c): finding a header and reading one request, head
+/* The request side of HTTP/1.1 that the test servers share (loopback.c and
+ * tls_server.c): finding a header and reading one request, head
  * and Content-Length body, through the server's own read function. */
 #ifndef WMS_TEST_HTTP_WIRE_H
 #define WMS_TEST_HTTP_WIRE_H
