@@ -5,9 +5,9 @@
  * socket. Each run must end in the normal result or a clean status, with an
  * error message, and give back every block it took.
  *
- * The allocator below puts a header on every block, so a block the seam did
- * not hand out (e.g. one libxml2 got from malloc before the switch) aborts
- * the test when it comes back through the seam.
+ * The counting allocator puts a header on every block here, so a block the
+ * seam did not hand out (e.g. one libxml2 got from malloc before the
+ * switch) aborts the test when it comes back through the seam.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,102 +28,17 @@
 #include "wms/sys/alloc.h"
 #include "wms/wms.h"
 #include "loopback.h"
+#include "count_alloc.h"
 
 /* ---- the counting, failing allocator ----------------------------------- */
 
-#define MAGIC_LIVE 0x574d53414c4c4f43ull /* "WMSALLOC" */
-#define MAGIC_DEAD 0x64656164626c6f6bull
-
-typedef union hdr {
-	struct {
-		uint64_t magic;
-		size_t size;
-	} h;
-	max_align_t align;
-} hdr;
-
-typedef struct counter {
-	atomic_long calls;   /* malloc and realloc calls since the last arm() */
-	atomic_long live;    /* blocks handed out and not yet freed */
-	atomic_long fail_at; /* 1-based; 0: never */
-	atomic_int sticky;   /* fail every call from fail_at on */
-	atomic_int injected; /* a failure was injected since the last arm() */
-} counter;
-
-static counter cnt;
-
-static int should_fail(counter *c)
-{
-	long n = atomic_fetch_add(&c->calls, 1) + 1;
-	long at = atomic_load(&c->fail_at);
-	if (at && (n == at || (atomic_load(&c->sticky) && n > at))) {
-		atomic_store(&c->injected, 1);
-		return 1;
-	}
-	return 0;
-}
-
-static hdr *header_of(void *p)
-{
-	hdr *h = (hdr *)p - 1;
-	if (h->h.magic != MAGIC_LIVE) {
-		fprintf(stderr, "block %p did not come from the seam (or is freed twice)\n", p);
-		abort();
-	}
-	return h;
-}
-
-static void *c_malloc(size_t n, void *ctx)
-{
-	hdr *h;
-	if (should_fail(ctx) || n > SIZE_MAX - sizeof(hdr))
-		return NULL;
-	h = malloc(sizeof(hdr) + n);
-	if (!h)
-		return NULL;
-	h->h.magic = MAGIC_LIVE;
-	h->h.size = n;
-	atomic_fetch_add(&((counter *)ctx)->live, 1);
-	return h + 1;
-}
-
-static void *c_realloc(void *p, size_t n, void *ctx)
-{
-	hdr *h, *g;
-	if (!p)
-		return c_malloc(n, ctx);
-	h = header_of(p);
-	if (should_fail(ctx) || n > SIZE_MAX - sizeof(hdr))
-		return NULL;
-	h->h.magic = MAGIC_DEAD;
-	g = realloc(h, sizeof(hdr) + n);
-	if (!g) {
-		h->h.magic = MAGIC_LIVE;
-		return NULL;
-	}
-	g->h.magic = MAGIC_LIVE;
-	g->h.size = n;
-	return g + 1;
-}
-
-static void c_free(void *p, void *ctx)
-{
-	hdr *h;
-	if (!p)
-		return;
-	h = header_of(p);
-	h->h.magic = MAGIC_DEAD;
-	free(h);
-	atomic_fetch_sub(&((counter *)ctx)->live, 1);
-}
+/* The tests' counting allocator (tests/common/count_alloc.h), with a header
+ * on every block: installed before anything was allocated. */
+static count_alloc cnt = { .headers = 1 };
 
 static void arm(long fail_at, int sticky)
 {
-	atomic_store(&cnt.fail_at, 0);
-	atomic_store(&cnt.calls, 0);
-	atomic_store(&cnt.injected, 0);
-	atomic_store(&cnt.sticky, sticky);
-	atomic_store(&cnt.fail_at, fail_at);
+	count_alloc_arm(&cnt, fail_at, sticky);
 }
 
 /* ---- the calls --------------------------------------------------------- */
@@ -339,7 +254,7 @@ static long every_n(const scenario *sc, int sticky)
 		memset(&err, 0, sizeof(err));
 		arm(n, sticky);
 		st = run_once(sc, lb_url(srv), &err);
-		injected = atomic_load(&cnt.injected);
+		injected = atomic_load(&cnt.failed) > 0;
 		arm(0, 0);
 		runs++;
 		if (live_now() != base)
@@ -429,8 +344,9 @@ static void test_soap_fault(void **state)
  * allocator can no longer be swapped. */
 static void test_routed(void **state)
 {
-	static const wms_allocator other = { c_malloc, c_realloc, c_free, NULL };
-	wms_allocator same = { c_malloc, c_realloc, c_free, &cnt };
+	static count_alloc another;
+	const wms_allocator other = count_alloc_hooks(&another);
+	wms_allocator same = count_alloc_hooks(&cnt);
 	wms_global_options go = WMS_GLOBAL_OPTIONS_INIT;
 	wms_error err;
 	xmlDocPtr doc;
@@ -473,7 +389,7 @@ static void test_not_vacuous(void **state)
 
 int main(void)
 {
-	wms_allocator a = { c_malloc, c_realloc, c_free, &cnt };
+	wms_allocator a = count_alloc_hooks(&cnt);
 	wms_global_options go = WMS_GLOBAL_OPTIONS_INIT;
 	wms_error err;
 	const struct CMUnitTest tests[] = {

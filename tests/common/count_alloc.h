@@ -1,25 +1,44 @@
 /*
- * A counting allocator for wms_set_allocator() in tests: it counts the
- * allocations it is asked for and the blocks still live, and fails the
- * fail_at-th counted one (0: none), so that a test can fail every
- * allocation of an operation in turn and check that nothing leaks.
+ * The tests' one way of running out of memory: a counting allocator for
+ * wms_set_allocator() (or wms_global_init(), which routes libxml2 and
+ * libcurl through it too). It counts what it is asked for and the blocks
+ * still live, and fails the fail_at-th counted event (0: none), or every
+ * one from there on when `sticky`, so that a test can fail each allocation
+ * of an operation in turn and check that nothing leaks. A step that does
+ * not allocate can be failed in the same count with count_alloc_fails()
+ * (e.g. a buffer append wrapped at link time). Thread-safe.
  */
 #ifndef WMS_TEST_COUNT_ALLOC_H
 #define WMS_TEST_COUNT_ALLOC_H
 
+#include <stdatomic.h>
 #include "wms/sys/alloc.h"
 
 typedef struct count_alloc {
-	long calls;   /* allocations counted so far */
-	long fail_at; /* the counted one that fails; 0: none */
-	long live;    /* blocks handed out and not yet freed */
+	atomic_long calls;   /* events counted so far */
+	atomic_long fail_at; /* the counted one that fails; 0: none */
+	atomic_int sticky;   /* fail every counted one from fail_at on */
+	atomic_long failed;  /* events failed so far */
+	atomic_long live;    /* blocks handed out and not yet freed */
+	/* Blocks carry a header, checked when they come back: a block that
+	 * did not come from this allocator, or comes back twice, aborts.
+	 * Only for an allocator installed before anything was allocated (as
+	 * wms_global_init does). Set before installing. */
+	int headers;
 	/* Optional: whether this allocation counts (NULL: every one does);
 	 * one that does not is still made and tracked as live. */
-	int (*counts)(void *ctx);
-	void *counts_ctx;
+	int (*counts)(void *payload);
+	void *counts_payload;
 } count_alloc;
 
-/* The hooks for wms_set_allocator(), with `a` as their context. */
+/* The hooks for wms_set_allocator(), with `a` as their payload. */
 wms_allocator count_alloc_hooks(count_alloc *a);
+
+/* Start counting afresh (calls and failed to 0), failing the fail_at-th
+ * event (0: none), and every later one too when `sticky`. */
+void count_alloc_arm(count_alloc *a, long fail_at, int sticky);
+
+/* Count one event that is not an allocation; 1 when it is to fail. */
+int count_alloc_fails(count_alloc *a);
 
 #endif
