@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "client_internal.h"
+#include "client/classify.h"
 #include "internal.h"
 #include "soap/soap.h"
 #include "wms/client.h"

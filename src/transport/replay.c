@@ -12,7 +12,7 @@
 #include <libxml/tree.h>
 
 #include "internal.h"
-#include "fixture_internal.h"
+#include "transport/replay.h"
 #include "wms/fixture.h"
 #include "fixture/fixture.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "client_internal.h"
+#include "client/classify.h"
 #include "wmsctl.h"
 
 static const char *const fault_codes[] = { "", "Server", "Server.Busy", "Receiver", "Client",

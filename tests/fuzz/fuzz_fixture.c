@@ -1,6 +1,6 @@
 /*
  * Fuzz harness: the fixture loader and the replay transport, from memory
- * (wms__replay_transport_from_memory, src/fixture_internal.h).
+ * (wms__replay_transport_from_memory, src/transport/replay.h).
  *
  * Input: a fixture file, optionally followed by the marker "\0REQ\0" and a
  * request: one flags byte, then the request body.
@@ -30,7 +30,7 @@
  * within them is not refused for one.
  */
 #include <string.h>
-#include "fixture_internal.h"
+#include "transport/replay.h"
 #include "fuzz.h"
 #include "hostile_xml.h"
 

@@ -1,6 +1,6 @@
-/* Fixture internals reachable from tests (the fuzz harness). Never installed. */
-#ifndef WMS_FIXTURE_INTERNAL_H
-#define WMS_FIXTURE_INTERNAL_H
+/* The replay transport's internals reachable from tests (the fuzz harness). */
+#ifndef WMS_TRANSPORT_REPLAY_H
+#define WMS_TRANSPORT_REPLAY_H
 
 #include "wms/fixture.h"
 

@@ -1,5 +1,6 @@
-#ifndef WMS_CLIENT_INTERNAL_H
-#define WMS_CLIENT_INTERNAL_H
+/* The default classification (client/classify.c), reachable from tests. */
+#ifndef WMS_CLIENT_CLASSIFY_H
+#define WMS_CLIENT_CLASSIFY_H
 
 #include "wms/breaker.h"
 #include "wms/errors.h"
