@@ -271,8 +271,8 @@ typedef struct wms_address {
 } wms_address;
 
 /* wms_address and wms_order_line are plain inputs, written with positional
- * initializers: they carry no reserved room, and grow only with a new
- * WMS_ORDER_VERSION, which tells libwms the layout the caller used. */
+ * initializers: they carry no reserved room, so a field added to either is
+ * a deliberate ABI break (a new soname and WMS_ORDER_VERSION). */
 typedef struct wms_order_line {
 	const char *sku;   /**< 1-64 bytes */
 	uint32_t quantity; /**< 1-1000000 */

@@ -52,11 +52,13 @@ typedef enum wms_delivery {
 } wms_delivery;
 
 /**
- * What failed underneath a CONNECT, TIMEOUT, TRANSPORT, TLS or TRUNCATED
- * status (and an INVALID_ARG from our own TLS files), told the same way by
- * every transport: a caller, a recorder or a replay can tell a name that
- * did not resolve from a refused connection without reading one library's
- * codes. Append-only, like wms_status. Since 0.3.0.
+ * What failed underneath a transport's CONNECT, TIMEOUT, TRANSPORT, TLS or
+ * TRUNCATED failure (and an INVALID_ARG from our own TLS files:
+ * LOCAL_FILE), told the same way by every transport: a caller, a recorder
+ * or a replay can tell a name that did not resolve from a refused
+ * connection without reading one library's codes. NONE for everything
+ * else, a TIMEOUT or TRUNCATED found while reading the reply included.
+ * Append-only, like wms_status. Since 0.3.0.
  */
 typedef enum wms_cause {
 	WMS_CAUSE_NONE = 0,            /**< no transport failure */

@@ -206,6 +206,12 @@ wms_status wms__redact_secrets(wms__buf *out, const char *body, size_t len, wms_
 	r.body = body;
 	r.len = len;
 	locate(&r);
+	/* The spans come in document order, each after the last: checked all
+	 * the same, as an offset libxml2 got wrong must not read out of bounds. */
+	for (i = 0; !r.bad && i < r.n; i++)
+		if (r.spans[i].from < (i ? r.spans[i - 1].to : 0) || r.spans[i].to < r.spans[i].from ||
+		    r.spans[i].to > len)
+			r.bad = "an element's place in the body could not be told";
 	if (r.bad) {
 		wms__free(r.spans);
 		if (r.nomem)

@@ -464,6 +464,88 @@ static void state_gauge_follows_transitions(void **state)
 	wms_client_free(x.c);
 }
 
+/* One payload per callback group: the breaker's clock and state-change
+ * callbacks both get breaker_options.callbacks.payload, on every breaker
+ * of a per-operation client (the client hooks them for its gauge), and the
+ * client's own callbacks get theirs. */
+typedef struct payload_probe {
+	uint64_t now;
+	int clock_calls, events;
+	char names[8][64];
+} payload_probe;
+
+static uint64_t probe_clock(void *payload)
+{
+	payload_probe *p = payload;
+	p->clock_calls++;
+	return p->now;
+}
+
+static void probe_event(const wms_breaker_event *ev, void *payload)
+{
+	payload_probe *p = payload;
+	if (p->events < 8)
+		snprintf(p->names[p->events], sizeof(p->names[0]), "%s", ev->name);
+	p->events++;
+}
+
+static void probe_metric(const wms_metric *m, void *payload)
+{
+	(void)m;
+	((payload_probe *)payload)->events++;
+}
+
+static void breaker_callbacks_get_their_payload(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	payload_probe bp, cp;
+	wms_status_reply sr;
+	wms_client *c;
+	wms_error err;
+	size_t n;
+	fake *t;
+	(void)state;
+	memset(&bp, 0, sizeof(bp));
+	memset(&cp, 0, sizeof(cp));
+	bp.now = 1000 * MS;
+	o.endpoint = "http://wms.invalid/wms";
+	o.transport = fake_transport_new(&t);
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.breaker_options.failure_threshold = 1;
+	o.breaker_options.open_duration_ms = 1000;
+	o.breaker_options.callbacks.clock = probe_clock;
+	o.breaker_options.callbacks.on_state_change = probe_event;
+	o.breaker_options.callbacks.payload = &bp;
+	o.callbacks.on_metric = probe_metric;
+	o.callbacks.payload = &cp;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
+	n = wms_client_breakers(NULL, 0, c);
+	assert_int_equal(n, 4);
+	assert_int_equal(cp.events, n); /* a gauge sample per breaker */
+	t->next = fail_step(WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT);
+	{
+		fx x = { c, t };
+		submit(&x, NULL, NULL);
+	}
+	wms_get_order_status(&sr, c, "ORD-1", &err);
+	assert_int_equal(bp.events, 2);
+	assert_string_equal(bp.names[0], "wms.SubmitOrder");
+	assert_string_equal(bp.names[1], "wms.GetOrderStatus");
+	/* the clock the breakers read is the caller's, with its payload */
+	bp.now += 1000 * MS;
+	t->next = ok_step(submit_ok);
+	{
+		fx x = { c, t };
+		assert_int_equal(submit(&x, NULL, &err), WMS_OK);
+	}
+	assert_true(bp.clock_calls > 0);
+	assert_int_equal(bp.events, 4); /* SubmitOrder: half-open, closed */
+	assert_string_equal(bp.names[3], "wms.SubmitOrder");
+	assert_int_equal(cp.events, n + 4);
+	assert_int_equal(cp.clock_calls, 0);
+	wms_client_free(c);
+}
+
 static void retry_options_are_validated(void **state)
 {
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
@@ -499,6 +581,7 @@ int main(void)
 		cmocka_unit_test(per_operation_breakers),
 		cmocka_unit_test(fallback_answers_when_open),
 		cmocka_unit_test(state_gauge_follows_transitions),
+		cmocka_unit_test(breaker_callbacks_get_their_payload),
 		cmocka_unit_test(retry_options_are_validated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,7 +90,10 @@ struct wms_transport {
 	 * Send `req`, fill `resp`. Return WMS_OK whenever an HTTP reply was read,
 	 * whatever its status; otherwise a status with err->delivery set:
 	 * NOT_SENT only when the request provably did not leave (connect
-	 * refused, DNS failure, nothing written), UNKNOWN otherwise.
+	 * refused, DNS failure, nothing written), UNKNOWN otherwise; and
+	 * err->cause set after wms_transport_fail() (which leaves it NONE) for a
+	 * CONNECT, TIMEOUT, TRANSPORT or TLS failure: callers and the recording
+	 * transport decide on it (a CONNECT without DNS records as "refused").
 	 */
 	wms_status (*send)(wms_transport *self, const wms_http_request *req,
 			   wms_http_response *resp, wms_error *err);
