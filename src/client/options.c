@@ -190,6 +190,25 @@ static const char *curl_option_set(const wms_curl_transport_options *co)
 	return NULL;
 }
 
+/* The libcurl transport's checks of the curl group, its message naming the
+ * client's field ("curl.ca_file: cannot read ..."). */
+static wms_status check_curl(const wms_client_options *opts, wms_error *err)
+{
+	wms_curl_transport_options co;
+	wms_status st;
+	curl_options_of(opts, &co);
+	st = wms__curl_transport_check(&co, err);
+	if (st != WMS_OK && err && strncmp(err->message, "curl", 4) != 0) {
+		size_t n = strlen(err->message);
+		if (n > sizeof(err->message) - 6)
+			n = wms__utf8_whole(err->message, sizeof(err->message) - 6);
+		memmove(err->message + 5, err->message, n); /* cut on a whole character */
+		memcpy(err->message, "curl.", 5);
+		err->message[5 + n] = '\0';
+	}
+	return st;
+}
+
 /* Every check of the options, before anything is made: INVALID_ARG saying
  * what is wrong. *retry gets the retry options with their defaults. */
 static wms_status check_options(const wms_client_options *opts, wms_retry_options *retry,
@@ -257,12 +276,8 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 		return st;
 	/* The default transport's own checks (pairs, files, its pool), as it
 	 * will make them: said now, before anything is made. */
-	if (!transport) {
-		wms_curl_transport_options co;
-		curl_options_of(opts, &co);
-		if ((st = wms__curl_transport_check(&co, err)) != WMS_OK)
-			return st;
-	}
+	if (!transport && (st = check_curl(opts, err)) != WMS_OK)
+		return st;
 	return WMS_OK;
 }
 

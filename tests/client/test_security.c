@@ -428,7 +428,17 @@ static void tls_options_are_the_transports(void **state)
 	o.curl.client_cert = "/nonexistent/libwms/client.pem";
 	o.curl.client_key = "/nonexistent/libwms/client.key";
 	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
-	assert_non_null(strstr(err.message, "client_cert: cannot read"));
+	assert_non_null(strstr(err.message, "curl.client_cert: cannot read"));
+	assert_null(c);
+	/* a message that names a field names the client's */
+	o.curl.client_cert = o.curl.client_key = NULL;
+	o.curl.max_idle_connections = 1025;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "curl.max_idle_connections must be at most 1024"));
+	o.curl.max_idle_connections = 0;
+	o.curl.http_username = "u";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "curl.http_username and http_password go together"));
 	assert_null(c);
 }
 
