@@ -1,70 +1,8 @@
 /*
- * libwms - configuration from the SLA YAML file (libyaml, event API).
- *
- * The schema (examples/fulfillment-sla.yaml is a commented example):
- *
- *   service: fulfillment-gateway      # any other top-level key: part of the SLA, skipped
- *   client:                           # optional
- *     endpoint: http://wms.example:8080/wms   # http:// or https://, at most 2048 bytes
- *     soap_version: "1.1"             # "1.1" | "1.2"
- *     connect_timeout_ms: 2000        # 1..3600000
- *     timeout_ms: 10000               # 1..3600000
- *     stall_timeout_ms: 5000          # 1..3600000
- *     max_reply_bytes: 4194304        # 1..1073741824
- *   circuit_breaker:                  # optional
- *     mode: consecutive               # consecutive | count_based | time_based
- *     scope: per_client               # per_client | per_operation
- *     name: wms                       # 1..64 bytes, no control characters
- *     failure_threshold: 5            # 1..1000000
- *     failure_rate_threshold: 50      # 1..100 (percent: 50 or 50.0; "50%" is refused)
- *     slow_call_rate_threshold: 100   # 1..100 (likewise)
- *     slow_call_duration_ms: 60000    # 1..3600000
- *     sliding_window_size: 100        # 1..100000 calls; 1..3600 seconds when time_based
- *     minimum_number_of_calls: 100    # 1..1000000
- *     open_duration_ms: 30000         # 1..86400000
- *     permitted_calls_in_half_open: 1 # 1..100000
- *     max_wait_in_half_open_ms: 60000 # 1..86400000
- *     open_duration_growth_pct: 100   # 100..1000
- *     max_open_duration_ms: 300000    # open_duration_ms..86400000
- *     open_duration_jitter_pct: 0     # 0..100
- *     retry:
- *       max_attempts: 3               # 1..10
- *       initial_backoff_ms: 100       # 1..3600000
- *       max_backoff_ms: 2000          # initial_backoff_ms..3600000
- *       backoff_multiplier_pct: 200   # 100..1000
- *       not_sent_only: false          # true | false
- *
- * What is accepted, so that nothing is guessed:
- * - Integers are plain (unquoted) decimal digits: no sign, no leading zero
- *   (YAML 1.1 reads 010 as octal, YAML 1.2 as ten), no 0x, no 1_000, no
- *   exponent, no fraction. The two rate thresholds also take a whole number
- *   written with a zero fraction (50.0). A quoted "5" is a string: refused.
- * - Booleans are plain `true` or `false` (not yes/no/on/off/1/0).
- * - Enumerations and strings may be plain or quoted; soap_version may be
- *   written 1.1 or "1.1". A plain empty value, ~ or null is "no value":
- *   refused for every key, as is an empty block (`circuit_breaker:`);
- *   write `{}` for a deliberately empty block.
- * - Refused anywhere in the file: YAML syntax errors and invalid UTF-8,
- *   anchors and aliases, more than one document, files over 1 MiB, a root
- *   that is not a mapping, non-scalar keys and duplicate keys at the top
- *   level and inside client / circuit_breaker / retry, nesting deeper than
- *   64 levels. Inside our blocks
- *   explicit tags (!!str ...) are refused too. The rest of the SLA (other
- *   top-level keys) is only checked for well-formedness.
- * - Cross-field checks: sliding_window_size <= 3600 in time_based mode,
- *   max_open_duration_ms >= open_duration_ms, max_backoff_ms >=
- *   initial_backoff_ms. When only one of a pair is in the file it is checked
- *   against the library default of the other (30000; 100 and 2000), which
- *   is what the client would use.
- *
- * Every error is WMS_ERR_CONFIG, delivery NOT_SENT, with the message
- * "<file>:<line>: <dotted.key>: <problem>" (the key part is left out when
- * the problem is not about one key, e.g. a syntax error). Errors about a
- * key's value carry the key's line. Keys absent from the file stay unset
- * and wms_config_apply() leaves those options alone.
- *
- * libyaml allocates with the C library's malloc (it has no allocator hook);
- * everything this file allocates goes through internal.h.
+ * libwms - configuration from the SLA YAML file (libyaml, event API). The
+ * schema, what is accepted so that nothing is guessed, and the messages:
+ * docs/internals/config.md (examples/fulfillment-sla.yaml is a commented
+ * example).
  */
 #include <errno.h>
 #include <stdio.h>

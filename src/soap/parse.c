@@ -1,26 +1,8 @@
 /* Reply parsing: bytes in, a reply struct or a classified error out.
  *
- * The body goes through libxml2's push parser, fed whole and then told the
- * input has ended. That split is how a truncated body is told apart from
- * one that is not XML: a body that parses without error until the end of
- * input is announced was a well-formed prefix that ended early (TRUNCATED);
- * an error while feeding means it was never XML (NOT_XML). A DOCTYPE stops
- * the parser from its SAX callback, before any declaration in it is read,
- * so no entity is ever defined, let alone expanded or fetched.
- *
- * No libxml2 tree is built: SAX2 callbacks record each element (its local
- * name and namespace URI, both owned by the parser's dictionary) and its
- * character data in three arrays (soap/parsed.h), and the checks of
- * soap/reply.c walk those. A
- * workspace (wms__xml_ws) keeps the parser context and the arrays between
- * parses, so a client's steady state allocates next to nothing here.
- *
- * Every element is matched by namespace URI and local name, never by prefix.
- *
- * Cost is bounded before libxml2 runs: the bytes (decoded first when their
- * encoding is not ASCII-compatible) are scanned for the limits of
- * soap/limits.h (soap/sniff.c), and the body is fed in chunks with the
- * call's deadline checked between them.
+ * How and why (a truncated body told from one that is not XML, no tree,
+ * workspaces, the cost bounded before libxml2 runs): the reply parser's
+ * page, docs/internals/reply-parser.md.
  *
  * Lifetimes (what each pointer a parse leaves behind may be read until):
  *  - rel.name and rel.uri point into the kept parser context's dictionary.
