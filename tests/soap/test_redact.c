@@ -147,15 +147,25 @@ static void refused(void **state)
 }
 
 /* The structural limits, on both sides and twice in a row. */
+/* Append `t` at *p. */
+static void put(char **p, const char *t)
+{
+	size_t n = strlen(t);
+	memcpy(*p, t, n + 1);
+	*p += n;
+}
+
 static char *nested(unsigned depth)
 {
 	size_t n = (size_t)depth * 7 + 64, i;
 	char *s = malloc(n), *p = s;
+	if (!s)
+		abort(); /* a test helper: no memory, no test */
 	for (i = 0; i < depth; i++)
-		p += sprintf(p, "<e>");
-	p += sprintf(p, "<Password>x</Password>");
+		put(&p, "<e>");
+	put(&p, "<Password>x</Password>");
 	for (i = 0; i < depth; i++)
-		p += sprintf(p, "</e>");
+		put(&p, "</e>");
 	return s;
 }
 
@@ -163,10 +173,15 @@ static char *attributes(unsigned count)
 {
 	size_t n = (size_t)count * 16 + 64, i;
 	char *s = malloc(n), *p = s;
-	p += sprintf(p, "<e");
-	for (i = 0; i < count; i++)
-		p += sprintf(p, " a%zu=\"\"", i);
-	p += sprintf(p, "><Password>x</Password></e>");
+	char a[32];
+	if (!s)
+		abort();
+	put(&p, "<e");
+	for (i = 0; i < count; i++) {
+		snprintf(a, sizeof(a), " a%zu=\"\"", i);
+		put(&p, a);
+	}
+	put(&p, "><Password>x</Password></e>");
 	return s;
 }
 
