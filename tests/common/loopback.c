@@ -1,5 +1,7 @@
-/* The transport tests' loopback HTTP server (see loopback.h). */
+/* The transport tests' loopback HTTP server (see loopback.h), and the one
+ * serve loop of the test servers, over the I/O seam of loopback_io.h. */
 #include "loopback.h"
+#include "loopback_io.h"
 #include "acceptor.h"
 #include "http_wire.h"
 
@@ -22,12 +24,16 @@
 
 struct lb_server {
 	lb_script script;
+	lb_io io;
+	void *io_ctx;
 	char *response;
 	char *unsolicited;
 	acceptor acc;
 	char url[64];
 	pthread_mutex_t lock;
+	pthread_cond_t changed; /* accepted or open moved (CLOCK_MONOTONIC) */
 	unsigned accepted;
+	unsigned open;
 	unsigned requests;
 	unsigned closed;
 	int unsolicited_due;  /* the first answer has yet to be written */
@@ -47,11 +53,16 @@ uint64_t lb_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+int lb_wait(lb_server *s, int fd, short events, int timeout_ms)
+{
+	return acceptor_wait(&s->acc, fd, events, timeout_ms);
+}
+
 /* 1: fd readable; 0: time is up; -1: stopping, or an error. fd < 0 waits on
  * the stop pipe only; timeout_ms < 0 waits without limit. */
 static int wait_readable(lb_server *s, int fd, int timeout_ms)
 {
-	return acceptor_wait(&s->acc, fd, POLLIN, timeout_ms);
+	return lb_wait(s, fd, POLLIN, timeout_ms);
 }
 
 static int stopping(lb_server *s)
@@ -67,10 +78,21 @@ static int pause_ms(lb_server *s, unsigned ms)
 	return !stopping(s);
 }
 
-static int send_all(int fd, const char *p, size_t len)
+/* The plain I/O: the socket as it is. */
+static size_t plain_read(lb_conn *c, char *dst, size_t room, int idle)
+{
+	ssize_t n;
+	(void)idle; /* no limit either way: the test stops the server */
+	if (wait_readable(c->server, c->fd, -1) != 1)
+		return 0;
+	n = recv(c->fd, dst, room, 0);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static int plain_write(lb_conn *c, const char *p, size_t len)
 {
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -81,13 +103,26 @@ static int send_all(int fd, const char *p, size_t len)
 	return 1;
 }
 
+/* A client that stops reading must not wedge the server: a blocked send()
+ * does not see the stop pipe, so it gives up on its own. */
+static int plain_prepare(void *ctx, int fd)
+{
+	struct timeval tv;
+	(void)ctx;
+	tv.tv_sec = 5;
+	tv.tv_usec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return 1;
+}
+
+static const lb_io plain_io = { plain_prepare, NULL, plain_read, plain_write, NULL, NULL };
+
 /* Read and discard until the peer closes or the server stops. */
-static void hold(lb_server *s, int fd)
+static void hold(lb_conn *c)
 {
 	char scratch[4096];
-	while (wait_readable(s, fd, -1) == 1)
-		if (recv(fd, scratch, sizeof(scratch), 0) <= 0)
-			return;
+	while (c->server->io.read(c, scratch, sizeof(scratch), 1))
+		;
 }
 
 int lb_header(const lb_request *r, const char *name, char *val, size_t size)
@@ -95,29 +130,18 @@ int lb_header(const lb_request *r, const char *name, char *val, size_t size)
 	return hw_header(r->head, name, val, size);
 }
 
-struct reader {
-	lb_server *s;
-	int fd;
-};
-
 static size_t read_some(void *ctx, char *dst, size_t room, int idle)
 {
-	struct reader *rd = ctx;
-	ssize_t n;
-	(void)idle; /* no limit either way: the test stops the server */
-	if (wait_readable(rd->s, rd->fd, -1) != 1)
-		return 0;
-	n = recv(rd->fd, dst, room, 0);
-	return n > 0 ? (size_t)n : 0;
+	lb_conn *c = ctx;
+	return c->server->io.read(c, dst, room, idle);
 }
 
 /* Read one request into r; buf/len keep what was read past it.
  * 1: a request; 0: the peer closed, the server stops, or garbage. */
-static int read_request(lb_server *s, int fd, char *buf, size_t *len, lb_request *r)
+static int read_request(lb_conn *c, char *buf, size_t *len, lb_request *r)
 {
-	struct reader rd = { s, fd };
 	memset(r, 0, sizeof(*r));
-	if (!hw_read_request(read_some, &rd, buf, MAX_HEAD, len, MAX_BODY, r->head,
+	if (!hw_read_request(read_some, c, buf, MAX_HEAD, len, MAX_BODY, r->head,
 			     sizeof(r->head), &r->body, &r->body_len))
 		return 0;
 	if (sscanf(r->head, "%15s %255s %15s", r->method, r->target, r->version) != 3) {
@@ -128,7 +152,8 @@ static int read_request(lb_server *s, int fd, char *buf, size_t *len, lb_request
 	return 1;
 }
 
-/* Keep r as the last request; returns its number (1 for the first). */
+/* Keep r as the last request (before answering: once the client has the
+ * reply, the test may look); returns its number (1 for the first). */
 static unsigned record(lb_server *s, lb_request *r)
 {
 	unsigned n;
@@ -170,28 +195,29 @@ static int gate_wait(lb_server *s, unsigned seq)
 	}
 }
 
-/* Write the scripted answer; 0 if the peer went away or the server stops. */
-static int answer(lb_server *s, int fd)
+/* Write the answer (NULL: none), trickled as scripted; 0 if the peer went
+ * away or the server stops. */
+static int answer(lb_conn *c, const char *p, size_t len)
 {
+	lb_server *s = c->server;
 	size_t i, from = s->script.trickle_from, until = s->script.trickle_until;
-	size_t len = s->script.response_len;
-	if (!s->response)
+	if (!p)
 		return 1;
 	if (!s->script.trickle_ms)
-		return send_all(fd, s->response, len);
+		return s->io.write(c, p, len);
 	if (!until || until > len)
 		until = len;
 	if (from > until)
 		from = until;
-	if (from && !send_all(fd, s->response, from))
+	if (from && !s->io.write(c, p, from))
 		return 0;
 	for (i = from; i < until; i++) {
 		if (i && !pause_ms(s, s->script.trickle_ms))
 			return 0;
-		if (!send_all(fd, s->response + i, 1))
+		if (!s->io.write(c, p + i, 1))
 			return 0;
 	}
-	return until == len || send_all(fd, s->response + until, len - until);
+	return until == len || s->io.write(c, p + until, len - until);
 }
 
 /* Whether this connection is the one to write the unsolicited bytes on: the
@@ -208,10 +234,11 @@ static int unsolicited_turn(lb_server *s)
 
 /* Write the unsolicited bytes; 0 if the connection is to be closed now
  * (unsolicited_close, the peer went away, or the server stops). */
-static int unsolicited(lb_server *s, int fd)
+static int unsolicited(lb_conn *c)
 {
+	lb_server *s = c->server;
 	int ok = pause_ms(s, s->script.unsolicited_ms) &&
-		 send_all(fd, s->script.unsolicited, strlen(s->script.unsolicited));
+		 s->io.write(c, s->script.unsolicited, strlen(s->script.unsolicited));
 	if (ok) {
 		pthread_mutex_lock(&s->lock);
 		s->unsolicited_sent = 1;
@@ -220,14 +247,56 @@ static int unsolicited(lb_server *s, int fd)
 	return ok && !s->script.unsolicited_close;
 }
 
+/* Requests on an opened connection until one ends it; what happens then.
+ * The idle and unread waits look at the socket itself: scripts for the
+ * plain I/O only. */
+static lb_after serve_requests(lb_conn *c, char *buf)
+{
+	lb_server *s = c->server;
+	size_t len = 0;
+	unsigned nreq = 0, seq;
+	lb_request r;
+
+	for (;;) {
+		const char *reply = NULL;
+		size_t reply_len = 0;
+		if (nreq && !len && s->script.idle_close_ms &&
+		    wait_readable(s, c->fd, (int)s->script.idle_close_ms) != 1)
+			return LB_CLOSE;
+		if (nreq && !len && s->script.close_unread) {
+			/* close() with unread data sends a reset */
+			wait_readable(s, c->fd, -1);
+			return LB_CLOSE;
+		}
+		if (!read_request(c, buf, &len, &r))
+			return LB_CLOSE;
+		nreq++;
+		if (s->io.reply)
+			reply = s->io.reply(c, &r, &reply_len);
+		if (!reply) {
+			reply = s->response;
+			reply_len = s->script.response_len;
+		}
+		seq = record(s, &r);
+		if (s->script.drop_reused && nreq > 1)
+			return s->script.drop_reset ? LB_RESET : LB_CLOSE;
+		if (!gate_wait(s, seq) || !pause_ms(s, s->script.delay_ms) ||
+		    !answer(c, reply, reply_len))
+			return LB_CLOSE;
+		if (s->script.unsolicited && unsolicited_turn(s) && !unsolicited(c))
+			return LB_CLOSE;
+		if (s->script.after != LB_KEEP)
+			return s->script.after;
+	}
+}
+
 static void serve(void *ctx, int fd)
 {
 	lb_server *s = ctx;
-	char *buf = malloc(MAX_HEAD + 1);
-	size_t len = 0;
-	unsigned nreq = 0, seq;
+	lb_conn c = { s, fd, s->io_ctx, NULL };
+	int opened = !s->io.open || s->io.open(&c);
+	char *buf = opened ? malloc(MAX_HEAD + 1) : NULL;
 	lb_after after = LB_CLOSE;
-	lb_request r;
 
 	if (!buf)
 		goto out;
@@ -237,40 +306,17 @@ static void serve(void *ctx, int fd)
 		goto out;
 	}
 	if (s->script.raw) {
-		if (wait_readable(s, fd, -1) == 1 && recv(fd, buf, MAX_HEAD, 0) > 0 &&
-		    pause_ms(s, s->script.delay_ms) && answer(s, fd))
+		if (s->io.read(&c, buf, MAX_HEAD, 1) > 0 && pause_ms(s, s->script.delay_ms) &&
+		    answer(&c, s->response, s->script.response_len))
 			after = s->script.after;
 		goto out;
 	}
-	for (;;) {
-		if (nreq && !len && s->script.idle_close_ms &&
-		    wait_readable(s, fd, (int)s->script.idle_close_ms) != 1)
-			break;
-		if (nreq && !len && s->script.close_unread) {
-			/* close() with unread data sends a reset */
-			wait_readable(s, fd, -1);
-			break;
-		}
-		if (!read_request(s, fd, buf, &len, &r))
-			break;
-		nreq++;
-		seq = record(s, &r);
-		if (s->script.drop_reused && nreq > 1) {
-			after = s->script.drop_reset ? LB_RESET : LB_CLOSE;
-			break;
-		}
-		if (!gate_wait(s, seq) || !pause_ms(s, s->script.delay_ms) || !answer(s, fd))
-			break;
-		if (s->script.unsolicited && unsolicited_turn(s) && !unsolicited(s, fd))
-			break;
-		if (s->script.after != LB_KEEP) {
-			after = s->script.after;
-			break;
-		}
-	}
+	after = serve_requests(&c, buf);
 out:
 	if (after == LB_HOLD)
-		hold(s, fd);
+		hold(&c);
+	if (opened && s->io.close)
+		s->io.close(&c);
 	if (after == LB_RESET) {
 		struct linger lg;
 		lg.l_onoff = 1;
@@ -280,30 +326,47 @@ out:
 	close(fd);
 	pthread_mutex_lock(&s->lock);
 	s->closed++;
+	s->open--;
+	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
 	free(buf);
 }
 
-/* A client that stops reading must not wedge the server: a blocked send()
- * does not see the stop pipe, so it gives up on its own. */
 static int prepare(void *ctx, int fd)
 {
-	struct timeval tv;
-	(void)ctx;
-	tv.tv_sec = 5;
-	tv.tv_usec = 0;
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return 1;
+	lb_server *s = ctx;
+	return s->io.prepare(s->io_ctx, fd);
 }
 
-/* Accepted is what accept() returned, served or not. */
+/* Accepted is what accept() returned, served or not; open, being served. */
 static void admitted(void *ctx, int started)
 {
-	(void)started;
-	((lb_server *)ctx)->accepted++;
+	lb_server *s = ctx;
+	s->accepted++;
+	if (started)
+		s->open++;
+	pthread_cond_broadcast(&s->changed);
 }
 
-lb_server *lb_start(const lb_script *script)
+static int init_sync(lb_server *s)
+{
+	pthread_condattr_t ca;
+	int ok;
+	if (pthread_mutex_init(&s->lock, NULL) != 0)
+		return 0;
+	if (pthread_condattr_init(&ca) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		return 0;
+	}
+	ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+	     pthread_cond_init(&s->changed, &ca) == 0;
+	pthread_condattr_destroy(&ca);
+	if (!ok)
+		pthread_mutex_destroy(&s->lock);
+	return ok;
+}
+
+lb_server *lb_start_io(const lb_script *script, const lb_io *io, void *io_ctx)
 {
 	acceptor_ops ops = { serve, prepare, admitted, NULL };
 	lb_server *s = calloc(1, sizeof(*s));
@@ -311,6 +374,8 @@ lb_server *lb_start(const lb_script *script)
 	if (!s)
 		return NULL;
 	s->script = *script;
+	s->io = *io;
+	s->io_ctx = io_ctx;
 	s->unsolicited_due = script->unsolicited != NULL;
 	if (script->response) {
 		if (!s->script.response_len)
@@ -325,10 +390,11 @@ lb_server *lb_start(const lb_script *script)
 	if (script->unsolicited && !(s->unsolicited = strdup(script->unsolicited)))
 		goto fail;
 	s->script.unsolicited = s->unsolicited;
-	if (pthread_mutex_init(&s->lock, NULL) != 0)
+	if (!init_sync(s))
 		goto fail;
 	ops.lock = &s->lock;
 	if (acceptor_start(&s->acc, &ops, s) != 0) {
+		pthread_cond_destroy(&s->changed);
 		pthread_mutex_destroy(&s->lock);
 		goto fail;
 	}
@@ -341,11 +407,17 @@ fail:
 	return NULL;
 }
 
+lb_server *lb_start(const lb_script *script)
+{
+	return lb_start_io(script, &plain_io, NULL);
+}
+
 void lb_stop(lb_server *s)
 {
 	if (!s)
 		return;
 	acceptor_stop(&s->acc);
+	pthread_cond_destroy(&s->changed);
 	pthread_mutex_destroy(&s->lock);
 	free(s->last.body);
 	free(s->unsolicited);
@@ -363,31 +435,52 @@ const char *lb_url(const lb_server *s)
 	return s->url;
 }
 
-unsigned lb_accepted(lb_server *s)
+/* One of the server's counts, read under its lock. */
+static unsigned counter(lb_server *s, const unsigned *count)
 {
 	unsigned n;
 	pthread_mutex_lock(&s->lock);
-	n = s->accepted;
+	n = *count;
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+unsigned lb_accepted(lb_server *s)
+{
+	return counter(s, &s->accepted);
 }
 
 unsigned lb_requests(lb_server *s)
 {
-	unsigned n;
-	pthread_mutex_lock(&s->lock);
-	n = s->requests;
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return counter(s, &s->requests);
 }
 
 unsigned lb_closed(lb_server *s)
 {
-	unsigned n;
+	return counter(s, &s->closed);
+}
+
+unsigned lb_open(lb_server *s)
+{
+	return counter(s, &s->open);
+}
+
+int lb_settle(lb_server *s, unsigned accepted, unsigned open, unsigned timeout_ms)
+{
+	struct timespec until;
+	int done, rc = 0;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(timeout_ms / 1000u);
+	until.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&s->lock);
-	n = s->closed;
+	while (!(done = s->accepted >= accepted && s->open <= open) && rc == 0)
+		rc = pthread_cond_timedwait(&s->changed, &s->lock, &until);
 	pthread_mutex_unlock(&s->lock);
-	return n;
+	return done;
 }
 
 void lb_gate(lb_server *s, unsigned n, unsigned timeout_ms)
@@ -400,11 +493,7 @@ void lb_gate(lb_server *s, unsigned n, unsigned timeout_ms)
 
 unsigned lb_gate_missed(lb_server *s)
 {
-	unsigned n;
-	pthread_mutex_lock(&s->lock);
-	n = s->gate_missed;
-	pthread_mutex_unlock(&s->lock);
-	return n;
+	return counter(s, &s->gate_missed);
 }
 
 int lb_wait_unsolicited(lb_server *s, unsigned timeout_ms)

@@ -2,7 +2,8 @@
  * A scriptable HTTP/1.1 server on 127.0.0.1 for the transport tests: plain
  * POSIX sockets and pthreads, one thread per connection. Every request gets
  * the same scripted answer. Not a general HTTP server: just enough of one to
- * read what libcurl sends and misbehave on purpose.
+ * read what libcurl sends and misbehave on purpose. Its serve loop is also
+ * the TLS server's (tls_server.h), through the I/O seam of loopback_io.h.
  */
 #ifndef WMS_TEST_LOOPBACK_H
 #define WMS_TEST_LOOPBACK_H
@@ -52,6 +53,7 @@ typedef struct lb_request {
 	char head[8192];          /* request line and headers, as received */
 	char *body;               /* malloc'd, NUL-terminated; free with lb_request_free */
 	size_t body_len;
+	char peer_cn[128];        /* over TLS, the verified client certificate's CN; else "" */
 } lb_request;
 
 typedef struct lb_server lb_server;
