@@ -1,5 +1,5 @@
 /*
- * The part the in-process test servers (loopback.h, tls_server.h) share: a
+ * Under the in-process test servers (loopback.c, which tls_server.h wraps): a
  * listener on 127.0.0.1 with a kernel-chosen port, an accept thread, one
  * thread per connection, and a stop pipe that every wait of every thread
  * polls, so that stopping never hangs on a connection that is blocked.

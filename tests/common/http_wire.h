@@ -1,6 +1,6 @@
-/* The request side of HTTP/1.1 that the test servers share (loopback.c and
- * tls_server.c): finding a header and reading one request, head
- * and Content-Length body, through the server's own read function. */
+/* The request side of HTTP/1.1 of the test servers (loopback.c's serve
+ * loop, which tls_server.c runs over TLS): finding a header and reading one
+ * request, head and Content-Length body, through the connection's read. */
 #ifndef WMS_TEST_HTTP_WIRE_H
 #define WMS_TEST_HTTP_WIRE_H
 

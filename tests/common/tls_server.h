@@ -1,7 +1,7 @@
 /*
- * An HTTPS/1.1 server on 127.0.0.1 for the TLS tests: OpenSSL, non-blocking
- * sockets, one thread per connection, every wait a poll() with a timeout and
- * the stop pipe. It records what it received (connections, handshakes, the
+ * An HTTPS/1.1 server on 127.0.0.1 for the TLS tests: the loopback server
+ * (loopback.h) over OpenSSL, non-blocking sockets, one thread per
+ * connection, every wait a poll() with a timeout and the stop pipe. It records what it received (connections, handshakes, the
  * decrypted bytes, the last request) and writes one canned answer per
  * request, keeping the connection alive. Not a general server: just enough
  * of one to see what libcurl sends, or does not send, over TLS.
