@@ -22,6 +22,26 @@ WMS_BEGIN_DECL
 
 typedef struct wms_breaker wms_breaker;
 
+/** Where a shared breaker's state lives (wms/shared.h makes the Redis one;
+ *  wms/sys/breaker_store.h is the seam). Since 0.3.1. */
+typedef struct wms_breaker_store wms_breaker_store;
+
+/** A breaker's store, as it stands. Since 0.3.1. */
+typedef enum wms_store_state {
+	/** No store: the in-process breaker (the default). */
+	WMS_STORE_STATE_NONE = 0,
+	/** Linked, not yet joined: the in-process engine decides meanwhile. */
+	WMS_STORE_STATE_CONNECTING = 1,
+	/** The shared state decides. */
+	WMS_STORE_STATE_CONNECTED = 2,
+	/** The store was lost (down, slow, unreachable): the in-process engine,
+	 *  seeded with the last shared state, decides until the store is back. */
+	WMS_STORE_STATE_DEGRADED = 3
+} wms_store_state;
+
+/** "NONE", "CONNECTING", "CONNECTED", "DEGRADED". Since 0.3.1. */
+WMS_EXTERN(const char *) wms_store_state_name(wms_store_state state);
+
 /** Breaker states. The first three values are those of the state gauge
  *  (fulfillment.circuit_breaker_state: 0 closed, 1 open, 2 half-open). */
 typedef enum wms_breaker_state {
@@ -61,6 +81,9 @@ typedef struct wms_breaker_event {
 	uint64_t time_ns;
 	/** The breaker's name (options.name). */
 	const char *name;
+	/** The store's state after the event. A change of the store's own state
+	 *  (joined, lost) is an event with from == to. Since 0.3.1. */
+	wms_store_state store;
 } wms_breaker_event;
 
 /** Called on every state change, after the change, outside the breaker's
@@ -115,13 +138,17 @@ typedef struct wms_breaker_options {
 	/** Random jitter added to each open duration, percent of it (0-100). Default 0. */
 	uint32_t open_duration_jitter_pct;
 	wms_breaker_callbacks callbacks;
+	/** Share the state with every process linked to the same store under
+	 *  the same name (wms/shared.h). Not owned: it must outlive the
+	 *  breaker. NULL: in-process (the default). Since 0.3.1. */
+	wms_breaker_store *store;
 	/** Room for options to come (the group is embedded in the client's
 	 *  options, so it grows into this, never past it); zero. */
-	void *_reserved[8];
+	void *_reserved[7];
 } wms_breaker_options;
 
 #define WMS_BREAKER_OPTIONS_INIT { WMS_BREAKER_OPTIONS_VERSION, NULL, WMS_BREAKER_MODE_CONSECUTIVE, \
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, WMS_BREAKER_CALLBACKS_INIT, { NULL } }
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, WMS_BREAKER_CALLBACKS_INIT, NULL, { NULL } }
 
 /** Initialise options to the defaults (all zero) with the right version. */
 WMS_EXTERN(wms_status) wms_breaker_options_init(wms_breaker_options *opts, unsigned version);
@@ -214,8 +241,13 @@ typedef struct wms_breaker_snapshot {
 	/** Milliseconds until a probe may go through; 0 unless OPEN. */
 	uint32_t retry_after_ms;
 	const char *name;
+	/** The store (NONE for an in-process breaker) and since when it has been
+	 *  in that state, on the breaker's clock (ns). Since 0.3.1. */
+	wms_store_state store_state;
+	uint32_t _reserved32;
+	uint64_t store_since_ns;
 	/** Room to grow (a snapshot is caller-allocated); zero. */
-	uint64_t _reserved[8];
+	uint64_t _reserved[6];
 } wms_breaker_snapshot;
 
 WMS_EXTERN(void) wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *breaker);

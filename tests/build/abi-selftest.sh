@@ -32,7 +32,7 @@ case_() {
 case_ pass errors.h 's/x/x/' unchanged
 case_ pass errors.h 's/uint64_t _reserved\[8\];/uint64_t later;\n\tuint64_t _reserved[7];/' \
 	"wms_error: a field takes the first slot of its room"
-case_ pass breaker.h 's/void \*_reserved\[8\];/void *a;\n\tvoid *b;\n\tvoid *_reserved[6];/' \
+case_ pass breaker.h 's/void \*_reserved\[7\];/void *a;\n\tvoid *b;\n\tvoid *_reserved[5];/' \
 	"wms_breaker_options: two fields take the room, the second inside it"
 case_ pass client.h 's/(\twms_client_callbacks callbacks;\n)/$1\tint later;\n/' \
 	"wms_client_options (versioned): a field added at the end"

@@ -17,9 +17,14 @@
 #include <string.h>
 #include "internal.h"
 #include "wms/breaker.h"
+#include "wms/sys/breaker_store.h"
 
-#define PERMIT_TRIAL 1u
+#define PERMIT_TRIAL WMS_PERMIT_TRIAL
 #define PERMIT_TIMED 2u /* start_ns is the call's start (0 is a valid clock value) */
+#define PERMIT_STORE WMS_PERMIT_STORE /* granted by the store: decides nothing here */
+/* A store's permit keeps the reset epoch it was granted under here (the
+ * store has its epoch and _reserved[0]). */
+#define STORE_PERMIT_RESET(p) ((p)->_reserved[1])
 
 /* `run`: the epoch's low 32 bits above the consecutive-failure count. */
 #define RUN_EPOCH(w) ((uint32_t)((w) >> 32))
@@ -64,6 +69,12 @@ struct wms_breaker {
 	/* open-duration growth and jitter */
 	uint32_t reopen_count;
 	uint64_t rng;
+
+	/* a shared store (wms/sys/breaker_store.h); NULL: in-process only */
+	wms_breaker_link *link;
+	const wms_breaker_store_ops *lops;
+	_Atomic int store_state;
+	_Atomic uint64_t store_since_ns;
 };
 
 typedef struct pending_event {
@@ -80,6 +91,17 @@ static uint64_t default_clock(void *ctx)
 static inline uint64_t now_ns(const wms_breaker *b)
 {
 	return b->o.callbacks.clock(b->o.callbacks.payload);
+}
+
+const char *wms_store_state_name(wms_store_state state)
+{
+	switch (state) {
+	case WMS_STORE_STATE_NONE: return "NONE";
+	case WMS_STORE_STATE_CONNECTING: return "CONNECTING";
+	case WMS_STORE_STATE_CONNECTED: return "CONNECTED";
+	case WMS_STORE_STATE_DEGRADED: return "DEGRADED";
+	}
+	return "UNKNOWN";
 }
 
 const char *wms_breaker_state_name(wms_breaker_state state)
@@ -183,6 +205,21 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 	return WMS_OK;
 }
 
+static wms_status link_store(wms_breaker *b)
+{
+	wms_breaker_store *s = b->o.store;
+
+	if (s->version != WMS_BREAKER_STORE_VERSION || !s->ops || !s->ops->link ||
+	    !s->ops->acquire || !s->ops->record || !s->ops->release || !s->ops->manual ||
+	    !s->ops->state || !s->ops->snapshot || !s->ops->unlink)
+		return WMS_ERR_INVALID_ARG;
+	/* CONNECTING until the store says otherwise (it may, from its own
+	 * thread, as soon as it is linked) */
+	atomic_store(&b->store_state, WMS_STORE_STATE_CONNECTING);
+	b->lops = s->ops;
+	return s->ops->link(s, b, &b->o, &b->link, NULL);
+}
+
 wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 {
 	wms_breaker *b = NULL;
@@ -222,6 +259,15 @@ wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 	atomic_init(&b->epoch, 1);
 	atomic_init(&b->run, (uint64_t)1 << 32);
 	atomic_init(&b->reset_epoch, 1);
+	atomic_init(&b->store_state, WMS_STORE_STATE_NONE);
+	atomic_init(&b->store_since_ns, now_ns(b));
+	if (b->o.store) {
+		st = link_store(b);
+		if (st != WMS_OK) {
+			pthread_mutex_destroy(&b->lock);
+			goto fail;
+		}
+	}
 	*out = b;
 	return WMS_OK;
 fail:
@@ -236,6 +282,8 @@ void wms_breaker_free(wms_breaker *b)
 {
 	if (!b)
 		return;
+	if (b->link)
+		b->lops->unlink(b->link);
 	pthread_mutex_destroy(&b->lock);
 	wms__free(b->ring);
 	wms__free(b->buckets);
@@ -418,6 +466,7 @@ static void transition(wms_breaker *b, wms_breaker_state to, const char *reason,
 		pe->ev.reason = reason;
 		pe->ev.time_ns = now;
 		pe->ev.name = b->name;
+		pe->ev.store = (wms_store_state)atomic_load(&b->store_state);
 	}
 }
 
@@ -546,6 +595,20 @@ wms_status wms_breaker_acquire(wms_breaker_permit *out, wms_breaker *b, uint32_t
 
 	if (!out || !b)
 		return WMS_ERR_INVALID_ARG;
+	if (b->link) {
+		int v = b->lops->acquire(b->link, out, retry_after_ms);
+		if (v == WMS_OK) {
+			out->flags |= PERMIT_STORE | (b->track_time ? PERMIT_TIMED : 0u);
+			out->start_ns = b->track_time ? now_ns(b) : 0;
+			STORE_PERMIT_RESET(out) = atomic_load_explicit(&b->reset_epoch, memory_order_relaxed);
+			atomic_fetch_add_explicit(&b->n_permitted, 1, memory_order_relaxed);
+			return WMS_OK;
+		}
+		if (v != WMS_STORE_LOCAL) {
+			atomic_fetch_add_explicit(&b->n_rejected, 1, memory_order_relaxed);
+			return WMS_ERR_CIRCUIT_OPEN;
+		}
+	}
 	state = atomic_load_explicit(&b->state, memory_order_acquire);
 	if (state == WMS_BREAKER_STATE_CLOSED || state == WMS_BREAKER_STATE_DISABLED) {
 		out->flags = b->track_time ? PERMIT_TIMED : 0u;
@@ -596,6 +659,14 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 		now = now_ns(b);
 		slow = b->track_time && outcome != WMS_OUTCOME_IGNORED && (p->flags & PERMIT_TIMED) &&
 		       now - p->start_ns > b->slow_ns;
+	}
+	if (p->flags & PERMIT_STORE) {
+		/* the store's: counted here unless from before a reset, decided there */
+		if (STORE_PERMIT_RESET(p) >= atomic_load_explicit(&b->reset_epoch, memory_order_acquire))
+			count_outcome(b, outcome, slow);
+		if (b->link)
+			b->lops->record(b->link, p, outcome, slow);
+		return;
 	}
 	if (p->epoch < atomic_load_explicit(&b->reset_epoch, memory_order_acquire))
 		return; /* granted before a reset: counted nowhere, decides nothing */
@@ -674,6 +745,13 @@ void wms_breaker_release(wms_breaker *b, const wms_breaker_permit *p)
 {
 	if (!b || !p)
 		return;
+	if (p->flags & PERMIT_STORE) {
+		if (STORE_PERMIT_RESET(p) >= atomic_load_explicit(&b->reset_epoch, memory_order_acquire))
+			atomic_fetch_sub_explicit(&b->n_permitted, 1, memory_order_relaxed);
+		if (b->link)
+			b->lops->release(b->link, p);
+		return;
+	}
 	/* Undo the permit (unless a reset has zeroed the counters since it was
 	 * granted); a trial slot is freed for the next caller. */
 	if (p->epoch >= atomic_load_explicit(&b->reset_epoch, memory_order_acquire))
@@ -698,6 +776,11 @@ wms_breaker_state wms_breaker_state_get(const wms_breaker *b)
 {
 	if (!b)
 		return WMS_BREAKER_STATE_CLOSED;
+	if (b->link) {
+		int v = b->lops->state(b->link);
+		if (v != WMS_STORE_LOCAL)
+			return (wms_breaker_state)v;
+	}
 	return (wms_breaker_state)atomic_load(&((wms_breaker *)b)->state);
 }
 
@@ -705,10 +788,13 @@ static void manual(wms_breaker *b, wms_breaker_state to, const char *reason, int
 {
 	pending_event pe = { 0 };
 	uint64_t now;
+	int shared_from = WMS_STORE_LOCAL;
 
 	if (!b)
 		return;
 	now = now_ns(b);
+	if (b->link)
+		shared_from = b->lops->state(b->link);
 	pthread_mutex_lock(&b->lock);
 	if (zero) {
 		atomic_store(&b->n_permitted, 0);
@@ -726,6 +812,20 @@ static void manual(wms_breaker *b, wms_breaker_state to, const char *reason, int
 	if (zero)
 		atomic_store(&b->reset_epoch, atomic_load(&b->epoch));
 	pthread_mutex_unlock(&b->lock);
+	if (b->link) {
+		/* The fleet's state follows, and the mirror at once. While the
+		 * store decides, the event tells of its state, not the engine's. */
+		b->lops->manual(b->link, to, zero);
+		if (shared_from != WMS_STORE_LOCAL) {
+			pe.fire = shared_from != (int)to && b->o.callbacks.on_state_change;
+			pe.ev.from = (wms_breaker_state)shared_from;
+			pe.ev.to = to;
+			pe.ev.reason = reason;
+			pe.ev.time_ns = now;
+			pe.ev.name = b->name;
+			pe.ev.store = (wms_store_state)atomic_load(&b->store_state);
+		}
+	}
 	fire(b, &pe);
 }
 
@@ -761,5 +861,90 @@ void wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *b)
 	if (out->state == WMS_BREAKER_STATE_OPEN)
 		out->retry_after_ms = ms_until(atomic_load(&b->open_until_ns), now);
 	out->name = b->name;
+	out->store_state = (wms_store_state)atomic_load(&b->store_state);
+	out->store_since_ns = atomic_load(&b->store_since_ns);
 	pthread_mutex_unlock(&b->lock);
+	if (b->link)
+		b->lops->snapshot(b->link, out);
+}
+
+/* ---- what a store may ask (wms/sys/breaker_store.h) ------------------- */
+
+uint64_t wms_breaker_clock_ns(const wms_breaker *b)
+{
+	return b ? now_ns(b) : wms__now_ns();
+}
+
+wms_breaker_state wms_breaker_local_state(wms_breaker *b, uint32_t *open_remaining_ms)
+{
+	wms_breaker_state st;
+	uint64_t now;
+
+	if (open_remaining_ms)
+		*open_remaining_ms = 0;
+	if (!b)
+		return WMS_BREAKER_STATE_CLOSED;
+	now = now_ns(b);
+	pthread_mutex_lock(&b->lock);
+	st = (wms_breaker_state)atomic_load(&b->state);
+	if (st == WMS_BREAKER_STATE_OPEN && open_remaining_ms)
+		*open_remaining_ms = ms_until(atomic_load(&b->open_until_ns), now);
+	pthread_mutex_unlock(&b->lock);
+	return st;
+}
+
+void wms_breaker_local_adopt(wms_breaker *b, wms_breaker_state to, uint32_t open_remaining_ms)
+{
+	uint64_t now;
+
+	if (!b)
+		return;
+	now = now_ns(b);
+	pthread_mutex_lock(&b->lock);
+	switch (to) {
+	case WMS_BREAKER_STATE_HALF_OPEN:
+		open_remaining_ms = 0; /* the engine runs its own trials */
+		/* fall through */
+	case WMS_BREAKER_STATE_OPEN:
+		transition(b, WMS_BREAKER_STATE_OPEN, "adopted from the store", now, NULL);
+		atomic_store(&b->open_until_ns, now + (uint64_t)open_remaining_ms * NS_PER_MS);
+		break;
+	case WMS_BREAKER_STATE_CLOSED:
+	case WMS_BREAKER_STATE_DISABLED:
+	case WMS_BREAKER_STATE_FORCED_OPEN:
+		transition(b, to, "adopted from the store", now, NULL);
+		break;
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+void wms_breaker_store_event(wms_breaker *b, wms_breaker_state from, wms_breaker_state to,
+			     const char *reason, wms_store_state store)
+{
+	pending_event pe = { 0 };
+
+	if (!b)
+		return;
+	if ((wms_store_state)atomic_load(&b->store_state) != store) {
+		atomic_store(&b->store_since_ns, now_ns(b));
+		atomic_store(&b->store_state, (int)store);
+	}
+	if (from != to)
+		atomic_fetch_add_explicit(&b->n_transitions, 1, memory_order_relaxed);
+	if (!b->o.callbacks.on_state_change)
+		return;
+	pe.fire = 1;
+	pe.ev.from = from;
+	pe.ev.to = to;
+	pe.ev.reason = reason;
+	pe.ev.time_ns = now_ns(b);
+	pe.ev.name = b->name;
+	pe.ev.store = store;
+	fire(b, &pe);
+}
+
+void wms_breaker_store_free(wms_breaker_store *s)
+{
+	if (s && s->ops && s->ops->free)
+		s->ops->free(s);
 }

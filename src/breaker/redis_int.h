@@ -1,0 +1,28 @@
+/* The Redis breaker store's internals (src/breaker/redis_*.c). Never
+ * installed. hiredis lives in redis_store.c only. */
+#ifndef WMS_BREAKER_REDIS_INT_H
+#define WMS_BREAKER_REDIS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "wms/errors.h"
+
+/* The script (redis_script.c). */
+extern const char wms__redis_script[];
+
+/* A parsed redis_url (redis_url.c). Strings are the struct's own. */
+typedef struct wms__redis_addr {
+	char host[256];      /* TCP host, or "" for a unix socket */
+	char path[108];      /* unix socket path (sun_path's size) */
+	int port;            /* 1-65535, default 6379 */
+	unsigned db;         /* 0-15 (Redis's default databases) */
+	char user[128];      /* "" when none (AUTH with the password alone) */
+	char password[256];  /* "" when none; never printed */
+} wms__redis_addr;
+
+/* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or
+ * unix:///PATH[?db=DB]. On failure `err` names what is wrong without
+ * repeating the URL (it may hold a password). */
+wms_status wms__redis_url_parse(wms__redis_addr *out, const char *url, wms_error *err);
+
+#endif

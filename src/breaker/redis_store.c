@@ -1,0 +1,1184 @@
+/*
+ * The Redis breaker store (wms/shared.h): one agent thread per store owns
+ * the Redis connections; callers only touch each breaker's mirror (atomics)
+ * and a bounded queue of outcomes, so no call ever waits on Redis.
+ *
+ * Each linked breaker has a hash (state, epoch, failures, reopenings, open
+ * deadline in Redis's clock) and a lease key, "wms:{FLEET}:NAME" and
+ * "...:lease", changed only by the script (redis_script.c), which publishes
+ * every change on "...:ch". The agent learns of changes from the script's
+ * replies, from pub/sub, and from a poll of every hash each heartbeat
+ * (pub/sub loses messages across a reconnect); the poll is also how it
+ * knows Redis answers. A command that fails or outlives command_timeout_ms
+ * degrades the store: every breaker's in-process engine is seeded with the
+ * mirror and decides until the agent has reconnected and rejoined (the
+ * join script: epochs only grow, and open wins).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include "internal.h"
+#include "wms/shared.h"
+#include "wms/sys/breaker_store.h"
+#include "redis_int.h"
+
+#define NS_PER_MS 1000000ull
+#define ST_CLOSED WMS_BREAKER_STATE_CLOSED
+#define ST_OPEN WMS_BREAKER_STATE_OPEN
+#define ST_HALF WMS_BREAKER_STATE_HALF_OPEN
+
+enum { MODE_LOCAL = 0, MODE_SHARED = 1 };
+enum { NO_MANUAL = -1 };
+
+typedef struct rlink rlink;
+
+/* One queued outcome: 'f'/'s' a call in CLOSED, 'F'/'S' a trial. */
+typedef struct queued {
+	rlink *link;
+	uint64_t epoch;
+	char what;
+} queued;
+
+typedef struct cell {
+	_Atomic size_t seq;
+	queued o;
+} cell;
+
+struct rlink {
+	struct rstore *s;
+	wms_breaker *b;           /* NULL once unlinked: the agent frees it */
+	char *key, *lease, *chan; /* "wms:{FLEET}:NAME", +":lease", +":ch" */
+	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
+
+	/* the mirror: written by the agent, read by callers */
+	_Atomic int mode;
+	_Atomic int state;
+	_Atomic uint64_t epoch;
+	_Atomic uint64_t open_until_ns;
+	_Atomic uint32_t failures;
+	_Atomic int slots;        /* trials this process may still start */
+	_Atomic uint64_t lease_epoch;
+	_Atomic int want_probe;
+	_Atomic int manual;       /* NO_MANUAL, or the state set by hand */
+
+	/* the agent's own */
+	rlink *next;
+	int joined;
+	uint64_t last_probe_ns, last_probe_epoch;
+	char *batch;              /* outcomes of one epoch waiting to be sent */
+	size_t batch_len;
+	uint64_t batch_epoch;
+};
+
+typedef struct rstore {
+	wms_breaker_store base; /* first: the store handed out */
+	wms__redis_addr addr;
+	char *fleet;
+	uint32_t command_timeout_ms, heartbeat_ms;
+	uint64_t key_ttl_ms;
+	char sha[41];
+	char token[33];
+	char *pattern;           /* "wms:{FLEET}:*:ch" */
+
+	pthread_t thread;
+	int thread_started;
+	int wake_fd;
+	_Atomic int wake_pending;
+	_Atomic int stop;
+
+	pthread_mutex_t lock;    /* the list of links; held by the agent's cycle */
+	rlink *links;
+
+	cell *q;
+	size_t q_mask;
+	_Atomic size_t q_head; /* producers */
+	size_t q_tail;         /* the agent */
+
+	/* the agent's own */
+	redisContext *cmd, *sub;
+	int connected;
+	int store_state;
+	uint64_t next_beat_ns, next_connect_ns;
+	uint64_t rng;
+
+	_Atomic uint64_t n_commands, n_scripts, n_loads, n_messages, n_connects, n_degrades,
+		n_dropped;
+} rstore;
+
+/* ---- the outcome queue: bounded, many producers, one consumer -------- */
+
+static int q_push(rstore *s, const queued *o)
+{
+	size_t pos = atomic_load_explicit(&s->q_head, memory_order_relaxed);
+	for (;;) {
+		cell *c = &s->q[pos & s->q_mask];
+		size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&s->q_head, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				c->o = *o;
+				atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+				return 0;
+			}
+		} else if (dif < 0) {
+			return -1; /* full */
+		} else {
+			pos = atomic_load_explicit(&s->q_head, memory_order_relaxed);
+		}
+	}
+}
+
+static int q_pop(rstore *s, queued *o)
+{
+	cell *c = &s->q[s->q_tail & s->q_mask];
+	size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+
+	if ((intptr_t)seq - (intptr_t)(s->q_tail + 1) < 0)
+		return -1; /* empty */
+	*o = c->o;
+	atomic_store_explicit(&c->seq, s->q_tail + s->q_mask + 1, memory_order_release);
+	s->q_tail++;
+	return 0;
+}
+
+static void wake(rstore *s)
+{
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&s->wake_pending, &zero, 1)) {
+		uint64_t one = 1;
+		ssize_t w = write(s->wake_fd, &one, sizeof(one));
+		(void)w; /* an eventfd at its maximum is awake already */
+	}
+}
+
+/* ---- the link's calls (any thread; never blocking) ------------------ */
+
+static uint32_t ms_left(uint64_t until, uint64_t now)
+{
+	uint64_t d = until > now ? until - now : 0;
+	uint64_t ms = (d + NS_PER_MS - 1) / NS_PER_MS;
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+static int take_slot(rlink *l)
+{
+	int n = atomic_load(&l->slots);
+	while (n > 0)
+		if (atomic_compare_exchange_weak(&l->slots, &n, n - 1))
+			return 1;
+	return 0;
+}
+
+static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t *retry)
+{
+	rlink *l = (rlink *)bl;
+	uint64_t now, until;
+	int st;
+
+	if (atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED)
+		return WMS_STORE_LOCAL;
+	st = atomic_load_explicit(&l->state, memory_order_acquire);
+	switch (st) {
+	case ST_CLOSED:
+	case WMS_BREAKER_STATE_DISABLED:
+		out->flags = 0;
+		out->epoch = atomic_load_explicit(&l->epoch, memory_order_acquire);
+		return WMS_OK;
+	case WMS_BREAKER_STATE_FORCED_OPEN:
+		if (retry)
+			*retry = l->open_ms;
+		return WMS_ERR_CIRCUIT_OPEN;
+	case ST_OPEN:
+		now = wms_breaker_clock_ns(l->b);
+		until = atomic_load_explicit(&l->open_until_ns, memory_order_acquire);
+		if (now < until) {
+			if (retry)
+				*retry = ms_left(until, now);
+			return WMS_ERR_CIRCUIT_OPEN;
+		}
+		break;
+	default:
+		break;
+	}
+	/* the open period is over, or a round of trials is on */
+	if (take_slot(l)) {
+		out->flags = WMS_PERMIT_TRIAL;
+		out->epoch = atomic_load(&l->lease_epoch);
+		return WMS_OK;
+	}
+	if (!atomic_exchange(&l->want_probe, 1))
+		wake(l->s);
+	if (retry)
+		*retry = 0;
+	return WMS_ERR_CIRCUIT_OPEN;
+}
+
+static void enqueue(rlink *l, uint64_t epoch, char what)
+{
+	queued o;
+	o.link = l;
+	o.epoch = epoch;
+	o.what = what;
+	if (q_push(l->s, &o) != 0) {
+		atomic_fetch_add_explicit(&l->s->n_dropped, 1, memory_order_relaxed);
+		return;
+	}
+	wake(l->s);
+}
+
+static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_outcome outcome,
+			int slow)
+{
+	rlink *l = (rlink *)bl;
+	(void)slow; /* the consecutive mode has no slow calls */
+
+	if (p->flags & WMS_PERMIT_TRIAL) {
+		if (outcome == WMS_OUTCOME_IGNORED) {
+			/* says nothing: the slot is free for another trial */
+			if (p->epoch == atomic_load(&l->lease_epoch))
+				atomic_fetch_add(&l->slots, 1);
+			return;
+		}
+		enqueue(l, p->epoch, outcome == WMS_OUTCOME_SUCCESS ? 'S' : 'F');
+		return;
+	}
+	if (atomic_load_explicit(&l->mode, memory_order_relaxed) != MODE_SHARED)
+		return; /* granted before the store was lost: the engine decides now */
+	if (outcome == WMS_OUTCOME_FAILURE)
+		enqueue(l, p->epoch, 'f');
+	else if (outcome == WMS_OUTCOME_SUCCESS &&
+		 atomic_load_explicit(&l->failures, memory_order_relaxed) > 0)
+		enqueue(l, p->epoch, 's'); /* a success says nothing new while the count is 0 */
+}
+
+static void link_release(wms_breaker_link *bl, const wms_breaker_permit *p)
+{
+	rlink *l = (rlink *)bl;
+	if ((p->flags & WMS_PERMIT_TRIAL) && p->epoch == atomic_load(&l->lease_epoch))
+		atomic_fetch_add(&l->slots, 1);
+}
+
+static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
+{
+	rlink *l = (rlink *)bl;
+	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
+	atomic_store(&l->slots, 0);
+	if (atomic_load(&l->mode) == MODE_SHARED)
+		atomic_store(&l->state, (int)to);
+	atomic_store(&l->manual, (int)to);
+	wake(l->s);
+}
+
+static int link_state(wms_breaker_link *bl)
+{
+	rlink *l = (rlink *)bl;
+	if (atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED)
+		return WMS_STORE_LOCAL;
+	return atomic_load_explicit(&l->state, memory_order_acquire);
+}
+
+static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
+{
+	rlink *l = (rlink *)bl;
+	uint64_t now;
+
+	if (atomic_load(&l->mode) != MODE_SHARED)
+		return;
+	out->state = (wms_breaker_state)atomic_load(&l->state);
+	out->consecutive_failures = atomic_load(&l->failures);
+	out->retry_after_ms = 0;
+	out->half_open_in_flight = 0;
+	if (out->state == ST_OPEN) {
+		now = wms_breaker_clock_ns(l->b);
+		out->retry_after_ms = ms_left(atomic_load(&l->open_until_ns), now);
+	}
+}
+
+static void link_free(rlink *l)
+{
+	wms__free(l->key);
+	wms__free(l->lease);
+	wms__free(l->chan);
+	wms__free(l->batch);
+	wms__free(l);
+}
+
+static void link_unlink(wms_breaker_link *bl)
+{
+	rlink *l = (rlink *)bl;
+	rstore *s = l->s;
+	/* The agent may hold outcomes of this link in its queue: it frees the
+	 * link once it has drained them. */
+	pthread_mutex_lock(&s->lock);
+	l->b = NULL;
+	pthread_mutex_unlock(&s->lock);
+	wake(s);
+}
+
+static char *concat3(const char *a, const char *b, const char *c)
+{
+	size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+	char *p = wms__malloc(na + nb + nc + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, a, na);
+	memcpy(p + na, b, nb);
+	memcpy(p + na + nb, c, nc + 1);
+	return p;
+}
+
+static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_breaker_options *o,
+			   wms_breaker_link **out, wms_error *err)
+{
+	rstore *s = (rstore *)bs;
+	rlink *l;
+	char *prefix;
+
+	if (o->mode != WMS_BREAKER_MODE_CONSECUTIVE)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "shared: the Redis store shares the consecutive mode only (this "
+				 "version); count_based and time_based breakers stay in-process");
+	l = wms__calloc(1, sizeof(*l));
+	prefix = concat3("wms:{", s->fleet, "}:");
+	if (!l || !prefix)
+		goto nomem;
+	l->key = concat3(prefix, o->name, "");
+	l->lease = concat3(prefix, o->name, ":lease");
+	l->chan = concat3(prefix, o->name, ":ch");
+	l->batch = wms__malloc(256);
+	if (!l->key || !l->lease || !l->chan || !l->batch)
+		goto nomem;
+	wms__free(prefix);
+	l->s = s;
+	l->b = b;
+	l->threshold = o->failure_threshold;
+	l->open_ms = o->open_duration_ms;
+	l->growth = o->open_duration_growth_pct;
+	l->cap_ms = o->max_open_duration_ms;
+	l->jitter = o->open_duration_jitter_pct;
+	l->lease_ms = o->max_wait_in_half_open_ms;
+	l->trials = o->permitted_calls_in_half_open;
+	atomic_init(&l->mode, MODE_LOCAL);
+	atomic_init(&l->state, ST_CLOSED);
+	atomic_init(&l->manual, NO_MANUAL);
+	pthread_mutex_lock(&s->lock);
+	l->next = s->links;
+	s->links = l;
+	pthread_mutex_unlock(&s->lock);
+	*out = (wms_breaker_link *)l;
+	wake(s);
+	return WMS_OK;
+nomem:
+	wms__free(prefix);
+	if (l)
+		link_free(l);
+	return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "shared: out of memory");
+}
+
+/* ---- the agent: Redis I/O -------------------------------------------- */
+
+static struct timeval tv_ms(uint32_t ms)
+{
+	struct timeval tv;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (long)(ms % 1000) * 1000;
+	return tv;
+}
+
+static void drop_ctx(redisContext **c)
+{
+	if (*c)
+		redisFree(*c);
+	*c = NULL;
+}
+
+static redisReply *command_argv(rstore *s, redisContext *c, int argc, const char **argv,
+				const size_t *lens)
+{
+	atomic_fetch_add_explicit(&s->n_commands, 1, memory_order_relaxed);
+	return redisCommandArgv(c, argc, argv, lens);
+}
+
+static redisContext *open_ctx(rstore *s)
+{
+	struct timeval tv = tv_ms(s->command_timeout_ms);
+	redisContext *c;
+	redisReply *r;
+	char db[16];
+
+	c = s->addr.path[0] ? redisConnectUnixWithTimeout(s->addr.path, tv)
+			    : redisConnectWithTimeout(s->addr.host, s->addr.port, tv);
+	if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
+		if (c)
+			redisFree(c);
+		return NULL;
+	}
+	if (s->addr.password[0]) {
+		/* AUTH [USER] PASSWORD */
+		const char *argv[3] = { "AUTH", s->addr.user, s->addr.password };
+		size_t lens[3] = { 4, strlen(s->addr.user), strlen(s->addr.password) };
+		if (!s->addr.user[0]) {
+			argv[1] = argv[2];
+			lens[1] = lens[2];
+		}
+		r = command_argv(s, c, s->addr.user[0] ? 3 : 2, argv, lens);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			if (r)
+				freeReplyObject(r);
+			redisFree(c);
+			return NULL;
+		}
+		freeReplyObject(r);
+	}
+	if (s->addr.db) {
+		const char *argv[2] = { "SELECT", db };
+		size_t lens[2];
+		snprintf(db, sizeof(db), "%u", s->addr.db);
+		lens[0] = 6;
+		lens[1] = strlen(db);
+		r = command_argv(s, c, 2, argv, lens);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			if (r)
+				freeReplyObject(r);
+			redisFree(c);
+			return NULL;
+		}
+		freeReplyObject(r);
+	}
+	return c;
+}
+
+static int open_sub(rstore *s)
+{
+	const char *argv[2] = { "PSUBSCRIBE", s->pattern };
+	size_t lens[2] = { 10, strlen(s->pattern) };
+	redisReply *r;
+
+	s->sub = open_ctx(s);
+	if (!s->sub)
+		return -1;
+	r = command_argv(s, s->sub, 2, argv, lens);
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		if (r)
+			freeReplyObject(r);
+		drop_ctx(&s->sub);
+		return -1;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/* Run the script: EVALSHA, and on NOSCRIPT (a restarted or flushed Redis)
+ * load it and run it once more. NULL: the connection failed. */
+static redisReply *run_script(rstore *s, rlink *l, int argc, const char **args)
+{
+	const char *argv[24];
+	size_t lens[24];
+	redisReply *r;
+	int i, n = 0, tries;
+
+	argv[n++] = "EVALSHA";
+	argv[n++] = s->sha;
+	argv[n++] = "2";
+	argv[n++] = l->key;
+	argv[n++] = l->lease;
+	for (i = 0; i < argc && n < 24; i++)
+		argv[n++] = args[i];
+	for (i = 0; i < n; i++)
+		lens[i] = strlen(argv[i]);
+	for (tries = 0; tries < 2; tries++) {
+		atomic_fetch_add_explicit(&s->n_scripts, 1, memory_order_relaxed);
+		r = command_argv(s, s->cmd, n, argv, lens);
+		if (!r)
+			return NULL;
+		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8) && tries == 0) {
+			const char *la[3] = { "SCRIPT", "LOAD", wms__redis_script };
+			size_t ll[3] = { 6, 4, strlen(wms__redis_script) };
+			freeReplyObject(r);
+			atomic_fetch_add_explicit(&s->n_loads, 1, memory_order_relaxed);
+			r = command_argv(s, s->cmd, 3, la, ll);
+			if (!r)
+				return NULL;
+			freeReplyObject(r);
+			continue;
+		}
+		return r;
+	}
+	return r;
+}
+
+static uint64_t next_rand(rstore *s)
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return s->rng * 0x2545F4914F6CDD1Dull;
+}
+
+static const char *reason_for(int from, int to)
+{
+	if (from == ST_CLOSED && to == ST_OPEN)
+		return "consecutive failure threshold reached (fleet)";
+	if (from == ST_OPEN && to == ST_HALF)
+		return "open duration elapsed (fleet)";
+	if (from == ST_HALF && to == ST_CLOSED)
+		return "probe succeeded (fleet)";
+	if (from == ST_HALF && to == ST_OPEN)
+		return "probe failed (fleet)";
+	return "changed by the fleet";
+}
+
+/* A reply or message: { exists, state, epoch, failures, open ms left,
+ * lease ms left, granted } as integers. Moves the mirror; the caller
+ * fires the event it returns (from != to). */
+typedef struct shared_view {
+	long long exists, state, epoch, failures, rem_ms, lease_ms, granted;
+} shared_view;
+
+static int parse_reply(const redisReply *r, shared_view *v)
+{
+	long long *f[7] = { &v->exists, &v->state, &v->epoch, &v->failures, &v->rem_ms,
+			    &v->lease_ms, &v->granted };
+	size_t i;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+		return -1;
+	for (i = 0; i < 7; i++) {
+		if (r->element[i]->type != REDIS_REPLY_INTEGER)
+			return -1;
+		*f[i] = r->element[i]->integer;
+	}
+	if (v->state < 0 || v->state > WMS_BREAKER_STATE_FORCED_OPEN || v->epoch < 0 ||
+	    v->failures < 0 || v->rem_ms < 0)
+		return -1;
+	return 0;
+}
+
+static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
+{
+	uint64_t rem = (uint64_t)v->rem_ms;
+	atomic_store(&l->open_until_ns, now + rem * NS_PER_MS);
+	atomic_store(&l->failures, v->failures > UINT32_MAX ? UINT32_MAX : (uint32_t)v->failures);
+	if (v->granted) {
+		atomic_store(&l->lease_epoch, (uint64_t)v->epoch);
+		atomic_store(&l->slots, (int)l->trials);
+	} else if ((uint64_t)v->epoch != atomic_load(&l->epoch)) {
+		atomic_store(&l->slots, 0); /* a new epoch: our round, if any, is over */
+	}
+	atomic_store(&l->epoch, (uint64_t)v->epoch);
+	atomic_store(&l->state, (int)v->state);
+}
+
+/* Take what Redis said of a link. Returns -1 if the hash is gone (the
+ * link must rejoin). */
+static int adopt_view(rstore *s, rlink *l, const shared_view *v)
+{
+	uint64_t now = wms_breaker_clock_ns(l->b);
+	int from;
+
+	(void)s;
+	if (!v->exists) {
+		l->joined = 0;
+		return -1;
+	}
+	if (atomic_load(&l->mode) != MODE_SHARED) {
+		from = wms_breaker_local_state(l->b, NULL);
+		set_mirror(l, v, now);
+		atomic_store(&l->mode, MODE_SHARED);
+		wms_breaker_store_event(l->b, (wms_breaker_state)from, (wms_breaker_state)v->state,
+					"shared store joined", WMS_STORE_STATE_CONNECTED);
+		return 0;
+	}
+	from = atomic_load(&l->state);
+	if ((uint64_t)v->epoch == atomic_load(&l->epoch) && from == v->state && !v->granted) {
+		/* nothing moved but the count and the clock */
+		atomic_store(&l->failures,
+			     v->failures > UINT32_MAX ? UINT32_MAX : (uint32_t)v->failures);
+		if (v->state == ST_OPEN)
+			atomic_store(&l->open_until_ns, now + (uint64_t)v->rem_ms * NS_PER_MS);
+		return 0;
+	}
+	set_mirror(l, v, now);
+	if (from != v->state)
+		wms_breaker_store_event(l->b, (wms_breaker_state)from, (wms_breaker_state)v->state,
+					reason_for(from, (int)v->state), WMS_STORE_STATE_CONNECTED);
+	return 0;
+}
+
+static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
+{
+	shared_view v;
+	redisReply *r = run_script(s, l, argc, args);
+
+	if (!r)
+		return -1;
+	if (parse_reply(r, &v) != 0) {
+		/* an error reply (OOM, BUSY, a read-only replica): not joined */
+		freeReplyObject(r);
+		return -1;
+	}
+	freeReplyObject(r);
+	adopt_view(s, l, &v);
+	return 0;
+}
+
+#define U64(buf, v) (snprintf((buf), sizeof(buf), "%llu", (unsigned long long)(v)), (buf))
+
+static int do_join(rstore *s, rlink *l)
+{
+	char ttl[24], lst[24], rem[24], lep[24];
+	const char *args[6];
+	uint32_t rem_ms = 0;
+	int st;
+
+	if (atomic_load(&l->mode) == MODE_SHARED) {
+		/* the hash vanished under us (FLUSHALL, a restart, expiry): the
+		 * mirror is what we know */
+		uint64_t now = wms_breaker_clock_ns(l->b);
+		st = atomic_load(&l->state);
+		rem_ms = ms_left(atomic_load(&l->open_until_ns), now);
+	} else {
+		st = wms_breaker_local_state(l->b, &rem_ms);
+	}
+	args[0] = "join";
+	args[1] = l->chan;
+	args[2] = U64(ttl, s->key_ttl_ms);
+	args[3] = U64(lst, (unsigned)st);
+	args[4] = U64(rem, rem_ms);
+	args[5] = U64(lep, atomic_load(&l->epoch));
+	if (run_and_adopt(s, l, 6, args) != 0)
+		return -1;
+	l->joined = atomic_load(&l->mode) == MODE_SHARED;
+	return 0;
+}
+
+static int flush_batch(rstore *s, rlink *l)
+{
+	char ttl[24], ep[24], thr[16], base[16], growth[16], cap[16], jit[16], rnd[24];
+	const char *args[12];
+
+	if (!l->batch_len)
+		return 0;
+	l->batch[l->batch_len] = '\0';
+	args[0] = "rec";
+	args[1] = l->chan;
+	args[2] = U64(ttl, s->key_ttl_ms);
+	args[3] = U64(ep, l->batch_epoch);
+	args[4] = l->batch;
+	args[5] = s->token;
+	args[6] = U64(thr, l->threshold);
+	args[7] = U64(base, l->open_ms);
+	args[8] = U64(growth, l->growth);
+	args[9] = U64(cap, l->cap_ms);
+	args[10] = U64(jit, l->jitter);
+	args[11] = U64(rnd, next_rand(s) >> 33);
+	l->batch_len = 0;
+	return run_and_adopt(s, l, 12, args);
+}
+
+static int do_probe(rstore *s, rlink *l)
+{
+	char ttl[24], lease[24];
+	const char *args[5] = { "probe", l->chan, U64(ttl, s->key_ttl_ms), s->token,
+				U64(lease, l->lease_ms) };
+	return run_and_adopt(s, l, 5, args);
+}
+
+static int do_manual(rstore *s, rlink *l, int to)
+{
+	char ttl[24], st[24], ep[24];
+	const char *args[5] = { "man", l->chan, U64(ttl, s->key_ttl_ms), U64(st, (unsigned)to),
+				U64(ep, atomic_load(&l->epoch)) };
+	return run_and_adopt(s, l, 5, args);
+}
+
+/* Every link's hash in one round trip: the poll of epochs, and the
+ * heartbeat. */
+static int poll_all(rstore *s)
+{
+	char ttl[24];
+	rlink *l;
+	int n = 0;
+
+	U64(ttl, s->key_ttl_ms);
+	for (l = s->links; l; l = l->next) {
+		const char *argv[8] = { "EVALSHA", s->sha, "2", l->key, l->lease, "get", l->chan, ttl };
+		size_t lens[8];
+		int i;
+		if (!l->b || !l->joined)
+			continue;
+		for (i = 0; i < 8; i++)
+			lens[i] = strlen(argv[i]);
+		if (redisAppendCommandArgv(s->cmd, 8, argv, lens) != REDIS_OK)
+			return -1;
+		atomic_fetch_add_explicit(&s->n_commands, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->n_scripts, 1, memory_order_relaxed);
+		n++;
+	}
+	if (!n) { /* nothing joined yet: a PING is the heartbeat */
+		redisReply *r = redisCommand(s->cmd, "PING");
+		atomic_fetch_add_explicit(&s->n_commands, 1, memory_order_relaxed);
+		if (!r)
+			return -1;
+		freeReplyObject(r);
+		return 0;
+	}
+	for (l = s->links; l; l = l->next) {
+		redisReply *r = NULL;
+		shared_view v;
+		if (!l->b || !l->joined)
+			continue;
+		if (redisGetReply(s->cmd, (void **)&r) != REDIS_OK || !r)
+			return -1;
+		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
+			l->joined = 0; /* rejoin loads the script */
+		} else if (parse_reply(r, &v) == 0) {
+			adopt_view(s, l, &v);
+		}
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+/* A published change: "EPOCH STATE FAILURES OPEN_MS_LEFT". Newer epochs
+ * only: a message may arrive after a reply that was already newer. */
+static void on_message(rstore *s, const char *chan, size_t chan_len, const char *msg)
+{
+	unsigned long long ep, st, n, rem;
+	shared_view v;
+	rlink *l;
+
+	atomic_fetch_add_explicit(&s->n_messages, 1, memory_order_relaxed);
+	if (sscanf(msg, "%llu %llu %llu %llu", &ep, &st, &n, &rem) != 4 ||
+	    st > WMS_BREAKER_STATE_FORCED_OPEN)
+		return;
+	for (l = s->links; l; l = l->next) {
+		if (!l->b || !l->joined || strlen(l->chan) != chan_len || memcmp(l->chan, chan, chan_len))
+			continue;
+		if (ep < atomic_load(&l->epoch) ||
+		    (ep == atomic_load(&l->epoch) && (int)st == atomic_load(&l->state)
+		     && n == atomic_load(&l->failures)))
+			continue;
+		if (ep == atomic_load(&l->epoch) && (int)st != atomic_load(&l->state))
+			continue; /* our own manual change, not yet confirmed */
+		v.exists = 1;
+		v.state = (long long)st;
+		v.epoch = (long long)ep;
+		v.failures = (long long)n;
+		v.rem_ms = (long long)rem;
+		v.lease_ms = 0;
+		v.granted = 0;
+		adopt_view(s, l, &v);
+	}
+}
+
+static int read_sub(rstore *s)
+{
+	void *rv;
+	if (redisBufferRead(s->sub) != REDIS_OK)
+		return -1;
+	for (;;) {
+		redisReply *r = NULL;
+		if (redisGetReplyFromReader(s->sub, &rv) != REDIS_OK)
+			return -1;
+		r = rv;
+		if (!r)
+			return 0;
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+		    r->element[0]->type == REDIS_REPLY_STRING && !strcmp(r->element[0]->str, "pmessage") &&
+		    r->element[2]->type == REDIS_REPLY_STRING && r->element[3]->type == REDIS_REPLY_STRING)
+			on_message(s, r->element[2]->str, r->element[2]->len, r->element[3]->str);
+		freeReplyObject(r);
+	}
+}
+
+/* ---- the agent's cycle ------------------------------------------------ */
+
+static void set_store_state(rstore *s, int st, const char *reason)
+{
+	rlink *l;
+	s->store_state = st;
+	for (l = s->links; l; l = l->next) {
+		wms_breaker_state cur;
+		if (!l->b)
+			continue;
+		cur = wms_breaker_local_state(l->b, NULL);
+		wms_breaker_store_event(l->b, cur, cur, reason, (wms_store_state)st);
+	}
+}
+
+/* Redis is lost: every breaker's engine takes over from the mirror. */
+static void degrade(rstore *s)
+{
+	uint64_t now;
+	rlink *l;
+
+	drop_ctx(&s->cmd);
+	drop_ctx(&s->sub);
+	if (s->connected)
+		atomic_fetch_add_explicit(&s->n_degrades, 1, memory_order_relaxed);
+	s->connected = 0;
+	for (l = s->links; l; l = l->next) {
+		int st;
+		if (!l->b)
+			continue;
+		l->joined = 0;
+		l->batch_len = 0;
+		atomic_store(&l->slots, 0);
+		if (atomic_load(&l->mode) != MODE_SHARED)
+			continue;
+		now = wms_breaker_clock_ns(l->b);
+		st = atomic_load(&l->state);
+		wms_breaker_local_adopt(l->b, (wms_breaker_state)st,
+					ms_left(atomic_load(&l->open_until_ns), now));
+		atomic_store(&l->mode, MODE_LOCAL);
+	}
+	if (s->store_state != WMS_STORE_STATE_DEGRADED)
+		set_store_state(s, WMS_STORE_STATE_DEGRADED,
+				"shared store lost: the in-process breaker decides");
+}
+
+static int connect_all(rstore *s)
+{
+	s->cmd = open_ctx(s);
+	if (!s->cmd)
+		return -1;
+	if (open_sub(s) != 0) {
+		drop_ctx(&s->cmd);
+		return -1;
+	}
+	s->connected = 1;
+	atomic_fetch_add_explicit(&s->n_connects, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* Outcomes queued since the last cycle, into each link's batch; a batch
+ * is sent when the epoch changes or the queue is empty. */
+static int drain(rstore *s)
+{
+	queued o;
+	rlink *l;
+
+	while (q_pop(s, &o) == 0) {
+		l = o.link;
+		if (!l->b || !s->connected || !l->joined)
+			continue;
+		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255))
+			if (flush_batch(s, l) != 0)
+				return -1;
+		l->batch_epoch = o.epoch;
+		l->batch[l->batch_len++] = o.what;
+	}
+	for (l = s->links; l; l = l->next)
+		if (l->b && l->batch_len && flush_batch(s, l) != 0)
+			return -1;
+	return 0;
+}
+
+static void free_unlinked(rstore *s)
+{
+	rlink **pp = &s->links;
+	while (*pp) {
+		rlink *l = *pp;
+		if (!l->b) {
+			*pp = l->next;
+			link_free(l);
+		} else {
+			pp = &l->next;
+		}
+	}
+}
+
+static int work(rstore *s, uint64_t now)
+{
+	rlink *l;
+
+	for (l = s->links; l; l = l->next) {
+		int m;
+		if (!l->b)
+			continue;
+		if (!l->joined && do_join(s, l) != 0)
+			return -1;
+		m = atomic_exchange(&l->manual, NO_MANUAL);
+		if (m != NO_MANUAL && do_manual(s, l, m) != 0)
+			return -1;
+	}
+	if (drain(s) != 0)
+		return -1;
+	for (l = s->links; l; l = l->next) {
+		if (!l->b || !l->joined || !atomic_load(&l->want_probe))
+			continue;
+		/* at once for a new epoch, then once a heartbeat (a lease may
+		 * run out) */
+		if (l->last_probe_epoch == atomic_load(&l->epoch) &&
+		    now - l->last_probe_ns < (uint64_t)s->heartbeat_ms * NS_PER_MS)
+			continue;
+		atomic_store(&l->want_probe, 0);
+		l->last_probe_ns = now;
+		l->last_probe_epoch = atomic_load(&l->epoch);
+		if (do_probe(s, l) != 0)
+			return -1;
+	}
+	if (now >= s->next_beat_ns) {
+		s->next_beat_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
+		if (poll_all(s) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void wait_for_work(rstore *s, uint64_t now)
+{
+	struct pollfd pf[2];
+	uint64_t until = s->connected ? s->next_beat_ns : s->next_connect_ns;
+	int n = 1, timeout = until > now ? (int)((until - now + NS_PER_MS - 1) / NS_PER_MS) : 0;
+
+	pf[0].fd = s->wake_fd;
+	pf[0].events = POLLIN;
+	if (s->sub) {
+		pf[1].fd = s->sub->fd;
+		pf[1].events = POLLIN;
+		n = 2;
+	}
+	if (poll(pf, (nfds_t)n, timeout) <= 0)
+		return;
+	if (pf[0].revents & POLLIN) {
+		uint64_t v;
+		ssize_t r = read(s->wake_fd, &v, sizeof(v));
+		(void)r;
+		atomic_store(&s->wake_pending, 0);
+	}
+	if (n == 2 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+		pthread_mutex_lock(&s->lock);
+		if (read_sub(s) != 0) {
+			/* the pub/sub connection alone is lost: messages may have
+			 * been missed, so poll at once; resubscribe */
+			drop_ctx(&s->sub);
+			s->next_beat_ns = 0;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+static void *agent(void *arg)
+{
+	rstore *s = arg;
+
+	while (!atomic_load(&s->stop)) {
+		uint64_t now = wms__now_ns();
+		pthread_mutex_lock(&s->lock);
+		free_unlinked(s);
+		if (!s->connected && now >= s->next_connect_ns) {
+			if (connect_all(s) != 0) {
+				s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
+				degrade(s);
+			} else {
+				s->next_beat_ns = 0;
+			}
+		}
+		if (s->connected && !s->sub && open_sub(s) != 0) {
+			degrade(s);
+			s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
+		}
+		if (s->connected) {
+			if (work(s, now) != 0) {
+				degrade(s);
+				s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
+			} else if (s->store_state != WMS_STORE_STATE_CONNECTED) {
+				rlink *l;
+				int all = 1;
+				for (l = s->links; l; l = l->next)
+					if (l->b && !l->joined)
+						all = 0;
+				if (all && s->links)
+					s->store_state = WMS_STORE_STATE_CONNECTED;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+		wait_for_work(s, wms__now_ns());
+	}
+	return NULL;
+}
+
+/* ---- the store -------------------------------------------------------- */
+
+static void store_free(wms_breaker_store *bs)
+{
+	rstore *s = (rstore *)bs;
+	if (s->thread_started) {
+		atomic_store(&s->stop, 1);
+		atomic_store(&s->wake_pending, 0);
+		wake(s);
+		pthread_join(s->thread, NULL);
+	}
+	free_unlinked(s);
+	while (s->links) { /* breakers not freed first: the caller's bug, not a leak */
+		rlink *l = s->links;
+		s->links = l->next;
+		link_free(l);
+	}
+	drop_ctx(&s->cmd);
+	drop_ctx(&s->sub);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	pthread_mutex_destroy(&s->lock);
+	wms__free(s->q);
+	wms__free(s->fleet);
+	wms__free(s->pattern);
+	OPENSSL_cleanse(&s->addr, sizeof(s->addr));
+	wms__free(s);
+}
+
+static const wms_breaker_store_ops redis_ops = {
+	link_new, link_acquire, link_record, link_release, link_manual, link_state,
+	link_snapshot, link_unlink, store_free, { NULL, NULL, NULL, NULL }
+};
+
+wms_status wms_shared_options_init(wms_shared_options *opts, unsigned version)
+{
+	if (!opts || version != WMS_SHARED_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	memset(opts, 0, sizeof(*opts));
+	opts->version = version;
+	return WMS_OK;
+}
+
+static int fleet_name_ok(const char *n)
+{
+	size_t i, len = strlen(n);
+	if (len < 1 || len > 64)
+		return 0;
+	for (i = 0; i < len; i++) {
+		char c = n[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+#define BAD(...) wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, __VA_ARGS__)
+
+static wms_status check_options(const wms_shared_options *o, wms_error *err)
+{
+	if (o->version != WMS_SHARED_OPTIONS_VERSION)
+		return BAD("shared options version %u is not supported (this libwms knows %u)",
+			   o->version, WMS_SHARED_OPTIONS_VERSION);
+	if (o->name && !fleet_name_ok(o->name))
+		return BAD("shared.name must be 1-64 letters, digits, '.', '-' or '_'");
+	if (o->command_timeout_ms && o->command_timeout_ms > 10000)
+		return BAD("shared.command_timeout_ms must be 1-10000");
+	if (o->heartbeat_ms && (o->heartbeat_ms < 5 || o->heartbeat_ms > 10000))
+		return BAD("shared.heartbeat_ms must be 5-10000");
+	if (o->key_ttl_s && (o->key_ttl_s < 60 || o->key_ttl_s > 2592000))
+		return BAD("shared.key_ttl_s must be 60-2592000");
+	if (o->queue_size && (o->queue_size < 64 || o->queue_size > 1048576))
+		return BAD("shared.queue_size must be 64-1048576");
+	return WMS_OK;
+}
+
+static int make_ids(rstore *s)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], rnd[16];
+	unsigned mdlen = 0, i;
+
+	if (!EVP_Digest(wms__redis_script, strlen(wms__redis_script), md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != 20 || RAND_bytes(rnd, sizeof(rnd)) != 1)
+		return -1;
+	for (i = 0; i < 20; i++)
+		snprintf(s->sha + 2 * i, 3, "%02x", md[i]);
+	for (i = 0; i < 16; i++)
+		snprintf(s->token + 2 * i, 3, "%02x", rnd[i]);
+	memcpy(&s->rng, rnd, sizeof(s->rng));
+	s->rng |= 1;
+	return 0;
+}
+
+wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options *o,
+			       wms_error *err)
+{
+	rstore *s;
+	size_t qn = 4096, i;
+	wms_status st;
+
+	if (!out || !o)
+		return BAD("wms_redis_store_new: out and options are required");
+	*out = NULL;
+	st = check_options(o, err);
+	if (st != WMS_OK)
+		return st;
+	s = wms__calloc(1, sizeof(*s));
+	if (!s)
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "shared: out of memory");
+	s->wake_fd = -1;
+	st = wms__redis_url_parse(&s->addr, o->redis_url, err);
+	if (st != WMS_OK) {
+		wms__free(s);
+		return st;
+	}
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		wms__free(s);
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT, "shared: no mutex");
+	}
+	s->base.version = WMS_BREAKER_STORE_VERSION;
+	s->base.ops = &redis_ops;
+	s->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms : 100;
+	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 50;
+	s->key_ttl_ms = (uint64_t)(o->key_ttl_s ? o->key_ttl_s : 86400) * 1000u;
+	s->store_state = WMS_STORE_STATE_CONNECTING;
+	if (o->queue_size)
+		for (qn = 64; qn < o->queue_size; qn <<= 1)
+			;
+	s->fleet = wms__strdup(o->name ? o->name : "wms");
+	s->pattern = s->fleet ? wms__malloc(strlen(s->fleet) + 16) : NULL;
+	s->q = wms__calloc(qn, sizeof(cell));
+	if (!s->fleet || !s->pattern || !s->q) {
+		store_free(&s->base);
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "shared: out of memory");
+	}
+	sprintf(s->pattern, "wms:{%s}:*:ch", s->fleet);
+	s->q_mask = qn - 1;
+	for (i = 0; i < qn; i++)
+		atomic_init(&s->q[i].seq, i);
+	if (make_ids(s) != 0) {
+		store_free(&s->base);
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
+				 "shared: cannot digest the script or draw a lease token");
+	}
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->wake_fd < 0 || pthread_create(&s->thread, NULL, agent, s) != 0) {
+		store_free(&s->base);
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
+				 "shared: cannot start the agent thread: %s", strerror(errno));
+	}
+	s->thread_started = 1;
+	*out = &s->base;
+	return WMS_OK;
+}
+
+void wms_redis_store_stats(wms_shared_stats *out, wms_breaker_store *bs)
+{
+	rstore *s = (rstore *)bs;
+	if (!out)
+		return;
+	memset(out, 0, sizeof(*out));
+	if (!s || s->base.ops != &redis_ops)
+		return;
+	out->commands = atomic_load(&s->n_commands);
+	out->scripts = atomic_load(&s->n_scripts);
+	out->script_loads = atomic_load(&s->n_loads);
+	out->messages = atomic_load(&s->n_messages);
+	out->connects = atomic_load(&s->n_connects);
+	out->degrades = atomic_load(&s->n_degrades);
+	out->dropped = atomic_load(&s->n_dropped);
+}
