@@ -72,6 +72,7 @@ struct rlink {
 	/* the agent's own */
 	rlink *next;
 	int joined;
+	int told;                 /* the store state last told to the breaker */
 	uint64_t last_probe_ns, last_probe_epoch;
 	char *batch;              /* outcomes of one epoch waiting to be sent */
 	size_t batch_len;
@@ -595,6 +596,7 @@ static int adopt_view(rstore *s, rlink *l, const shared_view *v)
 		from = wms_breaker_local_state(l->b, NULL);
 		set_mirror(l, v, now);
 		atomic_store(&l->mode, MODE_SHARED);
+		l->told = WMS_STORE_STATE_CONNECTED;
 		wms_breaker_store_event(l->b, (wms_breaker_state)from, (wms_breaker_state)v->state,
 					"shared store joined", WMS_STORE_STATE_CONNECTED);
 		return 0;
@@ -804,16 +806,20 @@ static int read_sub(rstore *s)
 
 /* ---- the agent's cycle ------------------------------------------------ */
 
-static void set_store_state(rstore *s, int st, const char *reason)
+/* Tell every breaker still deciding in-process that the store is lost
+ * (one linked after the loss included). */
+static void tell_degraded(rstore *s)
 {
 	rlink *l;
-	s->store_state = st;
 	for (l = s->links; l; l = l->next) {
 		wms_breaker_state cur;
-		if (!l->b)
+		if (!l->b || l->told == WMS_STORE_STATE_DEGRADED || atomic_load(&l->mode) == MODE_SHARED)
 			continue;
+		l->told = WMS_STORE_STATE_DEGRADED;
 		cur = wms_breaker_local_state(l->b, NULL);
-		wms_breaker_store_event(l->b, cur, cur, reason, (wms_store_state)st);
+		wms_breaker_store_event(l->b, cur, cur,
+					"shared store lost: the in-process breaker decides",
+					WMS_STORE_STATE_DEGRADED);
 	}
 }
 
@@ -843,9 +849,8 @@ static void degrade(rstore *s)
 					ms_left(atomic_load(&l->open_until_ns), now));
 		atomic_store(&l->mode, MODE_LOCAL);
 	}
-	if (s->store_state != WMS_STORE_STATE_DEGRADED)
-		set_store_state(s, WMS_STORE_STATE_DEGRADED,
-				"shared store lost: the in-process breaker decides");
+	s->store_state = WMS_STORE_STATE_DEGRADED;
+	tell_degraded(s);
 }
 
 static int connect_all(rstore *s)
@@ -986,6 +991,8 @@ static void *agent(void *arg)
 				s->next_beat_ns = 0;
 			}
 		}
+		if (!s->connected)
+			tell_degraded(s); /* breakers linked since the loss */
 		if (s->connected && !s->sub && open_sub(s) != 0) {
 			degrade(s);
 			s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;

@@ -1,0 +1,717 @@
+/*
+ * The fleet suite: breakers shared through a real redis-server (started
+ * by each test on its own unix socket or loopback port, stopped by PID).
+ * A "replica" here is a Redis store of its own (its own agent thread,
+ * connections and lease token) with a breaker linked to it: what separate
+ * processes have, in one process so the test can look at all of them;
+ * test_fleet_procs.c runs real processes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "wms/breaker.h"
+#include "wms/shared.h"
+#include "wms/sys/breaker_store.h"
+#include "redis_server.h"
+
+#define MAXR 4
+
+typedef struct replica {
+	wms_breaker_store *store;
+	wms_breaker *b;
+	_Atomic int opened, closed, half;
+	_Atomic uint64_t clock_offset_ns;
+} replica;
+
+typedef struct fleet {
+	rs_server rs;
+	replica r[MAXR];
+	int n;
+} fleet;
+
+static int valgrind(void)
+{
+	const char *v = getenv("WMS_UNDER_VALGRIND");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static uint64_t replica_clock(void *p)
+{
+	replica *r = p;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	       atomic_load(&r->clock_offset_ns);
+}
+
+static void on_event(const wms_breaker_event *e, void *p)
+{
+	replica *r = p;
+	if (e->from == e->to)
+		return;
+	if (e->to == WMS_BREAKER_STATE_OPEN)
+		atomic_fetch_add(&r->opened, 1);
+	else if (e->to == WMS_BREAKER_STATE_CLOSED)
+		atomic_fetch_add(&r->closed, 1);
+	else if (e->to == WMS_BREAKER_STATE_HALF_OPEN)
+		atomic_fetch_add(&r->half, 1);
+}
+
+typedef struct fleet_cfg {
+	uint32_t threshold, open_ms, max_wait_ms, heartbeat_ms, command_timeout_ms;
+	const char *url; /* NULL: the fleet's own server */
+} fleet_cfg;
+
+static void replica_make(fleet *f, int i, const fleet_cfg *c)
+{
+	wms_shared_options so = WMS_SHARED_OPTIONS_INIT;
+	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+	wms_error err;
+	replica *r = &f->r[i];
+
+	memset(&err, 0, sizeof(err));
+	so.redis_url = c->url ? c->url : f->rs.url;
+	so.name = "fleet-test";
+	so.heartbeat_ms = c->heartbeat_ms;
+	so.command_timeout_ms = c->command_timeout_ms;
+	if (wms_redis_store_new(&r->store, &so, &err) != WMS_OK)
+		fail_msg("wms_redis_store_new: %s", err.message);
+	bo.name = "wms";
+	bo.failure_threshold = c->threshold;
+	bo.open_duration_ms = c->open_ms;
+	bo.max_wait_in_half_open_ms = c->max_wait_ms;
+	bo.store = r->store;
+	bo.callbacks.on_state_change = on_event;
+	bo.callbacks.clock = replica_clock;
+	bo.callbacks.payload = r;
+	assert_int_equal(wms_breaker_new(&r->b, &bo), WMS_OK);
+}
+
+static void fleet_start(fleet *f, int n, const fleet_cfg *c, int tcp)
+{
+	int i;
+	memset(f, 0, sizeof(*f));
+	if (!c->url && rs_start(&f->rs, tcp) != 0)
+		fail_msg("cannot start redis-server (is it installed? ./run installs it)");
+	f->n = n;
+	for (i = 0; i < n; i++)
+		replica_make(f, i, c);
+}
+
+static void fleet_stop(fleet *f)
+{
+	int i;
+	for (i = 0; i < f->n; i++) {
+		wms_breaker_free(f->r[i].b);
+		wms_breaker_store_free(f->r[i].store);
+	}
+	rs_stop(&f->rs);
+}
+
+static wms_store_state store_of(replica *r)
+{
+	wms_breaker_snapshot s;
+	wms_breaker_snapshot_get(&s, r->b);
+	return s.store_state;
+}
+
+/* Wait (polling) until every replica's store is `st`; the milliseconds it took. */
+static double wait_store(fleet *f, wms_store_state st, double limit_ms)
+{
+	double t0 = now_ms();
+	for (;;) {
+		int i, all = 1;
+		for (i = 0; i < f->n; i++)
+			if (store_of(&f->r[i]) != st)
+				all = 0;
+		if (all)
+			return now_ms() - t0;
+		if (now_ms() - t0 > limit_ms)
+			fail_msg("store not %s after %.0f ms", wms_store_state_name(st), limit_ms);
+		sleep_ms(1);
+	}
+}
+
+static double wait_state(fleet *f, wms_breaker_state st, double limit_ms)
+{
+	double t0 = now_ms();
+	for (;;) {
+		int i, all = 1;
+		for (i = 0; i < f->n; i++)
+			if (wms_breaker_state_get(f->r[i].b) != st)
+				all = 0;
+		if (all)
+			return now_ms() - t0;
+		if (now_ms() - t0 > limit_ms)
+			fail_msg("not every replica %s after %.0f ms", wms_breaker_state_name(st), limit_ms);
+		sleep_ms(1);
+	}
+}
+
+static void fail_calls(replica *r, int n)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		wms_breaker_permit p;
+		assert_int_equal(wms_breaker_acquire(&p, r->b, NULL), WMS_OK);
+		wms_breaker_record(r->b, &p, WMS_OUTCOME_FAILURE);
+	}
+}
+
+static long long hash_int(const rs_server *rs, const char *field)
+{
+	redisReply *r = rs_cmd(rs, "HGET wms:{fleet-test}:wms %s", field);
+	long long v = -1;
+	if (r && r->type == REDIS_REPLY_STRING)
+		v = atoll(r->str);
+	if (r)
+		freeReplyObject(r);
+	return v;
+}
+
+static double limit(double ms)
+{
+	return valgrind() ? ms * 10 + 3000 : ms;
+}
+
+/* ---- one OPEN for the fleet ------------------------------------------ */
+
+static void trip_in_one_replica_opens_all(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 0, NULL };
+	fleet f;
+	double t;
+	uint32_t ra = 0;
+	wms_breaker_permit p;
+	(void)state;
+
+	fleet_start(&f, 3, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 3);
+	t = wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	print_message("trip in one replica to OPEN in all three: %.2f ms\n", t);
+	assert_int_equal(wms_breaker_acquire(&p, f.r[2].b, &ra), WMS_ERR_CIRCUIT_OPEN);
+	assert_true(ra > 50000 && ra <= 60000);
+	assert_int_equal(hash_int(&f.rs, "st"), 1);
+	fleet_stop(&f);
+}
+
+/* Failures from all replicas add up: 2 + 2 opens a threshold of 4. */
+static void failures_add_up_across_replicas(void **state)
+{
+	fleet_cfg c = { 4, 60000, 0, 0, 0, NULL };
+	fleet f;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 1);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 2);
+	sleep_ms(50);
+	assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_CLOSED);
+	fail_calls(&f.r[1], 2);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	fleet_stop(&f);
+}
+
+/* A success anywhere ends the run: f f (A) s (B) f f (A) stays CLOSED at 3. */
+static void a_success_in_another_replica_resets_the_run(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 0, NULL };
+	fleet f;
+	wms_breaker_permit p;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 2);
+	/* B learns the count is above zero (pub/sub), then its success counts */
+	{
+		double t0 = now_ms();
+		wms_breaker_snapshot s;
+		do {
+			sleep_ms(1);
+			wms_breaker_snapshot_get(&s, f.r[1].b);
+		} while (s.consecutive_failures < 2 && now_ms() - t0 < limit(2000));
+		assert_int_equal(s.consecutive_failures, 2);
+	}
+	assert_int_equal(wms_breaker_acquire(&p, f.r[1].b, NULL), WMS_OK);
+	wms_breaker_record(f.r[1].b, &p, WMS_OUTCOME_SUCCESS);
+	{
+		double t0 = now_ms();
+		while (hash_int(&f.rs, "n") != 0 && now_ms() - t0 < limit(2000))
+			sleep_ms(1);
+	}
+	assert_int_equal(hash_int(&f.rs, "n"), 0);
+	fail_calls(&f.r[0], 2);
+	sleep_ms(100);
+	assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_CLOSED);
+	assert_int_equal(hash_int(&f.rs, "n"), 2);
+	fleet_stop(&f);
+}
+
+/* ---- one probe for the fleet ------------------------------------------ */
+
+typedef struct hammer {
+	fleet *f;
+	int replica;
+	_Atomic int *stop;
+	_Atomic int *trials;
+	wms_breaker_permit held[8];
+	int nheld;
+} hammer;
+
+static void *hammer_run(void *arg)
+{
+	hammer *h = arg;
+	while (!atomic_load(h->stop)) {
+		wms_breaker_permit p;
+		if (wms_breaker_acquire(&p, h->f->r[h->replica].b, NULL) == WMS_OK) {
+			if (wms_breaker_permit_is_trial(&p)) {
+				atomic_fetch_add(h->trials, 1);
+				if (h->nheld < 8)
+					h->held[h->nheld++] = p; /* held: the round stays open */
+			} else {
+				wms_breaker_record(h->f->r[h->replica].b, &p, WMS_OUTCOME_SUCCESS);
+			}
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/* 3 replicas x 4 threads ask for permits through two half-open rounds:
+ * exactly one trial each round, for the whole fleet. */
+static void exactly_one_probe_per_round(void **state)
+{
+	fleet_cfg c = { 2, 150, 60000, 0, 0, NULL };
+	enum { T = 4 };
+	fleet f;
+	hammer h[3 * T];
+	pthread_t th[3 * T];
+	_Atomic int stop, trials;
+	int i, round, j;
+	(void)state;
+
+	fleet_start(&f, 3, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 2);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	for (round = 0; round < 2; round++) {
+		atomic_init(&stop, 0);
+		atomic_init(&trials, 0);
+		for (i = 0; i < 3 * T; i++) {
+			memset(&h[i], 0, sizeof(h[i]));
+			h[i].f = &f;
+			h[i].replica = i % 3;
+			h[i].stop = &stop;
+			h[i].trials = &trials;
+			assert_int_equal(pthread_create(&th[i], NULL, hammer_run, &h[i]), 0);
+		}
+		/* the open period (150 ms, grown 1x) passes while they ask */
+		sleep_ms(valgrind() ? 2500 : 600);
+		atomic_store(&stop, 1);
+		for (i = 0; i < 3 * T; i++)
+			pthread_join(th[i], NULL);
+		print_message("round %d: %d trial(s) granted across the fleet\n", round,
+			      atomic_load(&trials));
+		assert_int_equal(atomic_load(&trials), 1);
+		for (i = 0; i < 3 * T; i++)
+			for (j = 0; j < h[i].nheld; j++)
+				wms_breaker_record(f.r[h[i].replica].b, &h[i].held[j],
+						   round == 0 ? WMS_OUTCOME_FAILURE
+							      : WMS_OUTCOME_SUCCESS);
+		wait_state(&f, round == 0 ? WMS_BREAKER_STATE_OPEN : WMS_BREAKER_STATE_CLOSED,
+			   limit(2000));
+	}
+	assert_int_equal(hash_int(&f.rs, "ro"), 0);
+	fleet_stop(&f);
+}
+
+/* A prober that never reports is replaced once its lease (max wait in
+ * half-open) has run out, never overlapped; its late report decides
+ * nothing. */
+static void dead_prober_is_replaced_after_its_lease(void **state)
+{
+	fleet_cfg c = { 1, 100, 400, 0, 0, NULL };
+	fleet f;
+	wms_breaker_permit a, b;
+	double t0;
+	int got = 0;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 1);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	sleep_ms(120);
+	t0 = now_ms();
+	while (wms_breaker_acquire(&a, f.r[0].b, NULL) != WMS_OK && now_ms() - t0 < limit(2000))
+		sleep_ms(1);
+	assert_true(wms_breaker_permit_is_trial(&a));
+	/* B is refused while A's lease lasts */
+	t0 = now_ms();
+	while (now_ms() - t0 < 250) {
+		assert_int_equal(wms_breaker_acquire(&b, f.r[1].b, NULL), WMS_ERR_CIRCUIT_OPEN);
+		sleep_ms(5);
+	}
+	/* then gets the trial */
+	t0 = now_ms();
+	while (now_ms() - t0 < limit(3000)) {
+		if (wms_breaker_acquire(&b, f.r[1].b, NULL) == WMS_OK) {
+			got = 1;
+			break;
+		}
+		sleep_ms(2);
+	}
+	assert_true(got);
+	assert_true(wms_breaker_permit_is_trial(&b));
+	print_message("replacement trial %.0f ms after A's\n", now_ms() - t0 + 250);
+	/* A's late failure decides nothing; B's success closes the fleet */
+	wms_breaker_record(f.r[0].b, &a, WMS_OUTCOME_FAILURE);
+	sleep_ms(50);
+	assert_int_equal(hash_int(&f.rs, "st"), 2);
+	wms_breaker_record(f.r[1].b, &b, WMS_OUTCOME_SUCCESS);
+	wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(2000));
+	fleet_stop(&f);
+}
+
+/* ---- no new single point of failure ----------------------------------- */
+
+typedef struct caller {
+	replica *r;
+	_Atomic int *stop;
+	double worst_ms;
+	long calls;
+} caller;
+
+static void *caller_run(void *arg)
+{
+	caller *c = arg;
+	while (!atomic_load(c->stop)) {
+		wms_breaker_permit p;
+		double t0 = now_ms(), d;
+		if (wms_breaker_acquire(&p, c->r->b, NULL) == WMS_OK)
+			wms_breaker_record(c->r->b, &p, WMS_OUTCOME_SUCCESS);
+		d = now_ms() - t0;
+		if (d > c->worst_ms)
+			c->worst_ms = d;
+		c->calls++;
+		sleep_ms(1);
+	}
+	return NULL;
+}
+
+/* kill -STOP mid-CLOSED: callers never wait; the store is given up on
+ * within heartbeat + command timeout; a local trip during the freeze
+ * opens the fleet when Redis is back (open wins). */
+static void frozen_redis_callers_never_wait_then_open_wins(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 50, 100, NULL };
+	fleet f;
+	caller cl;
+	pthread_t th;
+	_Atomic int stop;
+	double t, t0;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	atomic_init(&stop, 0);
+	memset(&cl, 0, sizeof(cl));
+	cl.r = &f.r[1];
+	cl.stop = &stop;
+	assert_int_equal(pthread_create(&th, NULL, caller_run, &cl), 0);
+	sleep_ms(50);
+	rs_freeze(&f.rs);
+	t0 = now_ms();
+	t = wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
+	print_message("frozen Redis given up on after %.0f ms (heartbeat 50 + command timeout 100)\n",
+		      now_ms() - t0);
+	assert_true(t <= limit(450)); /* 3x the bound: a noisy machine */
+	fail_calls(&f.r[0], 3);
+	assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_OPEN);
+	assert_int_equal(wms_breaker_state_get(f.r[1].b), WMS_BREAKER_STATE_CLOSED);
+	sleep_ms(200);
+	rs_thaw(&f.rs);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	atomic_store(&stop, 1);
+	pthread_join(th, NULL);
+	print_message("caller: %ld calls, worst %.2f ms while Redis was frozen\n", cl.calls,
+		      cl.worst_ms);
+	/* a call that waited on Redis would take the command timeout */
+	assert_true(valgrind() || cl.worst_ms < 100.0);
+	assert_int_equal(hash_int(&f.rs, "st"), 1);
+	fleet_stop(&f);
+}
+
+/* kill -9 and a restart (empty) mid-OPEN: every replica stays OPEN
+ * meanwhile, and the fleet is OPEN again once it has rejoined. */
+static void killed_and_restarted_redis_mid_open(void **state)
+{
+	fleet_cfg c = { 2, 60000, 0, 0, 0, NULL };
+	fleet f;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 1);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 2);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	rs_kill9(&f.rs);
+	wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
+	assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_OPEN);
+	assert_int_equal(wms_breaker_state_get(f.r[1].b), WMS_BREAKER_STATE_OPEN);
+	assert_int_equal(rs_restart(&f.rs), 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	assert_int_equal(hash_int(&f.rs, "st"), 1);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(100));
+	fleet_stop(&f);
+}
+
+/* kill -9 mid-CLOSED, restart: back to CLOSED and shared. */
+static void killed_and_restarted_redis_mid_closed(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 0, NULL };
+	fleet f;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	rs_kill9(&f.rs);
+	wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
+	assert_int_equal(rs_restart(&f.rs), 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(100));
+	fail_calls(&f.r[1], 3);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	fleet_stop(&f);
+}
+
+static void flushall_mid_open_keeps_it_open(void **state)
+{
+	fleet_cfg c = { 2, 60000, 0, 0, 0, NULL };
+	fleet f;
+	redisReply *r;
+	double t0;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 2);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	r = rs_cmd(&f.rs, "FLUSHALL");
+	assert_non_null(r);
+	freeReplyObject(r);
+	t0 = now_ms();
+	while (hash_int(&f.rs, "st") != 1 && now_ms() - t0 < limit(2000))
+		sleep_ms(2);
+	print_message("state back in Redis %.0f ms after FLUSHALL\n", now_ms() - t0);
+	assert_int_equal(hash_int(&f.rs, "st"), 1);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(100));
+	fleet_stop(&f);
+}
+
+static void script_flush_reloads_the_script(void **state)
+{
+	fleet_cfg c = { 2, 60000, 0, 0, 0, NULL };
+	fleet f;
+	redisReply *r;
+	wms_shared_stats s0, s1;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	wms_redis_store_stats(&s0, f.r[0].store);
+	r = rs_cmd(&f.rs, "SCRIPT FLUSH");
+	assert_non_null(r);
+	freeReplyObject(r);
+	fail_calls(&f.r[0], 2);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	wms_redis_store_stats(&s1, f.r[0].store);
+	assert_true(s1.script_loads > s0.script_loads);
+	assert_int_equal(s1.degrades, 0);
+	fleet_stop(&f);
+}
+
+/* CLIENT KILL TYPE pubsub: a trip still reaches every replica (the poll
+ * of epochs, then the new subscription). */
+static void lost_pubsub_still_reaches_every_replica(void **state)
+{
+	fleet_cfg c = { 2, 60000, 0, 0, 0, NULL };
+	fleet f;
+	redisReply *r;
+	double t;
+	(void)state;
+
+	fleet_start(&f, 3, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	r = rs_cmd(&f.rs, "CLIENT KILL TYPE pubsub");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	assert_int_equal(r->integer, 3);
+	freeReplyObject(r);
+	fail_calls(&f.r[0], 2);
+	t = wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	print_message("trip reached all replicas with pub/sub lost: %.1f ms\n", t);
+	fleet_stop(&f);
+}
+
+/* Redis unreachable from the start: each breaker protects on its own, and
+ * joins (open wins) when Redis appears. */
+static void unreachable_from_the_start(void **state)
+{
+	fleet_cfg c = { 2, 60000, 0, 20, 50, NULL };
+	fleet f;
+	rs_server later;
+	char url[192];
+	(void)state;
+
+	assert_int_equal(rs_start(&later, 0), 0);
+	snprintf(url, sizeof(url), "%s", later.url);
+	rs_kill9(&later); /* nothing listens at that path now */
+	c.url = url;
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
+	fail_calls(&f.r[0], 2);
+	assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_OPEN);
+	assert_int_equal(wms_breaker_state_get(f.r[1].b), WMS_BREAKER_STATE_CLOSED);
+	assert_int_equal(rs_restart(&later), 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	fleet_stop(&f);
+	rs_stop(&later);
+}
+
+/* A replica whose clock is an hour ahead changes nothing: the open period
+ * is timed by Redis. */
+static void a_clock_an_hour_off_changes_nothing(void **state)
+{
+	fleet_cfg c = { 1, 300, 60000, 0, 0, NULL };
+	fleet f;
+	uint32_t ra = 0;
+	wms_breaker_permit p;
+	double t0;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	atomic_store(&f.r[1].clock_offset_ns, 3600ull * 1000000000ull);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[1], 1);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	assert_int_equal(wms_breaker_acquire(&p, f.r[1].b, &ra), WMS_ERR_CIRCUIT_OPEN);
+	assert_true(ra > 0 && ra <= 300);
+	assert_int_equal(wms_breaker_acquire(&p, f.r[0].b, &ra), WMS_ERR_CIRCUIT_OPEN);
+	assert_true(ra > 0 && ra <= 300);
+	/* after the open period the fast replica probes like any other */
+	sleep_ms(320);
+	t0 = now_ms();
+	while (wms_breaker_acquire(&p, f.r[1].b, NULL) != WMS_OK && now_ms() - t0 < limit(2000))
+		sleep_ms(1);
+	assert_true(wms_breaker_permit_is_trial(&p));
+	wms_breaker_record(f.r[1].b, &p, WMS_OUTCOME_SUCCESS);
+	wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(2000));
+	fleet_stop(&f);
+}
+
+static void manual_changes_reach_the_fleet(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 0, NULL };
+	fleet f;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	wms_breaker_force_open(f.r[0].b);
+	wait_state(&f, WMS_BREAKER_STATE_FORCED_OPEN, limit(2000));
+	wms_breaker_disable(f.r[1].b);
+	wait_state(&f, WMS_BREAKER_STATE_DISABLED, limit(2000));
+	wms_breaker_reset(f.r[0].b);
+	wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(2000));
+	fail_calls(&f.r[1], 3);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	fleet_stop(&f);
+}
+
+/* Two keys per breaker at most, and every one expires. */
+static void keys_are_few_and_all_expire(void **state)
+{
+	fleet_cfg c = { 1, 100, 60000, 0, 0, NULL };
+	fleet f;
+	redisReply *r;
+	wms_breaker_permit p;
+	double t0;
+	size_t i;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	fail_calls(&f.r[0], 1);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	sleep_ms(120);
+	t0 = now_ms();
+	while (wms_breaker_acquire(&p, f.r[0].b, NULL) != WMS_OK && now_ms() - t0 < limit(2000))
+		sleep_ms(1);
+	/* in half-open: the hash and the lease */
+	r = rs_cmd(&f.rs, "KEYS *");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 2);
+	for (i = 0; i < r->elements; i++) {
+		redisReply *t = rs_cmd(&f.rs, "PTTL %s", r->element[i]->str);
+		assert_non_null(t);
+		assert_true(t->integer > 0);
+		freeReplyObject(t);
+	}
+	freeReplyObject(r);
+	wms_breaker_record(f.r[0].b, &p, WMS_OUTCOME_SUCCESS);
+	wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(2000));
+	r = rs_cmd(&f.rs, "DBSIZE");
+	assert_int_equal(r->integer, 1);
+	freeReplyObject(r);
+	fleet_stop(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(trip_in_one_replica_opens_all),
+		cmocka_unit_test(failures_add_up_across_replicas),
+		cmocka_unit_test(a_success_in_another_replica_resets_the_run),
+		cmocka_unit_test(exactly_one_probe_per_round),
+		cmocka_unit_test(dead_prober_is_replaced_after_its_lease),
+		cmocka_unit_test(frozen_redis_callers_never_wait_then_open_wins),
+		cmocka_unit_test(killed_and_restarted_redis_mid_open),
+		cmocka_unit_test(killed_and_restarted_redis_mid_closed),
+		cmocka_unit_test(flushall_mid_open_keeps_it_open),
+		cmocka_unit_test(script_flush_reloads_the_script),
+		cmocka_unit_test(lost_pubsub_still_reaches_every_replica),
+		cmocka_unit_test(unreachable_from_the_start),
+		cmocka_unit_test(a_clock_an_hour_off_changes_nothing),
+		cmocka_unit_test(manual_changes_reach_the_fleet),
+		cmocka_unit_test(keys_are_few_and_all_expire),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
