@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "breaker.h"
 #include "curl.h"
+#include "shared.h"
 
 WMS_BEGIN_DECL
 
@@ -135,7 +136,8 @@ typedef struct wms_client_callbacks {
 
 #define WMS_CLIENT_CALLBACKS_INIT { NULL, NULL, NULL, NULL, { NULL } }
 
-#define WMS_CLIENT_OPTIONS_VERSION 2
+/* 3 (0.3.1) added `shared`; a program built with version 2 keeps working. */
+#define WMS_CLIENT_OPTIONS_VERSION 3
 
 #define WMS_DEFAULT_CONNECT_TIMEOUT_MS 2000u
 #define WMS_DEFAULT_TIMEOUT_MS 10000u
@@ -197,12 +199,17 @@ typedef struct wms_client_options {
 	/** Body bytes kept per wire-log record; 0 = 4096. */
 	size_t wire_log_max_bytes;
 	wms_client_callbacks callbacks;
+	/** One breaker for the fleet (wms/shared.h): with redis_url set, the
+	 *  client makes a Redis store, links its breakers to it (each by its
+	 *  name) and frees it with the client. Ignored when `breaker` or
+	 *  breaker_options.store is set. Since version 3 (0.3.1). */
+	wms_shared_options shared;
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
 	WMS_BREAKER_OPTIONS_INIT, NULL, WMS_BREAKER_SCOPE_PER_CLIENT, WMS_RETRY_OPTIONS_INIT, NULL, \
 	WMS_CURL_TRANSPORT_OPTIONS_INIT, WMS_WSSE_OPTIONS_INIT, NULL, NULL, 0, \
-	WMS_CLIENT_CALLBACKS_INIT }
+	WMS_CLIENT_CALLBACKS_INIT, WMS_SHARED_OPTIONS_INIT }
 
 WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
 

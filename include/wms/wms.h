@@ -8,6 +8,7 @@
 #include "common.h"
 #include "errors.h"
 #include "breaker.h"
+#include "shared.h"
 #include "client.h"
 #include "fixture.h"
 #include "health.h"

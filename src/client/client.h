@@ -33,6 +33,7 @@ struct wms_client {
 	breaker_hook hooks[WMS__OP_COUNT];
 	size_t breaker_count;
 	int own_breakers;
+	wms_breaker_store *store; /* made from options.shared, freed after the breakers */
 	wms_transport *transport;
 	wms_retry_options retry;
 	wms_client_callbacks cb; /* error filter, metrics, wire log */

@@ -8,15 +8,25 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include "client/client.h"
+#include "wms/sys/breaker_store.h"
+
+/* The bytes of the options a caller built for `version` (2 ends before
+ * `shared`). */
+static size_t options_size(unsigned version)
+{
+	return version == 2 ? offsetof(wms_client_options, shared) : sizeof(wms_client_options);
+}
 
 wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
 {
-	if (!opts || version != WMS_CLIENT_OPTIONS_VERSION)
+	if (!opts || (version != 2 && version != WMS_CLIENT_OPTIONS_VERSION))
 		return WMS_ERR_INVALID_ARG;
-	memset(opts, 0, sizeof(*opts));
+	memset(opts, 0, options_size(version));
 	opts->version = version;
 	opts->breaker_options.version = WMS_BREAKER_OPTIONS_VERSION;
 	opts->curl.version = WMS_CURL_TRANSPORT_OPTIONS_VERSION;
+	if (version >= 3)
+		opts->shared.version = WMS_SHARED_OPTIONS_VERSION;
 	return WMS_OK;
 }
 
@@ -37,6 +47,7 @@ void wms_client_free(wms_client *c)
 		for (i = 0; i < WMS__OP_COUNT; i++)
 			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
 				wms_breaker_free(c->breakers[i]);
+	wms_breaker_store_free(c->store); /* after its breakers */
 	wms__free(c->endpoint);
 	wms__free(c->state_metric);
 	wms__free(c->wsse_username);
@@ -96,6 +107,13 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 	size_t i, n = opts->breaker_scope == WMS_BREAKER_SCOPE_PER_OPERATION ? WMS__OP_COUNT : 1;
 	wms_status st;
 
+	if (!bo.store && opts->version >= 3 && opts->shared.redis_url) {
+		st = wms_redis_store_new(&c->store, &opts->shared, err);
+		if (st != WMS_OK)
+			return st;
+		bo.store = c->store;
+	}
+
 	for (i = 0; i < n; i++) {
 		breaker_hook *h = &c->hooks[i];
 		h->client = c;
@@ -119,9 +137,11 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 				c->breakers[i] = NULL;
 			}
 			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
-					 st == WMS_ERR_INVALID_ARG
-						 ? "breaker_options: a value is out of range"
-						 : "cannot create the breaker");
+					 st != WMS_ERR_INVALID_ARG ? "cannot create the breaker"
+					 : bo.store && bo.mode != WMS_BREAKER_MODE_CONSECUTIVE
+						 ? "breaker_options.mode: a shared breaker is consecutive "
+						   "only (this version)"
+						 : "breaker_options: a value is out of range");
 		}
 		h->breaker = c->breakers[i];
 	}
@@ -219,9 +239,9 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	const char *set;
 	wms_status st;
 
-	if (opts->version != WMS_CLIENT_OPTIONS_VERSION)
+	if (opts->version != 2 && opts->version != WMS_CLIENT_OPTIONS_VERSION)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "options version %u is not supported (this libwms knows %u)",
+				 "options version %u is not supported (this libwms knows 2-%u)",
 				 opts->version, WMS_CLIENT_OPTIONS_VERSION);
 	if (!transport && (!opts->endpoint || !has_scheme(opts->endpoint)))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,

@@ -66,9 +66,16 @@ static void client_options(void **state)
 	want.version = WMS_CLIENT_OPTIONS_VERSION;
 	want.breaker_options.version = WMS_BREAKER_OPTIONS_VERSION;
 	want.curl.version = WMS_CURL_TRANSPORT_OPTIONS_VERSION;
+	want.shared.version = WMS_SHARED_OPTIONS_VERSION;
 	SAME(init, want);
 	assert_int_equal(wms_client_options_init(&by_fn, WMS_CLIENT_OPTIONS_VERSION), WMS_OK);
 	SAME(by_fn, want);
+	/* a program built with version 2 has no `shared`: not a byte of it is written */
+	memset(&by_fn, 0xA5, sizeof(by_fn));
+	assert_int_equal(wms_client_options_init(&by_fn, 2), WMS_OK);
+	assert_int_equal(by_fn.version, 2);
+	assert_int_equal(((const unsigned char *)&by_fn.shared)[0], 0xA5);
+	assert_int_equal(((const unsigned char *)&by_fn)[sizeof(by_fn) - 1], 0xA5);
 	/* and the non-zero defaults of the enums are their zero values */
 	assert_int_equal(init.soap_version, WMS_SOAP_11);
 	assert_int_equal(init.breaker_scope, WMS_BREAKER_SCOPE_PER_CLIENT);
@@ -82,6 +89,8 @@ static void other_options(void **state)
 	static const wms_replay_options replay = WMS_REPLAY_OPTIONS_INIT;
 	static const wms_record_options record = WMS_RECORD_OPTIONS_INIT;
 	static const wms_global_options global = WMS_GLOBAL_OPTIONS_INIT;
+	static const wms_shared_options shared = WMS_SHARED_OPTIONS_INIT;
+	static wms_shared_options zs, fs;
 	static wms_order zo;
 	static wms_replay_options zr, fr;
 	static wms_record_options zc, fc;
@@ -102,6 +111,10 @@ static void other_options(void **state)
 	SAME(global, zg);
 	assert_int_equal(wms_global_options_init(&fg, WMS_GLOBAL_OPTIONS_VERSION), WMS_OK);
 	SAME(fg, zg);
+	zs.version = WMS_SHARED_OPTIONS_VERSION;
+	SAME(shared, zs);
+	assert_int_equal(wms_shared_options_init(&fs, WMS_SHARED_OPTIONS_VERSION), WMS_OK);
+	SAME(fs, zs);
 }
 
 int main(void)
