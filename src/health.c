@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "util/json.h"
 #include "wms/health.h"
+#include "wms/sys/breaker_store.h"
 
 void wms_free(void *ptr)
 {
@@ -141,6 +142,16 @@ wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t coun
 				  (unsigned long long)k->permitted, (unsigned long long)k->rejected,
 				  (unsigned long long)k->successes, (unsigned long long)k->failures,
 				  (unsigned long long)k->slow, (unsigned long long)k->ignored);
+		if (!st && k->store_state != WMS_STORE_STATE_NONE) {
+			/* a shared breaker: its store, and for how long it has been so */
+			uint64_t now = wms_breaker_clock_ns(breakers[i]);
+			b.len--; /* reopen the breaker's object */
+			st = putf(&b, ",\"store\":\"%s\",\"store_for_ms\":%llu}",
+				  wms_store_state_name(k->store_state),
+				  (unsigned long long)(now > k->store_since_ns
+							       ? (now - k->store_since_ns) / 1000000u
+							       : 0u));
+		}
 	}
 	if (!st)
 		st = put(&b, "]}\n");
@@ -242,6 +253,18 @@ wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_
 	for (i = 0; !st && i < count; i++)
 		st = prom_sample(&b, prefix, "circuit_breaker_retry_after_seconds", s[i].name, NULL,
 				 s[i].retry_after_ms / 1000.0);
+	j = 0;
+	for (i = 0; !st && i < count; i++) {
+		if (s[i].store_state == WMS_STORE_STATE_NONE)
+			continue;
+		if (!j++)
+			st = prom_header(&b, prefix, "circuit_breaker_store_state", "gauge",
+					 "Shared breakers' store: 1 connecting, 2 connected, 3 degraded "
+					 "(the in-process breaker decides).");
+		if (!st)
+			st = prom_sample(&b, prefix, "circuit_breaker_store_state", s[i].name, NULL,
+					 (double)s[i].store_state);
+	}
 	if (!st) {
 		*out = b.data ? b.data : wms__strdup("");
 		b.data = NULL;

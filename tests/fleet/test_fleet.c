@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "wms/wms.h"
 #include "wms/breaker.h"
 #include "wms/shared.h"
 #include "wms/sys/breaker_store.h"
@@ -694,6 +695,89 @@ static void keys_are_few_and_all_expire(void **state)
 	fleet_stop(&f);
 }
 
+static int all_connected(wms_client *c)
+{
+	wms_breaker *b[8];
+	size_t i, n = wms_client_breakers(b, 8, c);
+	for (i = 0; i < n; i++) {
+		wms_breaker_snapshot s;
+		wms_breaker_snapshot_get(&s, b[i]);
+		if (s.store_state != WMS_STORE_STATE_CONNECTED)
+			return 0;
+	}
+	return 1;
+}
+
+/* A client made with options.shared makes its store, links every
+ * per-operation breaker by its name, shows the store in health and
+ * metrics, and frees it; bad shared options are refused at once. */
+static void a_client_shares_its_breakers(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_error err;
+	rs_server rs;
+	redisReply *r;
+	char *text = NULL;
+	double t0;
+	(void)state;
+
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(rs_start(&rs, 0), 0);
+	o.endpoint = "http://127.0.0.1:9/";
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.shared.redis_url = rs.url;
+	o.shared.name = "client-test";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
+	t0 = now_ms();
+	while (!all_connected(c) && now_ms() - t0 < limit(3000))
+		sleep_ms(2);
+	assert_true(all_connected(c));
+	r = rs_cmd(&rs, "KEYS wms:{client-test}:*");
+	assert_non_null(r);
+	assert_int_equal(r->elements, wms_client_breakers(NULL, 0, c));
+	freeReplyObject(r);
+	assert_int_equal(wms_client_health_json(&text, c), WMS_OK);
+	assert_non_null(strstr(text, "\"name\":\"wms.SubmitOrder\""));
+	assert_non_null(strstr(text, "\"store\":\"CONNECTED\",\"store_for_ms\":"));
+	wms_free(text);
+	assert_int_equal(wms_client_health_prometheus(&text, c, NULL), WMS_OK);
+	assert_non_null(strstr(text, "fulfillment_circuit_breaker_store_state{breaker=\"wms.SubmitOrder\"} 2\n"));
+	wms_free(text);
+	wms_breaker_force_open(wms_client_breaker_for(c, "SubmitOrder"));
+	t0 = now_ms();
+	for (;;) {
+		r = rs_cmd(&rs, "HGET wms:{client-test}:wms.SubmitOrder st");
+		if (r && r->type == REDIS_REPLY_STRING && !strcmp(r->str, "4"))
+			break;
+		if (r)
+			freeReplyObject(r);
+		r = NULL;
+		if (now_ms() - t0 > limit(2000))
+			fail_msg("force_open did not reach Redis");
+		sleep_ms(2);
+	}
+	freeReplyObject(r);
+	wms_client_free(c);
+	c = NULL;
+
+	/* refused before anything is made; the password is never repeated */
+	o.shared.redis_url = "redis://:s3cret@127.0.0.1:99999/0";
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_null(c);
+	assert_non_null(strstr(err.message, "port"));
+	assert_null(strstr(err.message, "s3cret"));
+	o.shared.redis_url = rs.url;
+	o.breaker_options.mode = WMS_BREAKER_MODE_COUNT_BASED;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "consecutive"));
+	o.breaker_options.mode = WMS_BREAKER_MODE_CONSECUTIVE;
+	o.shared.heartbeat_ms = 4;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "shared.heartbeat_ms"));
+	rs_stop(&rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -712,6 +796,7 @@ int main(void)
 		cmocka_unit_test(a_clock_an_hour_off_changes_nothing),
 		cmocka_unit_test(manual_changes_reach_the_fleet),
 		cmocka_unit_test(keys_are_few_and_all_expire),
+		cmocka_unit_test(a_client_shares_its_breakers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
