@@ -4,7 +4,7 @@
  *
  *     ninja -C build bench-run        (or ./build/bench/bench)
  *     ./build/bench/bench --quick     short runs, a smoke test
- *     ./build/bench/bench --only e2e  one group: breaker, client, envelope, e2e
+ *     ./build/bench/bench --only e2e  one group: breaker, client, envelope, e2e, shared
  *                                     (e.g. under `perf record`)
  *
  * Targets: breaker <= 50 ns/call closed and open with 0 allocations;
@@ -26,10 +26,9 @@
 #include "wms/sys/alloc.h"
 #include "wms/sys/transport.h"
 #include "bench_server.h"
+#include "bench.h"
 
-#define REPS 7
-
-static int quick;
+int quick;
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -55,12 +54,12 @@ static void count_free(void *p, void *ctx)
 	free(p);
 }
 
-static uint64_t allocs(void)
+uint64_t allocs(void)
 {
 	return atomic_load_explicit(&n_allocs, memory_order_relaxed);
 }
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -73,19 +72,19 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
+double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void die(const char *what, const char *detail)
+void die(const char *what, const char *detail)
 {
 	fprintf(stderr, "bench: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 	exit(1);
 }
 
-static void figure(const char *name, double value, int decimals)
+void figure(const char *name, double value, int decimals)
 {
 	printf("%s %.*f\n", name, decimals, value);
 	fflush(stdout);
@@ -626,6 +625,7 @@ int main(int argc, char **argv)
 		{ "client", bench_client_open },
 		{ "envelope", bench_envelopes },
 		{ "e2e", bench_e2e },
+		{ "shared", bench_shared },
 	};
 	const char *only = NULL;
 	int found = 0;
@@ -636,7 +636,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--only breaker|client|envelope|e2e]\n",
+			fprintf(stderr, "usage: %s [--quick] [--only breaker|client|envelope|e2e|shared]\n",
 				argv[0]);
 			return 2;
 		}

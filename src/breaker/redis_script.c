@@ -81,7 +81,7 @@ const char wms__redis_script[] =
 	"  elseif lopen and st == 0 then\n"
 	"    st = 1; n = 0; un = now + rem; dirty = true; tell = true\n"
 	"  end\n"
-	"  if lep >= ep then ep = lep + 1; dirty = true; tell = true\n"
+	"  if lep > ep or (exists == 0 and lep == ep) then ep = lep + 1; dirty = true; tell = true\n"
 	"  elseif dirty then ep = ep + 1 end\n"
 	"elseif op == 'man' then\n"
 	/* ARGV[4] the state set by hand, ARGV[5] the newest epoch known */

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -710,7 +711,7 @@ static int poll_all(rstore *s)
 {
 	char ttl[24];
 	rlink *l;
-	int n = 0;
+	int n = 0, noscript = 0;
 
 	U64(ttl, s->key_ttl_ms);
 	for (l = s->links; l; l = l->next) {
@@ -743,11 +744,21 @@ static int poll_all(rstore *s)
 		if (redisGetReply(s->cmd, (void **)&r) != REDIS_OK || !r)
 			return -1;
 		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
-			l->joined = 0; /* rejoin loads the script */
+			noscript = 1; /* a flushed or restarted Redis: load it below */
 		} else if (parse_reply(r, &v) == 0) {
 			adopt_view(s, l, &v);
 		}
 		freeReplyObject(r);
+	}
+	if (noscript) {
+		const char *la[3] = { "SCRIPT", "LOAD", wms__redis_script };
+		size_t ll[3] = { 6, 4, strlen(wms__redis_script) };
+		redisReply *r = command_argv(s, s->cmd, 3, la, ll);
+		atomic_fetch_add_explicit(&s->n_loads, 1, memory_order_relaxed);
+		if (!r)
+			return -1;
+		freeReplyObject(r);
+		s->next_beat_ns = 0; /* and poll again at once */
 	}
 	return 0;
 }
@@ -975,9 +986,29 @@ static void wait_for_work(rstore *s, uint64_t now)
 	}
 }
 
+/* A write to a connection Redis has closed raises SIGPIPE, which would
+ * kill the application: the agent blocks it, and takes any that is
+ * pending after each cycle. */
+static void block_sigpipe(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+static void take_sigpipe(const sigset_t *set)
+{
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(set, NULL, &zero) > 0)
+		;
+}
+
 static void *agent(void *arg)
 {
 	rstore *s = arg;
+	sigset_t pipe_set;
+
+	block_sigpipe(&pipe_set);
 
 	while (!atomic_load(&s->stop)) {
 		uint64_t now = wms__now_ns();
@@ -1012,6 +1043,7 @@ static void *agent(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
+		take_sigpipe(&pipe_set);
 		wait_for_work(s, wms__now_ns());
 	}
 	return NULL;
