@@ -17,6 +17,11 @@
  *            [--policy count_based|consecutive] [--outage hang|refuse|http-503|
  *            server-fault|reply-lost|garbage] [--tick-ms N] [--ticks N]
  *            [--no-compare] [--endpoint URL]
+ *   wms-demo --replicas N ...   the fleet demo (wms-demo-fleet): N replica
+ *            processes, per-process breakers and then one shared through Redis
+ * A replica of the fleet demo runs with --endpoint URL --replica ID
+ * [--shared-redis URL]: its orders are R<ID>-ORD-nnnn, its breaker shared
+ * when a Redis URL is given, and it ends with one "replica ..." line.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -68,6 +73,8 @@ typedef struct demo {
 	uint32_t tick_ms, ticks, outage_from;
 	int quiet;
 	const char *endpoint; /* a real WMS instead of the simulator */
+	const char *replica;  /* the fleet demo's replica id, or NULL */
+	const char *redis;    /* the fleet demo's shared breaker, or NULL */
 	/* run state */
 	wms_sim *sim;
 	wms_client *client;
@@ -135,6 +142,11 @@ static void on_transition(const wms_breaker_event *ev, void *ctx)
 {
 	demo *d = ctx;
 	size_t n = strlen(d->transitions);
+	if (ev->from == ev->to) { /* the shared store joined or was lost */
+		say(d, "%7.2fs         >>> breaker store %s (%s)\n", since_ms(d) / 1000.0,
+		    wms_store_state_name(ev->store), ev->reason);
+		return;
+	}
 	snprintf(d->transitions + n, sizeof(d->transitions) - n, " -> %s",
 		 wms_breaker_state_name(ev->to));
 	say(d, "%7.2fs         >>> breaker %s -> %s (%s)\n", since_ms(d) / 1000.0,
@@ -296,6 +308,10 @@ static int start_client(demo *d, const char *endpoint, int with_breaker)
 	o.breaker_options.max_wait_in_half_open_ms = 10 * d->tick_ms;
 	o.breaker_options.callbacks.on_state_change = on_transition;
 	o.breaker_options.callbacks.payload = d;
+	if (d->redis) {
+		o.shared.redis_url = d->redis;
+		o.shared.name = "demo";
+	}
 	if (wms_client_new(&d->client, &o, &err) != WMS_OK) {
 		fprintf(stderr, "wms-demo: client: %s: %s\n", wms_status_name(err.status), err.message);
 		return -1;
@@ -354,7 +370,9 @@ static int run(demo *d, int with_breaker, double *waited_ms)
 		}
 	}
 	for (i = 0; i < d->order_count; i++)
-		snprintf(d->orders[i].id, sizeof(d->orders[i].id), "ORD-%04zu", i + 1);
+		snprintf(d->orders[i].id, sizeof(d->orders[i].id), "%s%s%sORD-%04zu",
+			 d->replica ? "R" : "", d->replica ? d->replica : "", d->replica ? "-" : "",
+			 i + 1);
 
 	/* Main loop: one new order per tick; when the breaker is closed, also
 	 * work off the backlog (orders kept after CIRCUIT_OPEN / NOT_SENT). */
@@ -513,6 +531,7 @@ static int usage(void)
 		"usage: wms-demo [--scenario NAME] [--policy count_based|consecutive]\n"
 		"                [--outage hang|refuse|http-503|server-fault|reply-lost|garbage]\n"
 		"                [--tick-ms N] [--ticks N] [--no-compare] [--endpoint URL]\n"
+		"       wms-demo --replicas N   (the fleet demo: N processes, one shared breaker)\n"
 		"scenarios (seed 002's presets):\n");
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		fprintf(stderr, "  %-14s %s\n", scenarios[i].name, scenarios[i].what);
@@ -576,12 +595,46 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--no-compare")) {
 			compare = 0;
+		} else if (!strcmp(a, "--replica") && v && strlen(v) <= 4) {
+			d.replica = v;
+			d.quiet = 1;
+			i++;
+		} else if (!strcmp(a, "--shared-redis") && v) {
+			d.redis = v;
+			i++;
+		} else if (!strcmp(a, "--replicas")) {
+			/* the fleet demo is a program of its own, next to this one */
+			char self[4096], *slash;
+			ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 32);
+			if (n <= 0)
+				return usage();
+			self[n] = '\0';
+			slash = strrchr(self, '/');
+			strcpy(slash ? slash + 1 : self, "wms-demo-fleet");
+			argv[0] = self;
+			execv(self, argv);
+			fprintf(stderr, "wms-demo: cannot run %s: %s\n", self, strerror(errno));
+			return 1;
 		} else {
 			return usage();
 		}
 	}
 	if (d.endpoint)
 		compare = 0;
+	if (d.replica) {
+		/* one replica of the fleet demo: quiet, one line at the end */
+		d.consecutive = 1;
+		rc = run(&d, 1, &with_ms);
+		if (rc == 0) {
+			printf("replica %s: calls %" PRIu64 " sent %" PRIu64 " failed %" PRIu64
+			       " rejected %" PRIu64 " waited_ms %.0f transitions %s\n",
+			       d.replica, d.calls, d.sent, d.failed, d.rejected, with_ms, d.transitions);
+			rc = check_ledger(&d, "");
+		}
+		teardown(&d);
+		pthread_mutex_destroy(&d.lock);
+		return rc ? 1 : 0;
+	}
 
 	printf("libwms demo: a fulfillment loop against a WMS outage\n");
 	printf("scenario '%s': %s\n", d.sc->name, d.sc->what);

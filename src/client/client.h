@@ -15,7 +15,9 @@
 /* What the state-change hook of one breaker needs. */
 typedef struct breaker_hook {
 	wms_client *client;
-	wms_breaker *breaker;  /* set once made; the gauge reads its state */
+	/* set once made; the gauge reads its state. Atomic: a shared breaker's
+	 * store may fire an event from its own thread before it is set. */
+	_Atomic(wms_breaker *) breaker;
 	const char *operation; /* NULL for the client-wide breaker */
 	/* the caller's breaker callbacks, called with their payload */
 	wms_breaker_callbacks user;

@@ -83,10 +83,10 @@ static void emit_state(wms_client *c, const breaker_hook *h, wms_breaker_state s
 static void on_breaker_event(const wms_breaker_event *ev, void *ctx)
 {
 	breaker_hook *h = ctx;
+	wms_breaker *b = atomic_load(&h->breaker);
 	/* The state now, not ev->to: events made on two threads at once may
 	 * arrive in either order, and the gauge must end on the true state. */
-	emit_state(h->client, h, h->breaker ? wms_breaker_state_get(h->breaker) : ev->to,
-		   ev->name);
+	emit_state(h->client, h, b ? wms_breaker_state_get(b) : ev->to, ev->name);
 	if (h->user.on_state_change)
 		h->user.on_state_change(ev, h->user.payload);
 }
@@ -143,11 +143,14 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 						   "only (this version)"
 						 : "breaker_options: a value is out of range");
 		}
-		h->breaker = c->breakers[i];
+		atomic_store(&h->breaker, c->breakers[i]);
 	}
 	for (; i < WMS__OP_COUNT; i++) {
 		c->breakers[i] = c->breakers[0];
-		c->hooks[i] = c->hooks[0];
+		c->hooks[i].client = c->hooks[0].client;
+		c->hooks[i].operation = c->hooks[0].operation;
+		c->hooks[i].user = c->hooks[0].user;
+		atomic_store(&c->hooks[i].breaker, atomic_load(&c->hooks[0].breaker));
 	}
 	c->breaker_count = n;
 	c->own_breakers = 1;
