@@ -15,7 +15,7 @@
 #include "util/num.h"
 #include "wms_sim.h"
 
-#define SIM_VERSION "0.3.0"
+#define SIM_VERSION "0.3.1"
 
 static void usage(FILE *f)
 {
