@@ -182,6 +182,18 @@ static void fail_calls(replica *r, int n)
 	}
 }
 
+/* Failures whose permits the store granted (the store decides them). */
+static void fail_calls_shared(wms_breaker *b, int n)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		wms_breaker_permit p;
+		assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_OK);
+		assert_true(p.flags & WMS_PERMIT_STORE);
+		wms_breaker_record(b, &p, WMS_OUTCOME_FAILURE);
+	}
+}
+
 static long long hash_int(const rs_server *rs, const char *field)
 {
 	redisReply *r = rs_cmd(rs, "HGET wms:{fleet-test}:wms %s", field);
@@ -695,6 +707,86 @@ static void keys_are_few_and_all_expire(void **state)
 	fleet_stop(&f);
 }
 
+static void wait_hash_n(const rs_server *rs, const char *key, long long want)
+{
+	double t0 = now_ms();
+	long long n = -1;
+	for (;;) {
+		redisReply *r = rs_cmd(rs, "HGET %s n", key);
+		n = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+		if (r)
+			freeReplyObject(r);
+		if (n == want)
+			return;
+		if (now_ms() - t0 > limit(3000))
+			fail_msg("%s: n is %lld, not %lld", key, n, want);
+		sleep_ms(2);
+	}
+}
+
+/* The outcome queue (queue_size 64) and the script's batch (255 outcomes
+ * a run): each crossed on both sides, twice on one store. The agent is
+ * held in a command by freezing Redis for a moment. */
+static void queue_and_batch_bounds(void **state)
+{
+	wms_shared_options so = WMS_SHARED_OPTIONS_INIT;
+	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_store *s;
+	wms_breaker *b;
+	wms_shared_stats st0, st;
+	rs_server rs;
+	wms_error err;
+	int round, sizes[2] = { 64, 1024 }, k;
+	(void)state;
+
+	assert_int_equal(rs_start(&rs, 0), 0);
+	for (k = 0; k < 2; k++) {
+		so.redis_url = rs.url;
+		so.name = "bounds";
+		so.queue_size = (uint32_t)sizes[k];
+		so.heartbeat_ms = 5;
+		so.command_timeout_ms = 5000;
+		assert_int_equal(wms_redis_store_new(&s, &so, &err), WMS_OK);
+		bo.name = k ? "batch" : "queue";
+		bo.failure_threshold = 1000000;
+		bo.store = s;
+		assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
+		{
+			double t0 = now_ms();
+			while (wms_breaker_state_get(b) == WMS_BREAKER_STATE_CLOSED &&
+			       now_ms() - t0 < limit(3000)) {
+				wms_breaker_snapshot sn;
+				wms_breaker_snapshot_get(&sn, b);
+				if (sn.store_state == WMS_STORE_STATE_CONNECTED)
+					break;
+				sleep_ms(2);
+			}
+		}
+		for (round = 1; round <= 2; round++) {
+			/* queue: 64 fit, 10 more are dropped; batch: 300 = 255 + 45 */
+			int n = k ? 300 : 74;
+			wms_redis_store_stats(&st0, s);
+			rs_freeze(&rs);
+			sleep_ms(50); /* the agent is now waiting on its heartbeat poll */
+			fail_calls_shared(b, n);
+			rs_thaw(&rs);
+			wait_hash_n(&rs, k ? "wms:{bounds}:batch" : "wms:{bounds}:queue",
+				    (long long)round * (k ? 300 : 64));
+			wms_redis_store_stats(&st, s);
+			assert_int_equal(st.degrades, 0);
+			if (k) {
+				assert_int_equal(st.dropped, 0);
+				assert_true(st.scripts - st0.scripts >= 2);
+			} else {
+				assert_int_equal(st.dropped, (uint64_t)round * 10);
+			}
+		}
+		wms_breaker_free(b);
+		wms_breaker_store_free(s);
+	}
+	rs_stop(&rs);
+}
+
 static int all_connected(wms_client *c)
 {
 	wms_breaker *b[8];
@@ -797,6 +889,7 @@ int main(void)
 		cmocka_unit_test(manual_changes_reach_the_fleet),
 		cmocka_unit_test(keys_are_few_and_all_expire),
 		cmocka_unit_test(a_client_shares_its_breakers),
+		cmocka_unit_test(queue_and_batch_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
