@@ -787,6 +787,164 @@ static void queue_and_batch_bounds(void **state)
 	rs_stop(&rs);
 }
 
+/* ---- no lost count updates: Redis's own order of the scripts ---------- */
+
+typedef struct monitor {
+	redisContext *c;
+	_Atomic int stop;
+	long f_sent, s_sent, model_n, recs;
+} monitor;
+
+/* The n-th (0-based) double-quoted argument of a MONITOR line. */
+static int nth_arg(const char *line, int n, char *out, size_t size)
+{
+	const char *p = strchr(line, ']');
+	int i = -1;
+	if (!p)
+		return -1;
+	while ((p = strchr(p, '"')) != NULL) {
+		const char *q = ++p;
+		size_t len = 0;
+		while (*q && *q != '"') {
+			if (*q == '\\' && q[1])
+				q++;
+			q++;
+		}
+		if (++i == n) {
+			len = (size_t)(q - p);
+			if (len >= size)
+				return -1;
+			memcpy(out, p, len);
+			out[len] = '\0';
+			return 0;
+		}
+		if (!*q)
+			return -1;
+		p = q + 1;
+	}
+	return -1;
+}
+
+static void *monitor_run(void *arg)
+{
+	monitor *m = arg;
+	while (!atomic_load(&m->stop)) {
+		redisReply *r = NULL;
+		char op[16], out[512];
+		size_t i;
+		if (redisGetReply(m->c, (void **)&r) != REDIS_OK || !r) {
+			if (m->c->err == REDIS_ERR_IO && !atomic_load(&m->stop)) {
+				/* a read timeout: hiredis gives up the context */
+				return NULL;
+			}
+			return NULL;
+		}
+		if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "\"EVALSHA\"") &&
+		    nth_arg(r->str, 5, op, sizeof(op)) == 0 && !strcmp(op, "rec") &&
+		    nth_arg(r->str, 9, out, sizeof(out)) == 0) {
+			m->recs++;
+			for (i = 0; out[i]; i++) {
+				if (out[i] == 'f') {
+					m->f_sent++;
+					m->model_n++;
+				} else if (out[i] == 's') {
+					m->s_sent++;
+					m->model_n = 0;
+				}
+			}
+		}
+		freeReplyObject(r);
+	}
+	return NULL;
+}
+
+typedef struct mixer {
+	replica *r;
+	unsigned seed;
+	int calls;
+	long failures, successes;
+} mixer;
+
+static void *mixer_run(void *arg)
+{
+	mixer *x = arg;
+	int i;
+	for (i = 0; i < x->calls; i++) {
+		wms_breaker_permit p;
+		int fail;
+		x->seed = x->seed * 1103515245u + 12345u;
+		fail = (x->seed >> 16) % 3 != 0; /* two in three fail */
+		if (wms_breaker_acquire(&p, x->r->b, NULL) != WMS_OK)
+			continue;
+		wms_breaker_record(x->r->b, &p, fail ? WMS_OUTCOME_FAILURE : WMS_OUTCOME_SUCCESS);
+		if (fail)
+			x->failures++;
+		else
+			x->successes++;
+		if (i % 50 == 0)
+			sleep_ms(1);
+	}
+	return NULL;
+}
+
+/* 3 replicas x 3 threads record a random mix of failures and successes
+ * (the threshold is never reached). Redis's MONITOR gives the order the
+ * scripts ran in; replayed through a sequential model (f: +1, s: 0) it
+ * must end at the shared count, and every failure recorded must have
+ * been sent exactly once. */
+static void counts_match_a_sequential_model(void **state)
+{
+	fleet_cfg c = { 1000000, 60000, 0, 0, 0, NULL };
+	enum { T = 3, CALLS = 1500 };
+	fleet f;
+	monitor m;
+	mixer x[3 * T];
+	pthread_t th[3 * T], mt;
+	redisReply *r;
+	long failures = 0, successes = 0;
+	int i;
+	(void)state;
+
+	fleet_start(&f, 3, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	memset(&m, 0, sizeof(m));
+	m.c = rs_connect(&f.rs);
+	assert_non_null(m.c);
+	r = redisCommand(m.c, "MONITOR");
+	assert_non_null(r);
+	freeReplyObject(r);
+	assert_int_equal(pthread_create(&mt, NULL, monitor_run, &m), 0);
+	for (i = 0; i < 3 * T; i++) {
+		memset(&x[i], 0, sizeof(x[i]));
+		x[i].r = &f.r[i % 3];
+		x[i].seed = 1234u + (unsigned)i * 77u;
+		x[i].calls = CALLS;
+		assert_int_equal(pthread_create(&th[i], NULL, mixer_run, &x[i]), 0);
+	}
+	for (i = 0; i < 3 * T; i++) {
+		pthread_join(th[i], NULL);
+		failures += x[i].failures;
+		successes += x[i].successes;
+	}
+	/* every queued outcome sent: a last failure then a success from each
+	 * replica would change n; instead wait until the agents are idle */
+	sleep_ms(valgrind() ? 2000 : 300);
+	atomic_store(&m.stop, 1);
+	r = rs_cmd(&f.rs, "PING"); /* one more line wakes the monitor */
+	if (r)
+		freeReplyObject(r);
+	pthread_join(mt, NULL);
+	redisFree(m.c);
+	print_message("%ld failures and %ld successes recorded; %ld scripts sent %ld f and %ld s; "
+		      "model n %ld, Redis n %lld\n", failures, successes, m.recs, m.f_sent, m.s_sent,
+		      m.model_n, hash_int(&f.rs, "n"));
+	assert_int_equal(m.f_sent, failures);
+	assert_true(m.s_sent <= successes);
+	assert_int_equal(m.model_n, hash_int(&f.rs, "n"));
+	assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_CLOSED);
+	fleet_stop(&f);
+}
+
 static int all_connected(wms_client *c)
 {
 	wms_breaker *b[8];
@@ -890,6 +1048,7 @@ int main(void)
 		cmocka_unit_test(keys_are_few_and_all_expire),
 		cmocka_unit_test(a_client_shares_its_breakers),
 		cmocka_unit_test(queue_and_batch_bounds),
+		cmocka_unit_test(counts_match_a_sequential_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
