@@ -327,18 +327,6 @@ static void link_unlink(wms_breaker_link *bl)
 	wake(s);
 }
 
-static char *concat3(const char *a, const char *b, const char *c)
-{
-	size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
-	char *p = wms__malloc(na + nb + nc + 1);
-	if (!p)
-		return NULL;
-	memcpy(p, a, na);
-	memcpy(p + na, b, nb);
-	memcpy(p + na + nb, c, nc + 1);
-	return p;
-}
-
 static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_breaker_options *o,
 			   wms_breaker_link **out, wms_error *err)
 {
@@ -351,12 +339,12 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 				 "shared: the Redis store shares the consecutive mode only (this "
 				 "version); count_based and time_based breakers stay in-process");
 	l = wms__calloc(1, sizeof(*l));
-	prefix = concat3("wms:{", s->fleet, "}:");
+	prefix = wms__join3("wms:{", s->fleet, "}:");
 	if (!l || !prefix)
 		goto nomem;
-	l->key = concat3(prefix, o->name, "");
-	l->lease = concat3(prefix, o->name, ":lease");
-	l->chan = concat3(prefix, o->name, ":ch");
+	l->key = wms__join3(prefix, o->name, "");
+	l->lease = wms__join3(prefix, o->name, ":lease");
+	l->chan = wms__join3(prefix, o->name, ":ch");
 	l->batch = wms__malloc(256);
 	if (!l->key || !l->lease || !l->chan || !l->batch)
 		goto nomem;

@@ -587,19 +587,6 @@ static int has_crlf(const char *s)
 	return s && strpbrk(s, "\r\n") != NULL;
 }
 
-/* prefix + value + suffix, freshly allocated. */
-static char *join3(const char *prefix, const char *value, const char *suffix)
-{
-	size_t a = strlen(prefix), b = strlen(value), c = strlen(suffix);
-	char *s = wms__malloc(a + b + c + 1);
-	if (!s)
-		return NULL;
-	memcpy(s, prefix, a);
-	memcpy(s + a, value, b);
-	memcpy(s + a + b, suffix, c + 1);
-	return s;
-}
-
 /* Whether line is exactly prefix + value + suffix. */
 static int line_is(const char *line, const char *prefix, const char *value, const char *suffix)
 {
@@ -612,7 +599,7 @@ static wms_status add_header(struct curl_slist **list, const char *prefix, const
 			     const char *suffix)
 {
 	struct curl_slist *l;
-	char *line = join3(prefix, value, suffix);
+	char *line = wms__join3(prefix, value, suffix);
 	if (!line)
 		return WMS_ERR_NOMEM;
 	l = curl_slist_append(*list, line);

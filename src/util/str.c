@@ -1,4 +1,5 @@
 #include <string.h>
+#include "util/alloc.h"
 #include "util/str.h"
 #include "util/utf8.h"
 
@@ -28,4 +29,16 @@ const char *wms__find(const char *p, const char *end, const char *s, size_t n)
 		p = q + 1;
 	}
 	return NULL;
+}
+
+char *wms__join3(const char *a, const char *b, const char *c)
+{
+	size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+	char *s = wms__malloc(na + nb + nc + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, a, na);
+	memcpy(s + na, b, nb);
+	memcpy(s + na + nb, c, nc + 1);
+	return s;
 }

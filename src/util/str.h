@@ -11,4 +11,7 @@ void wms__strlcpy(char *dst, const char *src, size_t size);
 /* The first n bytes equal to s in [p, end), or NULL (n == 0: p). */
 const char *wms__find(const char *p, const char *end, const char *s, size_t n);
 
+/* a + b + c, freshly allocated (wms__malloc); NULL when out of memory. */
+char *wms__join3(const char *a, const char *b, const char *c);
+
 #endif
