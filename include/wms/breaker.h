@@ -87,7 +87,9 @@ typedef struct wms_breaker_event {
 } wms_breaker_event;
 
 /** Called on every state change, after the change, outside the breaker's
- *  lock; it may call any wms_breaker_* read function. Changes made on
+ *  lock; it may call any wms_breaker_* read function. A shared breaker's
+ *  changes made by other replicas (and its store's own: from == to) come
+ *  from the store's thread. Changes made on
  *  different threads at nearly the same time may be reported in either
  *  order: for the state now, read wms_breaker_state_get() in the callback
  *  rather than keeping the last event's `to`. */

@@ -12,8 +12,9 @@
  * the one libwms ships; this header is for writing another, and for what a
  * store may ask of the breaker it serves.
  *
- * Every function pointer is called on the caller's thread, and may be
- * called from many threads at once; none may block.
+ * Every function pointer but link, unlink and free is called on a
+ * caller's call path, from many threads at once: none may block or do
+ * I/O.
  */
 #ifndef WMS_SYS_BREAKER_STORE_H
 #define WMS_SYS_BREAKER_STORE_H
@@ -97,7 +98,9 @@ WMS_EXTERN(void) wms_breaker_local_adopt(wms_breaker *breaker, wms_breaker_state
 
 /** Tell the breaker's listener of a change the store made (or of a change
  *  of the store's own state: then from == to, and the event's `store`
- *  says which). Called outside every lock of the store. */
+ *  says which). The store may call it from its own thread: the listener
+ *  may call any wms_breaker_* read function, and must not free a breaker
+ *  or the store. */
 WMS_EXTERN(void) wms_breaker_store_event(wms_breaker *breaker, wms_breaker_state from,
 					 wms_breaker_state to, const char *reason,
 					 wms_store_state store);
