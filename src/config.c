@@ -10,6 +10,7 @@
 #include <yaml.h>
 #include "internal.h"
 #include "util/num.h"
+#include "breaker/redis_int.h"
 #include "wms/config.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 20)
@@ -59,12 +60,20 @@ enum key_id {
 	KR_MAX_BACKOFF,
 	KR_MULTIPLIER,
 	KR_NOT_SENT_ONLY,
+	KB_SHARED,
+	KS_REDIS_URL,
+	KS_NAME,
+	KS_COMMAND_TIMEOUT,
+	KS_HEARTBEAT,
+	KS_KEY_TTL,
+	KS_QUEUE_SIZE,
 	KEY_COUNT
 };
 
-enum block { B_CLIENT, B_BREAKER, B_RETRY };
+enum block { B_CLIENT, B_BREAKER, B_RETRY, B_SHARED };
 
-static const char *const block_path[] = { "client", "circuit_breaker", "circuit_breaker.retry" };
+static const char *const block_path[] = { "client", "circuit_breaker", "circuit_breaker.retry",
+					  "circuit_breaker.shared" };
 
 enum vtype {
 	T_UINT,    /* decimal integer lo..hi */
@@ -73,7 +82,9 @@ enum vtype {
 	T_ENUM,    /* one of `choices`; the value stored is the index */
 	T_NAME,    /* 1..64 bytes of text */
 	T_URL,     /* http:// or https:// */
-	T_MAP      /* a nested block (retry) */
+	T_REDIS,   /* a Redis URL, checked by wms__redis_url_parse; never echoed */
+	T_FLEET,   /* 1..64 of letters, digits, '.', '-', '_' (the shared name) */
+	T_MAP      /* a nested block (retry, shared) */
 };
 
 typedef struct key_def {
@@ -125,6 +136,14 @@ static const key_def keys[] = {
 	{ KR_MAX_BACKOFF, B_RETRY, "max_backoff_ms", T_UINT, 1, 3600000, NULL, 0 },
 	{ KR_MULTIPLIER, B_RETRY, "backoff_multiplier_pct", T_UINT, 100, 1000, NULL, 0 },
 	{ KR_NOT_SENT_ONLY, B_RETRY, "not_sent_only", T_BOOL, 0, 1, NULL, 0 },
+	{ KB_SHARED, B_BREAKER, "shared", T_MAP, 0, 0, NULL, 0 },
+	/* the ranges of wms_shared_options (wms/shared.h) */
+	{ KS_REDIS_URL, B_SHARED, "redis_url", T_REDIS, 0, 0, NULL, 0 },
+	{ KS_NAME, B_SHARED, "name", T_FLEET, 1, MAX_NAME_BYTES, NULL, 0 },
+	{ KS_COMMAND_TIMEOUT, B_SHARED, "command_timeout_ms", T_UINT, 1, 10000, NULL, 0 },
+	{ KS_HEARTBEAT, B_SHARED, "heartbeat_ms", T_UINT, 5, 10000, NULL, 0 },
+	{ KS_KEY_TTL, B_SHARED, "key_ttl_s", T_UINT, 60, 2592000, NULL, 0 },
+	{ KS_QUEUE_SIZE, B_SHARED, "queue_size", T_UINT, 64, 1048576, NULL, 0 },
 };
 
 struct wms_config {
@@ -133,6 +152,8 @@ struct wms_config {
 	size_t line[KEY_COUNT];    /* 1-based line of each key */
 	char *endpoint;
 	char *name;
+	char *redis_url;  /* may hold a password: wiped when freed */
+	char *fleet_name; /* circuit_breaker.shared.name */
 };
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -491,8 +512,10 @@ static const char *type_name(const key_def *d)
 		return "true or false";
 	case T_ENUM:
 	case T_NAME:
+	case T_FLEET:
 		return "a string";
 	case T_URL:
+	case T_REDIS:
 		return "a URL";
 	case T_MAP:
 		return "a mapping";
@@ -587,6 +610,71 @@ static int starts_with_nocase(const char *s, size_t n, const char *prefix)
 	return 1;
 }
 
+/* Letters, digits, '.', '-', '_' (a shared breaker's fleet name). */
+static int fleet_chars_ok(const char *s, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+/* wms__redis_url_parse's message without its "shared.redis_url" prefix:
+ * the key is named by fail_at. */
+static const char *url_problem(const char *m)
+{
+	static const char prefix[] = "shared.redis_url";
+	if (strncmp(m, prefix, sizeof(prefix) - 1) != 0)
+		return m;
+	m += sizeof(prefix) - 1;
+	if (m[0] == ':' && m[1] == ' ')
+		return m + 2;
+	return m[0] == ' ' ? m + 1 : m;
+}
+
+static void wipe(void *p, size_t n)
+{
+	volatile unsigned char *v = p;
+	while (n--)
+		*v++ = 0;
+}
+
+/* circuit_breaker.shared.redis_url: checked as the store will read it. The
+ * value may hold a password, so it is never echoed, and the parser's
+ * message never repeats it. */
+static wms_status parse_redis_url(parser *p, const key_def *d, const char *path, size_t line,
+				  const char *s, size_t n)
+{
+	wms__redis_addr addr;
+	wms_error e;
+	char *url;
+	wms_status st;
+
+	if (n == 0)
+		return fail_at(p, line, path, d->name, "must not be empty");
+	if (memchr(s, '\0', n))
+		return fail_at(p, line, path, d->name, "must not contain a NUL byte");
+	url = wms__strndup(s, n);
+	if (!url)
+		return nomem(p);
+	wms_error_clear(&e);
+	st = wms__redis_url_parse(&addr, url, &e);
+	wipe(&addr, sizeof(addr));
+	if (st != WMS_OK) {
+		wms__free_secret(url);
+		if (st == WMS_ERR_NOMEM)
+			return nomem(p);
+		return fail_at(p, line, path, d->name, "%s",
+			       e.message[0] ? url_problem(e.message) : "is not a valid Redis URL");
+	}
+	p->cfg->redis_url = url;
+	return WMS_OK;
+}
+
 /* Store the value of key `d` (line `line`) from p->ev. */
 static wms_status parse_value(parser *p, const key_def *d, const char *path, size_t line)
 {
@@ -677,6 +765,25 @@ static wms_status parse_value(parser *p, const key_def *d, const char *path, siz
 		if (!*slot)
 			return nomem(p);
 		break;
+	case T_REDIS:
+		wipe(got, sizeof(got)); /* echoed nowhere: it may hold the password */
+		st = parse_redis_url(p, d, path, line, s, n);
+		if (st != WMS_OK)
+			return st;
+		break;
+	case T_FLEET:
+		if (n == 0)
+			return fail_at(p, line, path, d->name, "must not be empty");
+		if (n > d->hi)
+			return fail_at(p, line, path, d->name, "must be %llu..%llu bytes long (got %zu)",
+				       (unsigned long long)d->lo, (unsigned long long)d->hi, n);
+		if (!fleet_chars_ok(s, n))
+			return fail_at(p, line, path, d->name,
+				       "must hold only letters, digits, '.', '-' and '_' (got %s)", got);
+		cfg->fleet_name = wms__strndup(s, n);
+		if (!cfg->fleet_name)
+			return nomem(p);
+		break;
 	case T_MAP:
 		return wms__fail(p->err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
 				 "config: a block read as a value");
@@ -695,13 +802,14 @@ static const key_def *find_key(enum block block, const char *s, size_t n)
 }
 
 /* The block mapping that follows the key on line `keyline`: client,
- * circuit_breaker or circuit_breaker.retry. */
+ * circuit_breaker, circuit_breaker.retry or circuit_breaker.shared. */
 static wms_status parse_block(parser *p, enum block block, size_t keyline)
 {
 	const char *path = block_path[block];
-	/* The key names itself: "circuit_breaker.retry" is parent + key. */
-	const char *parent = block == B_RETRY ? block_path[B_BREAKER] : NULL;
-	const char *self = block == B_RETRY ? "retry" : path;
+	/* A nested block's key names itself: "circuit_breaker.retry" is parent + key. */
+	int nested = block == B_RETRY || block == B_SHARED;
+	const char *parent = nested ? block_path[B_BREAKER] : NULL;
+	const char *self = nested ? path + strlen(parent) + 1 : path;
 	wms_config *cfg = p->cfg;
 	wms_status st;
 
@@ -748,7 +856,7 @@ static wms_status parse_block(parser *p, enum block block, size_t keyline)
 		cfg->set |= BIT(d->id);
 		cfg->line[d->id] = line;
 		if (d->type == T_MAP) {
-			st = parse_block(p, B_RETRY, line);
+			st = parse_block(p, d->id == KB_SHARED ? B_SHARED : B_RETRY, line);
 			if (st != WMS_OK)
 				return st;
 			continue;
@@ -835,6 +943,18 @@ static wms_status cross_check(parser *p)
 {
 	const wms_config *c = p->cfg;
 	const char *cb = block_path[B_BREAKER], *rt = block_path[B_RETRY];
+
+	if (is_set(c, KB_SHARED) && !is_set(c, KS_REDIS_URL))
+		return fail_at(p, c->line[KB_SHARED], cb, "shared",
+			       "redis_url is required in this block (redis://HOST[:PORT][/DB] or "
+			       "unix:///PATH)");
+	/* What the Redis store links (wms_client_new would refuse the rest). */
+	if (is_set(c, KB_SHARED) && is_set(c, KB_MODE) &&
+	    mode_values[c->value[KB_MODE]] != WMS_BREAKER_MODE_CONSECUTIVE)
+		return fail_at(p, c->line[KB_MODE], cb, "mode",
+			       "must be consecutive with a shared block (line %zu): a shared breaker "
+			       "is consecutive only in this version (got %s)",
+			       c->line[KB_SHARED], mode_choices[c->value[KB_MODE]]);
 
 	if (is_set(c, KB_WINDOW) && is_set(c, KB_MODE) &&
 	    mode_values[c->value[KB_MODE]] == WMS_BREAKER_MODE_TIME_BASED && c->value[KB_WINDOW] > 3600)
@@ -995,12 +1115,43 @@ wms_status wms_config_breaker_options(const wms_config *cfg, wms_breaker_options
 	return WMS_OK;
 }
 
+wms_status wms_config_shared_options(const wms_config *cfg, wms_shared_options *opts)
+{
+	if (!cfg || !opts || opts->version != WMS_SHARED_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	if (is_set(cfg, KS_REDIS_URL))
+		opts->redis_url = cfg->redis_url;
+	if (is_set(cfg, KS_NAME))
+		opts->name = cfg->fleet_name;
+	if (is_set(cfg, KS_COMMAND_TIMEOUT))
+		opts->command_timeout_ms = (uint32_t)cfg->value[KS_COMMAND_TIMEOUT];
+	if (is_set(cfg, KS_HEARTBEAT))
+		opts->heartbeat_ms = (uint32_t)cfg->value[KS_HEARTBEAT];
+	if (is_set(cfg, KS_KEY_TTL))
+		opts->key_ttl_s = (uint32_t)cfg->value[KS_KEY_TTL];
+	if (is_set(cfg, KS_QUEUE_SIZE))
+		opts->queue_size = (uint32_t)cfg->value[KS_QUEUE_SIZE];
+	return WMS_OK;
+}
+
 wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 {
 	wms_status st;
 
-	if (!cfg || !opts || opts->version != WMS_CLIENT_OPTIONS_VERSION)
+	if (!cfg || !opts || (opts->version != 2 && opts->version != WMS_CLIENT_OPTIONS_VERSION))
 		return WMS_ERR_INVALID_ARG;
+	/* Everything is checked before anything is written. Version 2 options
+	 * end before `shared`: never touched, and a shared block cannot go in. */
+	if (opts->breaker_options.version != WMS_BREAKER_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	if (is_set(cfg, KB_SHARED) &&
+	    (opts->version == 2 || opts->shared.version != WMS_SHARED_OPTIONS_VERSION))
+		return WMS_ERR_INVALID_ARG;
+	if (is_set(cfg, KB_SHARED)) {
+		st = wms_config_shared_options(cfg, &opts->shared);
+		if (st != WMS_OK)
+			return st;
+	}
 	st = wms_config_breaker_options(cfg, &opts->breaker_options);
 	if (st != WMS_OK)
 		return st;
@@ -1037,5 +1188,7 @@ void wms_config_free(wms_config *cfg)
 		return;
 	wms__free(cfg->endpoint);
 	wms__free(cfg->name);
+	wms__free_secret(cfg->redis_url);
+	wms__free(cfg->fleet_name);
 	wms__free(cfg);
 }

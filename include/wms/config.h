@@ -16,7 +16,10 @@
  *
  * Nothing falls back silently: an unknown key, a wrong type, an
  * out-of-range value or a YAML syntax error is WMS_ERR_CONFIG with file,
- * line and key in the message. Top-level keys other than `circuit_breaker`
+ * line and key in the message. A `circuit_breaker.shared` block (since
+ * 0.3.1) shares the breaker through Redis (wms/shared.h): its redis_url is
+ * required and checked when the file is read, and no message repeats it
+ * (it may hold a password). Top-level keys other than `circuit_breaker`
  * and `client` belong to the rest of the SLA and are skipped. Example:
  * examples/fulfillment-sla.yaml.
  */
@@ -27,6 +30,7 @@
 #include "errors.h"
 #include "breaker.h"
 #include "client.h"
+#include "shared.h"
 
 WMS_BEGIN_DECL
 
@@ -51,13 +55,19 @@ WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml,
 					     const char *name, wms_error *err);
 
 /** Copy the settings into client options: breaker_options (all keys),
- *  breaker_scope, retry, and the client block's timeouts, soap_version,
- *  max_reply_bytes and endpoint. The endpoint and the breaker name are
- *  strings borrowed from `cfg`: keep cfg until wms_client_new returns. Keys
- *  absent from the file leave opts alone; a key present always overwrites,
- *  even with a value such as `open_duration_jitter_pct: 0`. `opts` must be
- *  initialised (WMS_CLIENT_OPTIONS_INIT or wms_client_options_init):
- *  WMS_ERR_INVALID_ARG, with nothing written, otherwise. */
+ *  breaker_scope, retry, the client block's timeouts, soap_version,
+ *  max_reply_bytes and endpoint, and (version 3) the shared block into
+ *  `shared`, so that wms_client_new shares the client's breaker through
+ *  Redis. The endpoint, the breaker name and the shared block's redis_url
+ *  and name are strings borrowed from `cfg`: keep cfg until wms_client_new
+ *  returns. Keys absent from the file leave opts alone; a key present
+ *  always overwrites, even with a value such as `open_duration_jitter_pct:
+ *  0`. `opts` must be initialised (WMS_CLIENT_OPTIONS_INIT or
+ *  wms_client_options_init), version 2 or 3 (WMS_CLIENT_OPTIONS_VERSION);
+ *  with a shared block in the file, version 3 with `shared` initialised
+ *  (version 2 options have no room for it). WMS_ERR_INVALID_ARG, with
+ *  nothing written, otherwise. Version 2 options are never read or written
+ *  past their end (`shared`). */
 WMS_EXTERN(wms_status) wms_config_apply(const wms_config *cfg, wms_client_options *opts);
 
 /** The breaker options alone (for a standalone wms_breaker), on the same
@@ -65,6 +75,15 @@ WMS_EXTERN(wms_status) wms_config_apply(const wms_config *cfg, wms_client_option
  *  `opts` must be initialised (WMS_BREAKER_OPTIONS_INIT). */
 WMS_EXTERN(wms_status) wms_config_breaker_options(const wms_config *cfg,
 						  wms_breaker_options *opts);
+
+/** The shared block's options alone (circuit_breaker.shared, for
+ *  wms_redis_store_new), on the same terms: absent keys leave opts alone
+ *  (no block: nothing is written), redis_url and name are borrowed from
+ *  `cfg`, `opts` must be initialised (WMS_SHARED_OPTIONS_INIT or
+ *  wms_shared_options_init, version WMS_SHARED_OPTIONS_VERSION):
+ *  WMS_ERR_INVALID_ARG, with nothing written, otherwise. Since 0.3.1. */
+WMS_EXTERN(wms_status) wms_config_shared_options(const wms_config *cfg,
+						 wms_shared_options *opts);
 
 /** NULL-safe. */
 WMS_EXTERN(void) wms_config_free(wms_config *cfg);

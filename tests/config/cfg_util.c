@@ -20,6 +20,7 @@ int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t
 {
 	const wms_breaker_options *b = &o->breaker_options;
 	const wms_retry_options *r = &o->retry;
+	const wms_shared_options *sh = &o->shared;
 	const struct {
 		const char *key;
 		unsigned long long value;
@@ -44,6 +45,10 @@ int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t
 		{ "circuit_breaker.retry.initial_backoff_ms", r->initial_backoff_ms },
 		{ "circuit_breaker.retry.max_backoff_ms", r->max_backoff_ms },
 		{ "circuit_breaker.retry.backoff_multiplier_pct", r->backoff_multiplier_pct },
+		{ "circuit_breaker.shared.command_timeout_ms", sh->command_timeout_ms },
+		{ "circuit_breaker.shared.heartbeat_ms", sh->heartbeat_ms },
+		{ "circuit_breaker.shared.key_ttl_s", sh->key_ttl_s },
+		{ "circuit_breaker.shared.queue_size", sh->queue_size },
 	};
 	size_t i;
 
@@ -63,6 +68,10 @@ int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t
 			 o->breaker_scope == WMS_BREAKER_SCOPE_PER_OPERATION ? "per_operation" : "per_client");
 	else if (!strcmp(key, "circuit_breaker.name"))
 		snprintf(buf, size, "%s", b->name ? b->name : "(unset)");
+	else if (!strcmp(key, "circuit_breaker.shared.redis_url"))
+		snprintf(buf, size, "%s", sh->redis_url ? sh->redis_url : "(unset)");
+	else if (!strcmp(key, "circuit_breaker.shared.name"))
+		snprintf(buf, size, "%s", sh->name ? sh->name : "(unset)");
 	else if (!strcmp(key, "circuit_breaker.retry.not_sent_only"))
 		snprintf(buf, size, "%s", r->not_sent_only ? "true" : "false");
 	else

@@ -6,7 +6,7 @@
 #include "wms/config.h"
 
 /* The value `key` ("circuit_breaker.retry.max_attempts", "client.endpoint",
- * ...) has in `o`, as text: numbers in decimal, enums by their YAML name,
+ * "circuit_breaker.shared.heartbeat_ms", ...) has in `o` (version 3), as text: numbers in decimal, enums by their YAML name,
  * booleans true/false, a NULL string "(unset)". Returns 0, or -1 for an
  * unknown key. */
 int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t size);

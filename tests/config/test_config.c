@@ -186,10 +186,11 @@ static void example_comment_message_is_real(void **state)
 
 /* ---- every key, table-driven --------------------------------------------- */
 
-typedef enum ktype { K_INT, K_PCT, K_BOOL, K_ENUM, K_NAME, K_URL } ktype;
+typedef enum ktype { K_INT, K_PCT, K_BOOL, K_ENUM, K_NAME, K_URL, K_REDIS, K_FLEET } ktype;
 
 typedef struct key_case {
-	const char *block; /* "client", "circuit_breaker", "circuit_breaker.retry" */
+	/* "client", "circuit_breaker", "circuit_breaker.retry", "circuit_breaker.shared" */
+	const char *block;
 	const char *key;
 	ktype type;
 	unsigned long long lo, hi;
@@ -253,10 +254,27 @@ static const key_case key_cases[] = {
 	  { "100", "150", "1000" } },
 	{ "circuit_breaker.retry", "not_sent_only", K_BOOL, 0, 1, { "true", "false" },
 	  { "true", "false" } },
+	{ "circuit_breaker.shared", "redis_url", K_REDIS, 0, 0,
+	  { "redis://127.0.0.1:6379/0", "'unix:///run/redis.sock?db=15'",
+	    "\"redis://u:p@[::1]:65535/15\"", "redis://h:1" },
+	  { "redis://127.0.0.1:6379/0", "unix:///run/redis.sock?db=15", "redis://u:p@[::1]:65535/15",
+	    "redis://h:1" } },
+	{ "circuit_breaker.shared", "name", K_FLEET, 1, 64,
+	  { "f", "'fleet-A.1_x'", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "42" },
+	  { "f", "fleet-A.1_x", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "42" } },
+	{ "circuit_breaker.shared", "command_timeout_ms", K_INT, 1, 10000, { "1", "100", "10000" },
+	  { "1", "100", "10000" } },
+	{ "circuit_breaker.shared", "heartbeat_ms", K_INT, 5, 10000, { "5", "50", "10000" },
+	  { "5", "50", "10000" } },
+	{ "circuit_breaker.shared", "key_ttl_s", K_INT, 60, 2592000, { "60", "86400", "2592000" },
+	  { "60", "86400", "2592000" } },
+	{ "circuit_breaker.shared", "queue_size", K_INT, 64, 1048576, { "64", "4096", "1048576" },
+	  { "64", "4096", "1048576" } },
 };
 
 /* YAML with `key: value` in its block, after `pad` comment lines; *line
- * gets the key's line. A "\n" in `value` starts a line indented under the key. */
+ * gets the key's line. A "\n" in `value` starts a line indented under the key.
+ * A shared block gets its required redis_url first (unless that is the key). */
 static void make_yaml(char *buf, size_t size, const key_case *k, const char *value, int pad,
 		      size_t *line)
 {
@@ -277,6 +295,14 @@ static void make_yaml(char *buf, size_t size, const key_case *k, const char *val
 			n += (size_t)snprintf(buf + n, size - n, "  retry:\n");
 			indent = "    ";
 			(*line)++;
+		} else if (!strcmp(k->block, "circuit_breaker.shared")) {
+			n += (size_t)snprintf(buf + n, size - n, "  shared:\n");
+			indent = "    ";
+			(*line)++;
+			if (strcmp(k->key, "redis_url") != 0) {
+				n += (size_t)snprintf(buf + n, size - n, "    redis_url: redis://r/0\n");
+				(*line)++;
+			}
 		}
 	}
 	n += (size_t)snprintf(buf + n, size - n, "%s%s:%s", indent, k->key,
@@ -393,6 +419,24 @@ static const bad_value url_bad[] = {
 	{ "\"http://wms.test/\\n\"", "must not contain spaces or control characters" },
 };
 
+static const bad_value redis_bad[] = {
+	{ "\"\"", "must not be empty" },
+	{ "42", "must start with redis:// or unix://" },
+	{ "127.0.0.1:6379", "must start with redis:// or unix://" },
+	{ "\"redis://h\\0x\"", "must not contain a NUL byte" },
+};
+
+static const bad_value fleet_bad[] = {
+	{ "\"\"", "must not be empty" },
+	{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	  "must be 1..64 bytes long (got 65)" },
+	{ "'a b'", "must hold only letters, digits, '.', '-' and '_' (got a b)" },
+	{ "\"a\\tb\"", "must hold only letters, digits, '.', '-' and '_' (got a?b)" },
+	{ "fleet/1", "must hold only letters, digits, '.', '-' and '_' (got fleet/1)" },
+	{ "'{eu}'", "must hold only letters, digits, '.', '-' and '_' (got {eu})" },
+	{ "\"caf\xc3\xa9\"", "must hold only letters, digits, '.', '-' and '_' (got caf\xc3\xa9)" },
+};
+
 static void every_key_bad_types(void **state)
 {
 	size_t i, j;
@@ -430,6 +474,14 @@ static void every_key_bad_types(void **state)
 		case K_URL:
 			for (j = 0; j < sizeof(url_bad) / sizeof(url_bad[0]); j++)
 				check_bad(k, &url_bad[j], pad);
+			break;
+		case K_REDIS:
+			for (j = 0; j < sizeof(redis_bad) / sizeof(redis_bad[0]); j++)
+				check_bad(k, &redis_bad[j], pad);
+			break;
+		case K_FLEET:
+			for (j = 0; j < sizeof(fleet_bad) / sizeof(fleet_bad[0]); j++)
+				check_bad(k, &fleet_bad[j], pad);
 			break;
 		}
 	}
@@ -749,6 +801,526 @@ static void cross_field_checks(void **state)
 	wms_config_free(cfg);
 }
 
+/* ---- circuit_breaker.shared --------------------------------------------- */
+
+/* Each numeric key of the block at both ends of its range (applied into
+ * version 3 options), and refused just past each end, message exact. */
+static void shared_keys_at_their_bounds(void **state)
+{
+	static const struct {
+		const char *key;
+		unsigned long long lo, hi;
+		size_t field; /* offsetof(wms_shared_options, ...) */
+	} ks[] = {
+		{ "command_timeout_ms", 1, 10000, offsetof(wms_shared_options, command_timeout_ms) },
+		{ "heartbeat_ms", 5, 10000, offsetof(wms_shared_options, heartbeat_ms) },
+		{ "key_ttl_s", 60, 2592000, offsetof(wms_shared_options, key_ttl_s) },
+		{ "queue_size", 64, 1048576, offsetof(wms_shared_options, queue_size) },
+	};
+	size_t i;
+	int end;
+	(void)state;
+
+	for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		for (end = 0; end < 2; end++) {
+			unsigned long long ok = end ? ks[i].hi : ks[i].lo;
+			unsigned long long bad = end ? ks[i].hi + 1 : ks[i].lo - 1;
+			wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+			char yaml[256], want[256];
+			wms_config *cfg;
+			uint32_t got;
+
+			snprintf(yaml, sizeof(yaml),
+				 "circuit_breaker:\n  shared:\n    redis_url: redis://r/0\n    %s: %llu\n",
+				 ks[i].key, ok);
+			cfg = load_ok(yaml, &o);
+			memcpy(&got, (const char *)&o.shared + ks[i].field, sizeof(got));
+			assert_int_equal(got, ok);
+			wms_config_free(cfg);
+
+			snprintf(yaml, sizeof(yaml),
+				 "service: x\ncircuit_breaker:\n  shared:\n    %s: %llu\n"
+				 "    redis_url: redis://r/0\n",
+				 ks[i].key, bad);
+			snprintf(want, sizeof(want),
+				 "t.yaml:4: circuit_breaker.shared.%s: must be %llu..%llu (got %llu)",
+				 ks[i].key, ks[i].lo, ks[i].hi, bad);
+			expect_error(yaml, want);
+		}
+	}
+	/* The name: 1 and 64 bytes; "" and 65 refused. */
+	{
+		wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+		char name[66], yaml[256];
+		wms_config *cfg = load_ok("circuit_breaker: {shared: {redis_url: 'redis://r', name: x}}\n",
+					  &o);
+		assert_string_equal(o.shared.name, "x");
+		wms_config_free(cfg);
+		memset(name, 'a', sizeof(name));
+		memcpy(name, "Az09.-_", 7);
+		name[64] = '\0';
+		snprintf(yaml, sizeof(yaml),
+			 "circuit_breaker:\n  shared:\n    redis_url: redis://r\n    name: %s\n", name);
+		cfg = load_ok(yaml, &o);
+		assert_int_equal(strlen(o.shared.name), 64);
+		assert_string_equal(o.shared.name, name);
+		wms_config_free(cfg);
+		name[64] = 'a';
+		name[65] = '\0';
+		snprintf(yaml, sizeof(yaml),
+			 "circuit_breaker:\n  shared:\n    redis_url: redis://r\n    name: %s\n", name);
+		expect_error(yaml, "t.yaml:4: circuit_breaker.shared.name: must be 1..64 bytes long (got 65)");
+	}
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    name: ''\n",
+		     "t.yaml:4: circuit_breaker.shared.name: must not be empty");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    name: wms:eu\n",
+		     "t.yaml:4: circuit_breaker.shared.name: must hold only letters, digits, '.', "
+		     "'-' and '_' (got wms:eu)");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    name: 7.5\n"
+		     "    heartbeat_ms: '50'\n",
+		     "t.yaml:5: circuit_breaker.shared.heartbeat_ms: must be an integer, not a quoted "
+		     "string (got \"50\")");
+}
+
+/* The block's structure: required redis_url, unknown and duplicate keys,
+ * keys out of their block, the block as a value. */
+static void shared_block_structure(void **state)
+{
+	(void)state;
+	expect_error("service: x\ncircuit_breaker:\n  mode: consecutive\n  shared:\n"
+		     "    name: fleet\n    heartbeat_ms: 50\n",
+		     "t.yaml:4: circuit_breaker.shared: redis_url is required in this block "
+		     "(redis://HOST[:PORT][/DB] or unix:///PATH)");
+	expect_error("circuit_breaker:\n  shared: {}\n",
+		     "t.yaml:2: circuit_breaker.shared: redis_url is required in this block "
+		     "(redis://HOST[:PORT][/DB] or unix:///PATH)");
+	expect_error("circuit_breaker:\n  shared:\n",
+		     "t.yaml:2: circuit_breaker.shared: has no value (expected a mapping; write {} "
+		     "for an empty block)");
+	expect_error("circuit_breaker:\n  shared: redis://r/0\n",
+		     "t.yaml:2: circuit_breaker.shared: must be a mapping, not a scalar");
+	expect_error("circuit_breaker:\n  shared: [redis://r/0]\n",
+		     "t.yaml:2: circuit_breaker.shared: must be a mapping, not a sequence");
+	expect_error("circuit_breaker:\n  shared: !!map {redis_url: redis://r}\n",
+		     "t.yaml:2: circuit_breaker.shared: explicit YAML tags are not supported");
+	expect_error("circuit_breaker:\n  shared: &s {redis_url: redis://r}\n",
+		     "t.yaml:2: circuit_breaker.shared: anchors (&s) are not supported");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    password: x\n",
+		     "t.yaml:4: circuit_breaker.shared.password: unknown key");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    mode: consecutive\n",
+		     "t.yaml:4: circuit_breaker.shared.mode: unknown key");
+	expect_error("circuit_breaker:\n  shared:\n    Redis_url: redis://r\n",
+		     "t.yaml:3: circuit_breaker.shared.Redis_url: unknown key");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    retry: {}\n",
+		     "t.yaml:4: circuit_breaker.shared.retry: unknown key");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    shared: {}\n",
+		     "t.yaml:4: circuit_breaker.shared.shared: unknown key");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    [a]: 1\n",
+		     "t.yaml:4: circuit_breaker.shared: keys must be scalars, not a sequence");
+	/* The block's keys belong to it alone. */
+	expect_error("circuit_breaker:\n  redis_url: redis://r\n",
+		     "t.yaml:2: circuit_breaker.redis_url: unknown key");
+	expect_error("circuit_breaker:\n  heartbeat_ms: 50\n",
+		     "t.yaml:2: circuit_breaker.heartbeat_ms: unknown key");
+	expect_error("client:\n  shared: {redis_url: redis://r}\n", "t.yaml:2: client.shared: unknown key");
+	expect_error("circuit_breaker:\n  retry:\n    shared: {}\n",
+		     "t.yaml:3: circuit_breaker.retry.shared: unknown key");
+	expect_error("shared:\n  redis_url: redis://r\ncircuit_breaker:\n  shared:\n    name: x\n",
+		     "t.yaml:4: circuit_breaker.shared: redis_url is required in this block "
+		     "(redis://HOST[:PORT][/DB] or unix:///PATH)");
+	/* Duplicates: the block and its keys. */
+	expect_error("circuit_breaker:\n  shared: {redis_url: redis://r}\n  shared: {redis_url: redis://s}\n",
+		     "t.yaml:3: circuit_breaker.shared: duplicate key (first at line 2)");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: redis://r\n    queue_size: 64\n"
+		     "    queue_size: 128\n",
+		     "t.yaml:5: circuit_breaker.shared.queue_size: duplicate key (first at line 4)");
+	expect_error("circuit_breaker:\n  shared:\n    redis_url: 'redis://:s3cret@r'\n"
+		     "    redis_url: 'redis://:s3cret@r'\n",
+		     "t.yaml:4: circuit_breaker.shared.redis_url: duplicate key (first at line 3)");
+	expect_error("circuit_breaker:\n  shared: {redis_url: redis://r, name: a, name: b}\n",
+		     "t.yaml:2: circuit_breaker.shared.name: duplicate key (first at line 2)");
+	/* A shared breaker is consecutive only: the other modes are refused
+	 * here rather than by wms_client_new, in either order. */
+	expect_error("circuit_breaker:\n  mode: count_based\n  shared:\n    redis_url: redis://r\n",
+		     "t.yaml:2: circuit_breaker.mode: must be consecutive with a shared block (line "
+		     "3): a shared breaker is consecutive only in this version (got count_based)");
+	expect_error("circuit_breaker:\n  shared: {redis_url: redis://r}\n  mode: time_based\n",
+		     "t.yaml:3: circuit_breaker.mode: must be consecutive with a shared block (line "
+		     "2): a shared breaker is consecutive only in this version (got time_based)");
+	{
+		wms_config *cfg = load_ok("circuit_breaker:\n  mode: consecutive\n  shared:\n"
+					  "    redis_url: redis://r\n",
+					  NULL);
+		wms_config_free(cfg);
+	}
+	/* The breaker's name and the fleet's are two keys. */
+	{
+		wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+		wms_config *cfg = load_ok("circuit_breaker:\n  name: eu\n  shared:\n"
+					  "    redis_url: redis://r\n    name: fleet\n",
+					  &o);
+		assert_string_equal(o.breaker_options.name, "eu");
+		assert_string_equal(o.shared.name, "fleet");
+		wms_config_free(cfg);
+	}
+}
+
+/* Every URL form the store refuses is refused when the file is read, with
+ * the parser's reason under the dotted key. */
+static void shared_redis_url_forms(void **state)
+{
+	static const struct {
+		const char *value;
+		const char *problem;
+	} bad[] = {
+		{ "rediss://r:6380/0", "rediss:// (TLS) is not supported: hiredis 0.14 has no TLS; use a "
+				       "unix socket or a trusted network" },
+		{ "r:6379/0", "must start with redis:// or unix://" },
+		{ "//r:6379", "must start with redis:// or unix://" },
+		{ "http://r:6379", "must start with redis:// or unix://" },
+		{ "REDIS://r", "must start with redis:// or unix://" },
+		{ "redis://r:0", "the port must be a number 1-65535" },
+		{ "redis://r:65536/0", "the port must be a number 1-65535" },
+		{ "redis://r:/0", "the port must be a number 1-65535" },
+		{ "redis://r:06379", "the port must be a number 1-65535" },
+		{ "redis://r/16", "the database must be a number 0-15" },
+		{ "redis://r:6379/x", "the database must be a number 0-15" },
+		{ "unix:///run/redis.sock?db=16", "the database must be a number 0-15" },
+		{ "unix://run/redis.sock", "unix:// needs an absolute path (unix:///run/redis.sock)" },
+		{ "unix://", "unix:// needs an absolute path (unix:///run/redis.sock)" },
+		{ "unix:///run/r.sock?timeout=1", "the only query a unix:// URL takes is ?db=N" },
+		{ "redis://", "the host is empty or holds a blank or control byte" },
+		{ "'redis://r s'", "the host is empty or holds a blank or control byte" },
+		{ "redis://user@r", "credentials are USER:PASSWORD@ or :PASSWORD@" },
+		{ "redis://user:@r", "the password is empty" },
+		{ "redis://[::1", "a bracketed IPv6 host is [ADDR]" },
+	};
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char yaml[512], want[512];
+		snprintf(yaml, sizeof(yaml), "# %zu\ncircuit_breaker:\n  shared:\n    redis_url: %s\n", i,
+			 bad[i].value);
+		snprintf(want, sizeof(want), "t.yaml:4: circuit_breaker.shared.redis_url: %s",
+			 bad[i].problem);
+		expect_error(yaml, want);
+	}
+	/* Its length: a URL of 1024 bytes is parsed (its password is too long),
+	 * one of 1025 is refused unparsed. */
+	{
+		char yaml[1200];
+		size_t n, len;
+		for (len = 1024; len <= 1025; len++) {
+			n = (size_t)snprintf(yaml, sizeof(yaml),
+					     "circuit_breaker:\n  shared:\n    redis_url: 'redis://:");
+			memset(yaml + n, 'p', len - 11); /* "redis://:" + "@r" */
+			n += len - 11;
+			memcpy(yaml + n, "@r'\n", 5);
+			expect_error(yaml, len == 1024 ? "t.yaml:3: circuit_breaker.shared.redis_url: the "
+							 "user or password is too long"
+						       : "t.yaml:3: circuit_breaker.shared.redis_url: is "
+							 "longer than 1024 bytes");
+		}
+	}
+	/* The forms the store takes. */
+	{
+		static const char *const good[] = {
+			"redis://r", "redis://r:1/0", "redis://r:65535/15", "redis://10.0.0.5:6379/0",
+			"redis://[::1]:6379", "'redis://:pw@r'", "'redis://user:p@ss/w@rd@r:7000/3'",
+			"unix:///run/redis.sock", "unix:///run/redis.sock?db=15",
+		};
+		for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+			char yaml[256];
+			wms_config *cfg;
+			snprintf(yaml, sizeof(yaml), "circuit_breaker:\n  shared:\n    redis_url: %s\n",
+				 good[i]);
+			cfg = load_ok(yaml, NULL);
+			wms_config_free(cfg);
+		}
+	}
+}
+
+/* A URL with a password, wrong elsewhere: the message names the problem
+ * and the key, never the password (nor the URL). */
+static void shared_redis_url_password_never_shown(void **state)
+{
+	static const struct {
+		const char *value;
+		const char *problem;
+	} bad[] = {
+		{ "'redis://user:s3cret@r:99999/0'", "the port must be a number 1-65535" },
+		{ "'redis://:s3cret@r:0'", "the port must be a number 1-65535" },
+		{ "'redis://:s3cret@r/16'", "the database must be a number 0-15" },
+		{ "'redis://:s3cret@/0'", "the host is empty or holds a blank or control byte" },
+		{ "'redis://:s3cret@[::1'", "a bracketed IPv6 host is [ADDR]" },
+		{ "'rediss://:s3cret@r'", "rediss:// (TLS) is not supported: hiredis 0.14 has no TLS; "
+					  "use a unix socket or a trusted network" },
+		{ "'s3cret@r:6379'", "must start with redis:// or unix://" },
+		{ "\"redis://:s3cret\\0@r\"", "must not contain a NUL byte" },
+		{ "{url: 'redis://:s3cret@r'}", "must be a URL, not a mapping" },
+		{ "['redis://:s3cret@r']", "must be a URL, not a sequence" },
+		{ "!!str 'redis://:s3cret@r'", "explicit YAML tags are not supported" },
+	};
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char yaml[512], want[512];
+		wms_config *cfg = NULL;
+		wms_error err;
+
+		snprintf(yaml, sizeof(yaml), "circuit_breaker:\n  shared:\n    name: fleet\n"
+			 "    redis_url: %s\n", bad[i].value);
+		snprintf(want, sizeof(want), "t.yaml:4: circuit_breaker.shared.redis_url: %s",
+			 bad[i].problem);
+		expect_error(yaml, want);
+		assert_int_equal(parse(&cfg, yaml, &err), WMS_ERR_CONFIG);
+		assert_null(strstr(err.message, "s3cret"));
+		assert_null(strstr(err.message, "@r"));
+	}
+	/* Nor in a syntax error on its line, nor from a file. */
+	{
+		wms_config *cfg = NULL;
+		wms_error err;
+		assert_int_equal(parse(&cfg, "circuit_breaker:\n  shared:\n    redis_url: 'redis://:s3cret@r\n",
+				       &err), WMS_ERR_CONFIG);
+		assert_memory_equal(err.message, "t.yaml:", 7);
+		assert_null(strstr(err.message, "s3cret"));
+	}
+}
+
+/* Apply: version 3 options get the block; version 2 ones have no room for
+ * it and refuse it with nothing written; they still take every other key. */
+static void shared_apply(void **state)
+{
+	const char *full = "client:\n  timeout_ms: 5000\n"
+			   "circuit_breaker:\n  failure_threshold: 3\n  shared:\n"
+			   "    redis_url: 'redis://:pw@10.0.0.5:6379/2'\n    name: fulfillment\n"
+			   "    command_timeout_ms: 250\n    heartbeat_ms: 40\n    key_ttl_s: 3600\n"
+			   "    queue_size: 1024\n";
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_shared_options so = WMS_SHARED_OPTIONS_INIT;
+	wms_config *cfg;
+	(void)state;
+
+	cfg = load_ok(full, &o);
+	assert_int_equal(o.version, 3);
+	assert_int_equal(o.shared.version, WMS_SHARED_OPTIONS_VERSION);
+	assert_string_equal(o.shared.redis_url, "redis://:pw@10.0.0.5:6379/2");
+	assert_string_equal(o.shared.name, "fulfillment");
+	assert_int_equal(o.shared.command_timeout_ms, 250);
+	assert_int_equal(o.shared.heartbeat_ms, 40);
+	assert_int_equal(o.shared.key_ttl_s, 3600);
+	assert_int_equal(o.shared.queue_size, 1024);
+	assert_null(o.shared._reserved[0]);
+	assert_int_equal(o.timeout_ms, 5000);
+	assert_int_equal(o.breaker_options.failure_threshold, 3);
+	/* Borrowed from cfg: the same strings wms_config_shared_options gives. */
+	assert_int_equal(wms_config_shared_options(cfg, &so), WMS_OK);
+	assert_ptr_equal(so.redis_url, o.shared.redis_url);
+	assert_ptr_equal(so.name, o.shared.name);
+
+	/* Version 2: the block is refused and nothing is written; the bytes
+	 * past the version 2 end (where `shared` would be) are never touched. */
+	{
+		wms_client_options *o2 = malloc(sizeof(*o2));
+		unsigned char *before = malloc(sizeof(*o2));
+		const size_t v2_end = offsetof(wms_client_options, shared);
+		size_t i;
+		wms_config *plain;
+
+		assert_non_null(o2);
+		assert_non_null(before);
+		memset(o2, 0x5a, sizeof(*o2));
+		assert_int_equal(wms_client_options_init(o2, 2), WMS_OK);
+		o2->timeout_ms = 111;
+		memcpy(before, o2, sizeof(*o2));
+		assert_int_equal(wms_config_apply(cfg, o2), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(before, o2, sizeof(*o2));
+		plain = load_ok("client:\n  timeout_ms: 5000\ncircuit_breaker:\n  failure_threshold: 3\n"
+				"  name: v2\n",
+				NULL);
+		assert_int_equal(wms_config_apply(plain, o2), WMS_OK);
+		assert_int_equal(o2->version, 2);
+		assert_int_equal(o2->timeout_ms, 5000);
+		assert_int_equal(o2->breaker_options.failure_threshold, 3);
+		assert_string_equal(o2->breaker_options.name, "v2");
+		for (i = v2_end; i < sizeof(*o2); i++)
+			assert_int_equal(((unsigned char *)o2)[i], 0x5a);
+		wms_config_free(plain);
+		free(before);
+		free(o2);
+	}
+	/* Version 3 with `shared` not initialised, and unknown versions: refused,
+	 * nothing written. */
+	{
+		wms_client_options o3 = WMS_CLIENT_OPTIONS_INIT, copy;
+		o3.shared.version = 0;
+		copy = o3;
+		assert_int_equal(wms_config_apply(cfg, &o3), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(&copy, &o3, sizeof(o3));
+		o3.shared.version = WMS_SHARED_OPTIONS_VERSION;
+		o3.version = 1;
+		copy = o3;
+		assert_int_equal(wms_config_apply(cfg, &o3), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(&copy, &o3, sizeof(o3));
+		o3.version = 4;
+		copy = o3;
+		assert_int_equal(wms_config_apply(cfg, &o3), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(&copy, &o3, sizeof(o3));
+		/* Without a shared block, `shared` is not looked at. */
+		{
+			wms_config *plain = load_ok("circuit_breaker: {failure_threshold: 4}\n", NULL);
+			o3.version = 3;
+			o3.shared.version = 0;
+			assert_int_equal(wms_config_apply(plain, &o3), WMS_OK);
+			assert_int_equal(o3.breaker_options.failure_threshold, 4);
+			assert_int_equal(o3.shared.version, 0);
+			assert_null(o3.shared.redis_url);
+			wms_config_free(plain);
+		}
+	}
+	wms_config_free(cfg);
+
+	/* Keys absent from the block leave the options alone. */
+	o = (wms_client_options)WMS_CLIENT_OPTIONS_INIT;
+	o.shared.name = "before";
+	o.shared.heartbeat_ms = 77;
+	o.shared.queue_size = 128;
+	cfg = load_ok("circuit_breaker:\n  shared:\n    redis_url: unix:///run/redis.sock\n"
+		      "    queue_size: 64\n",
+		      &o);
+	assert_string_equal(o.shared.redis_url, "unix:///run/redis.sock");
+	assert_string_equal(o.shared.name, "before");
+	assert_int_equal(o.shared.heartbeat_ms, 77);
+	assert_int_equal(o.shared.queue_size, 64);
+	assert_int_equal(o.shared.command_timeout_ms, 0);
+	assert_int_equal(o.shared.key_ttl_s, 0);
+	wms_config_free(cfg);
+}
+
+static void shared_options_function(void **state)
+{
+	wms_shared_options so = WMS_SHARED_OPTIONS_INIT, copy;
+	wms_config *cfg = load_ok("circuit_breaker:\n  failure_threshold: 2\n  shared:\n"
+				  "    redis_url: redis://r:7000/1\n    heartbeat_ms: 5\n"
+				  "    key_ttl_s: 2592000\n",
+				  NULL);
+	wms_config *none = load_ok("circuit_breaker: {failure_threshold: 2}\n", NULL);
+	(void)state;
+
+	/* Arguments. */
+	assert_int_equal(wms_config_shared_options(NULL, &so), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_config_shared_options(cfg, NULL), WMS_ERR_INVALID_ARG);
+	so.version = 0;
+	so.command_timeout_ms = 9;
+	copy = so;
+	assert_int_equal(wms_config_shared_options(cfg, &so), WMS_ERR_INVALID_ARG);
+	assert_memory_equal(&copy, &so, sizeof(so));
+	so.version = WMS_SHARED_OPTIONS_VERSION + 1;
+	copy = so;
+	assert_int_equal(wms_config_shared_options(cfg, &so), WMS_ERR_INVALID_ARG);
+	assert_memory_equal(&copy, &so, sizeof(so));
+
+	/* Present keys copied, absent ones left alone. */
+	assert_int_equal(wms_shared_options_init(&so, WMS_SHARED_OPTIONS_VERSION), WMS_OK);
+	so.name = "mine";
+	so.command_timeout_ms = 9;
+	assert_int_equal(wms_config_shared_options(cfg, &so), WMS_OK);
+	assert_int_equal(so.version, WMS_SHARED_OPTIONS_VERSION);
+	assert_string_equal(so.redis_url, "redis://r:7000/1");
+	assert_string_equal(so.name, "mine");
+	assert_int_equal(so.command_timeout_ms, 9);
+	assert_int_equal(so.heartbeat_ms, 5);
+	assert_int_equal(so.key_ttl_s, 2592000);
+	assert_int_equal(so.queue_size, 0);
+
+	/* No block: OK, nothing written. */
+	copy = so;
+	assert_int_equal(wms_config_shared_options(none, &so), WMS_OK);
+	assert_memory_equal(&copy, &so, sizeof(so));
+	wms_config_free(none);
+	wms_config_free(cfg);
+}
+
+/* A client made from a file with a shared block shares its breaker: the
+ * store is made at once (Redis need not answer; here nothing listens). */
+static void shared_client_from_file(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_config *cfg = load_ok("client:\n  endpoint: http://127.0.0.1:9/wms\n"
+				  "circuit_breaker:\n  name: cfg-shared\n  shared:\n"
+				  "    redis_url: unix:///nonexistent/libwms-test-config.sock\n"
+				  "    name: cfgtest\n    command_timeout_ms: 20\n    heartbeat_ms: 10\n",
+				  &o);
+	wms_client *c = NULL;
+	wms_error err;
+	wms_breaker_snapshot snap;
+	(void)state;
+
+	if (wms_client_new(&c, &o, &err) != WMS_OK)
+		fail_msg("%s", err.message);
+	wms_config_free(cfg); /* the client (its store) copied what it needs */
+	wms_breaker_snapshot_get(&snap, wms_client_breaker(c));
+	assert_string_equal(snap.name, "cfg-shared");
+	assert_int_not_equal(snap.store_state, WMS_STORE_STATE_NONE);
+	wms_client_free(c);
+}
+
+/* The example file documents the block commented out: uncommented, it
+ * loads and gives the library's defaults. */
+static void example_shared_block_is_real(void **state)
+{
+	size_t len = 0, k = 0;
+	char *text = cfg_read_file(cfg_source_path("examples/fulfillment-sla.yaml"), &len);
+	char *out, *p, *line;
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_config *cfg = NULL;
+	wms_error err;
+	int in_block = 0, lines = 0;
+	(void)state;
+
+	assert_non_null(text);
+	out = malloc(len + 1);
+	assert_non_null(out);
+	for (line = text; *line; line = p) {
+		size_t n;
+		p = strchr(line, '\n');
+		p = p ? p + 1 : line + strlen(line);
+		n = (size_t)(p - line);
+		if (!strncmp(line, "  # shared:", 11))
+			in_block = 1;
+		else if (in_block && strncmp(line, "  #   ", 6) != 0)
+			in_block = 0;
+		if (in_block) {
+			/* "  # x" -> "  x" */
+			memcpy(out + k, "  ", 2);
+			memcpy(out + k + 2, line + 4, n - 4);
+			k += n - 2;
+			lines++;
+		} else {
+			memcpy(out + k, line, n);
+			k += n;
+		}
+	}
+	out[k] = '\0';
+	assert_true(lines >= 7);
+	if (wms_config_parse_yaml(&cfg, out, k, "fulfillment-sla.yaml", &err) != WMS_OK)
+		fail_msg("%s", err.message);
+	assert_int_equal(wms_config_apply(cfg, &o), WMS_OK);
+	assert_non_null(o.shared.redis_url);
+	assert_memory_equal(o.shared.redis_url, "redis://", 8);
+	assert_string_equal(o.shared.name, "wms");
+	assert_int_equal(o.shared.command_timeout_ms, 100);
+	assert_int_equal(o.shared.heartbeat_ms, 50);
+	assert_int_equal(o.shared.key_ttl_s, 86400);
+	assert_int_equal(o.shared.queue_size, 4096);
+	wms_config_free(cfg);
+	free(out);
+	free(text);
+}
+
 /* ---- apply ------------------------------------------------------------ */
 
 static void apply_on_top_of_values(void **state)
@@ -1028,7 +1600,8 @@ static void allocation_failures(void **state)
 			else
 				st = parse(&cfg, "a0: 1\na1: 1\na2: 1\na3: 1\na4: 1\na5: 1\na6: 1\n"
 						 "a7: 1\na8: 1\na9: 1\nb0: 1\nb1: 1\n"
-						 "circuit_breaker: {name: x}\nclient: {endpoint: "
+						 "circuit_breaker: {name: x, shared: {redis_url: "
+						 "'redis://:pw@r/1', name: f}}\nclient: {endpoint: "
 						 "'http://x/'}\n",
 					   &err);
 			if (st == WMS_OK) {
@@ -1225,6 +1798,14 @@ int main(void)
 		cmocka_unit_test(syntax_errors),
 		cmocka_unit_test(anchors_aliases_tags),
 		cmocka_unit_test(cross_field_checks),
+		cmocka_unit_test(shared_keys_at_their_bounds),
+		cmocka_unit_test(shared_block_structure),
+		cmocka_unit_test(shared_redis_url_forms),
+		cmocka_unit_test(shared_redis_url_password_never_shown),
+		cmocka_unit_test(shared_apply),
+		cmocka_unit_test(shared_options_function),
+		cmocka_unit_test(shared_client_from_file),
+		cmocka_unit_test(example_shared_block_is_real),
 		cmocka_unit_test(apply_on_top_of_values),
 		cmocka_unit_test(api_arguments),
 		cmocka_unit_test(file_errors),
