@@ -120,8 +120,10 @@ static void print_call(uint32_t seq, uint64_t t_ms, wms_status st, const wms_err
 	fflush(stdout); /* one line per call, as it happens: `| tail -f`, `| jq` */
 }
 
-static void print_summary(const load_run *run, uint64_t end_ns)
+static void print_summary(const load_run *run, uint64_t end_ns, wms_breaker *breaker)
 {
+	wms_breaker_snapshot snap;
+
 	int first = 1;
 
 	printf("{\"summary\":{\"calls\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"failed\":%" PRIu64
@@ -148,6 +150,10 @@ static void print_summary(const load_run *run, uint64_t end_ns)
 	       ms_since(end_ns, run->t0_ns), run->waiting_ns / 1000000u);
 	if (run->lost_tr)
 		printf(",\"transitions_lost\":%zu", run->lost_tr);
+	/* a shared breaker (the SLA file's circuit_breaker.shared): its store at the end */
+	wms_breaker_snapshot_get(&snap, breaker);
+	if (snap.store_state != WMS_STORE_STATE_NONE)
+		printf(",\"store\":\"%s\"", wms_store_state_name(snap.store_state));
 	if (stop_requested)
 		fputs(",\"interrupted\":true", stdout);
 	fputs("}}\n", stdout);
@@ -248,7 +254,7 @@ int ctl_run_load(const ctl_config *cfg)
 			fprintf(call_log, "%" PRIu64 ",%s,%.2f\n", ms_since(start, run.t0_ns), outcome,
 				(double)(end - start) / 1e6);
 	}
-	print_summary(&run, mono_ns());
+	print_summary(&run, mono_ns(), breaker);
 	if (run.lost_tr)
 		fprintf(stderr, "wmsctl: load: out of memory: %zu breaker transitions not listed\n",
 			run.lost_tr);
