@@ -103,6 +103,7 @@ typedef struct num_key {
 #define CO(f) 0, offsetof(wms_client_options, f)
 #define BO(f) 1, offsetof(wms_breaker_options, f)
 #define RO(f) 2, offsetof(wms_retry_options, f)
+#define SO(f) 3, offsetof(wms_shared_options, f)
 static const num_key num_keys[] = {
 	{ "client.connect_timeout_ms", 1, 3600000, CO(connect_timeout_ms) },
 	{ "client.timeout_ms", 1, 3600000, CO(timeout_ms) },
@@ -124,10 +125,15 @@ static const num_key num_keys[] = {
 	{ "circuit_breaker.retry.initial_backoff_ms", 1, 3600000, RO(initial_backoff_ms) },
 	{ "circuit_breaker.retry.max_backoff_ms", 1, 3600000, RO(max_backoff_ms) },
 	{ "circuit_breaker.retry.backoff_multiplier_pct", 100, 1000, RO(backoff_multiplier_pct) },
+	{ "circuit_breaker.shared.command_timeout_ms", 1, 10000, SO(command_timeout_ms) },
+	{ "circuit_breaker.shared.heartbeat_ms", 5, 10000, SO(heartbeat_ms) },
+	{ "circuit_breaker.shared.key_ttl_s", 60, 2592000, SO(key_ttl_s) },
+	{ "circuit_breaker.shared.queue_size", 64, 1048576, SO(queue_size) },
 };
 #undef CO
 #undef BO
 #undef RO
+#undef SO
 
 /* Note the numeric keys accepted at a bound (0, the default, is unset:
  * jitter's lower bound cannot be told from it). */
@@ -140,7 +146,8 @@ static void note_bounds(const wms_client_options *co)
 		const num_key *k = &num_keys[i];
 		const char *base = k->block == 0   ? (const char *)co
 				   : k->block == 1 ? (const char *)&co->breaker_options
-						   : (const char *)&co->retry;
+				   : k->block == 2 ? (const char *)&co->retry
+						   : (const char *)&co->shared;
 		uint64_t v;
 		if (k->off == offsetof(wms_client_options, max_reply_bytes) && k->block == 0) {
 			size_t z;
@@ -190,6 +197,12 @@ static void check_success(const wms_config *cfg)
 
 	memset(&err, 0, sizeof(err));
 	co.transport = &idle;
+	/* A shared block's store would connect to the fuzzer's host: the
+	 * harness never uses the network, so its URL (already checked at load)
+	 * becomes a socket that does not exist; every other shared option is
+	 * still checked by wms_client_new. */
+	if (co.shared.redis_url)
+		co.shared.redis_url = "unix:///nonexistent/wms-fuzz.sock";
 	st = wms_client_new(&c, &co, &err);
 	FUZZ_CHECK(st == WMS_OK, "the config's client options: wms_client_new gives %s: %.200s",
 		   wms_status_name(st), err.message);
@@ -243,8 +256,10 @@ static void add(fuzz_bytes *b, const char *s)
  * cross-field checks need beside it. */
 static void bound_seed(const num_key *k, int which, fuzz_bytes *out)
 {
-	static const char *const blocks[] = { "client:\n  ", "circuit_breaker:\n  ",
-					      "circuit_breaker:\n  retry:\n    " };
+	static const char *const blocks[] = {
+		"client:\n  ", "circuit_breaker:\n  ", "circuit_breaker:\n  retry:\n    ",
+		"circuit_breaker:\n  shared:\n    redis_url: \"unix:///run/redis.sock\"\n    "
+	};
 	const char *key = strrchr(k->key, '.') + 1;
 	char line[160];
 	uint64_t v = which < 2 ? k->lo : k->hi;
