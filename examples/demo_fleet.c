@@ -63,7 +63,7 @@ static void sleep_until(uint64_t t)
 static pid_t spawn_replica(const char *demo, const char *url, const char *redis, int id,
 			   unsigned tick_ms, int *out_fd)
 {
-	char ids[8], ticks[16];
+	char ids[16], ticks[16];
 	int fds[2];
 	pid_t pid;
 
