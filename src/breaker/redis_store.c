@@ -72,7 +72,10 @@ struct rlink {
 
 	/* the agent's own */
 	rlink *next;
+	size_t free_after;        /* unlinked: freed once the queue's tail is past this */
+	uint64_t retry_join_ns;   /* after an error reply, when to try joining again */
 	int joined;
+	int join_local;           /* the engine's state the join was sent with */
 	int told;                 /* the store state last told to the breaker */
 	uint64_t last_probe_ns, last_probe_epoch;
 	char *batch;              /* outcomes of one epoch waiting to be sent */
@@ -109,6 +112,7 @@ typedef struct rstore {
 	int connected;
 	int store_state;
 	uint64_t next_beat_ns, next_connect_ns;
+	uint64_t backoff_ms;     /* between reconnect attempts: heartbeat, doubling to 2 s */
 	uint64_t rng;
 
 	_Atomic uint64_t n_commands, n_scripts, n_loads, n_messages, n_connects, n_degrades,
@@ -270,11 +274,18 @@ static void link_release(wms_breaker_link *bl, const wms_breaker_permit *p)
 		atomic_fetch_add(&l->slots, 1);
 }
 
+/* No trial slot, and no permit of a past round may give one back. */
+static void end_round(rlink *l)
+{
+	atomic_store(&l->slots, 0);
+	atomic_store(&l->lease_epoch, 0); /* epochs start at 1 */
+}
+
 static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 {
 	rlink *l = (rlink *)bl;
 	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
-	atomic_store(&l->slots, 0);
+	end_round(l);
 	if (atomic_load(&l->mode) == MODE_SHARED)
 		atomic_store(&l->state, (int)to);
 	atomic_store(&l->manual, (int)to);
@@ -323,6 +334,7 @@ static void link_unlink(wms_breaker_link *bl)
 	 * link once it has drained them. */
 	pthread_mutex_lock(&s->lock);
 	l->b = NULL;
+	l->free_after = atomic_load(&s->q_head);
 	pthread_mutex_unlock(&s->lock);
 	wake(s);
 }
@@ -342,9 +354,11 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	prefix = wms__join3("wms:{", s->fleet, "}:");
 	if (!l || !prefix)
 		goto nomem;
-	l->key = wms__join3(prefix, o->name, "");
-	l->lease = wms__join3(prefix, o->name, ":lease");
-	l->chan = wms__join3(prefix, o->name, ":ch");
+	/* a tag before the breaker's name, so that no name (they may hold ':')
+	 * reaches another's keys */
+	l->key = wms__join3(prefix, "s:", o->name);
+	l->lease = wms__join3(prefix, "l:", o->name);
+	l->chan = wms__join3(prefix, "c:", o->name);
 	l->batch = wms__malloc(256);
 	if (!l->key || !l->lease || !l->chan || !l->batch)
 		goto nomem;
@@ -563,7 +577,7 @@ static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
 		atomic_store(&l->lease_epoch, (uint64_t)v->epoch);
 		atomic_store(&l->slots, (int)l->trials);
 	} else if ((uint64_t)v->epoch != atomic_load(&l->epoch)) {
-		atomic_store(&l->slots, 0); /* a new epoch: our round, if any, is over */
+		end_round(l); /* a new epoch: our round, if any, is over */
 	}
 	atomic_store(&l->epoch, (uint64_t)v->epoch);
 	atomic_store(&l->state, (int)v->state);
@@ -583,12 +597,25 @@ static int adopt_view(rstore *s, rlink *l, const shared_view *v)
 	}
 	if (atomic_load(&l->mode) != MODE_SHARED) {
 		from = wms_breaker_local_state(l->b, NULL);
+		if (from != l->join_local &&
+		    (from == ST_OPEN || from == ST_HALF || from == WMS_BREAKER_STATE_FORCED_OPEN)) {
+			/* the engine tripped while the join was on its way: join
+			 * again with that (open wins) */
+			l->joined = 0;
+			return -1;
+		}
 		set_mirror(l, v, now);
 		atomic_store(&l->mode, MODE_SHARED);
 		l->told = WMS_STORE_STATE_CONNECTED;
 		wms_breaker_store_event(l->b, (wms_breaker_state)from, (wms_breaker_state)v->state,
 					"shared store joined", WMS_STORE_STATE_CONNECTED);
 		return 0;
+	}
+	if ((uint64_t)v->epoch < atomic_load(&l->epoch)) {
+		/* an epoch from before ours: the hash was flushed or lost and made
+		 * again by a newcomer; rejoin from the mirror (open wins) */
+		l->joined = 0;
+		return -1;
 	}
 	from = atomic_load(&l->state);
 	if ((uint64_t)v->epoch == atomic_load(&l->epoch) && from == v->state && !v->granted) {
@@ -612,11 +639,12 @@ static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
 	redisReply *r = run_script(s, l, argc, args);
 
 	if (!r)
-		return -1;
+		return -1; /* the connection failed or timed out */
 	if (parse_reply(r, &v) != 0) {
-		/* an error reply (OOM, BUSY, a read-only replica): not joined */
+		/* an error reply for this link (WRONGTYPE, OOM, READONLY, ...):
+		 * this link's trouble, not the connection's */
 		freeReplyObject(r);
-		return -1;
+		return 1;
 	}
 	freeReplyObject(r);
 	adopt_view(s, l, &v);
@@ -630,7 +658,7 @@ static int do_join(rstore *s, rlink *l)
 	char ttl[24], lst[24], rem[24], lep[24];
 	const char *args[6];
 	uint32_t rem_ms = 0;
-	int st;
+	int st, rc;
 
 	if (atomic_load(&l->mode) == MODE_SHARED) {
 		/* the hash vanished under us (FLUSHALL, a restart, expiry): the
@@ -641,14 +669,16 @@ static int do_join(rstore *s, rlink *l)
 	} else {
 		st = wms_breaker_local_state(l->b, &rem_ms);
 	}
+	l->join_local = st;
 	args[0] = "join";
 	args[1] = l->chan;
 	args[2] = U64(ttl, s->key_ttl_ms);
 	args[3] = U64(lst, (unsigned)st);
 	args[4] = U64(rem, rem_ms);
 	args[5] = U64(lep, atomic_load(&l->epoch));
-	if (run_and_adopt(s, l, 6, args) != 0)
-		return -1;
+	rc = run_and_adopt(s, l, 6, args);
+	if (rc != 0)
+		return rc;
 	l->joined = atomic_load(&l->mode) == MODE_SHARED;
 	return 0;
 }
@@ -674,7 +704,7 @@ static int flush_batch(rstore *s, rlink *l)
 	args[10] = U64(jit, l->jitter);
 	args[11] = U64(rnd, next_rand(s) >> 33);
 	l->batch_len = 0;
-	return run_and_adopt(s, l, 12, args);
+	return run_and_adopt(s, l, 12, args) < 0 ? -1 : 0;
 }
 
 static int do_probe(rstore *s, rlink *l)
@@ -682,7 +712,7 @@ static int do_probe(rstore *s, rlink *l)
 	char ttl[24], lease[24];
 	const char *args[5] = { "probe", l->chan, U64(ttl, s->key_ttl_ms), s->token,
 				U64(lease, l->lease_ms) };
-	return run_and_adopt(s, l, 5, args);
+	return run_and_adopt(s, l, 5, args) < 0 ? -1 : 0;
 }
 
 static int do_manual(rstore *s, rlink *l, int to)
@@ -690,7 +720,8 @@ static int do_manual(rstore *s, rlink *l, int to)
 	char ttl[24], st[24], ep[24];
 	const char *args[5] = { "man", l->chan, U64(ttl, s->key_ttl_ms), U64(st, (unsigned)to),
 				U64(ep, atomic_load(&l->epoch)) };
-	return run_and_adopt(s, l, 5, args);
+	l->join_local = wms_breaker_local_state(l->b, NULL);
+	return run_and_adopt(s, l, 5, args) < 0 ? -1 : 0;
 }
 
 /* Every link's hash in one round trip: the poll of epochs, and the
@@ -718,11 +749,13 @@ static int poll_all(rstore *s)
 	}
 	if (!n) { /* nothing joined yet: a PING is the heartbeat */
 		redisReply *r = redisCommand(s->cmd, "PING");
+		int ok;
 		atomic_fetch_add_explicit(&s->n_commands, 1, memory_order_relaxed);
 		if (!r)
 			return -1;
+		ok = r->type == REDIS_REPLY_STATUS; /* not -LOADING, -NOAUTH, ... */
 		freeReplyObject(r);
-		return 0;
+		return ok ? 0 : -1;
 	}
 	for (l = s->links; l; l = l->next) {
 		redisReply *r = NULL;
@@ -839,7 +872,7 @@ static void degrade(rstore *s)
 			continue;
 		l->joined = 0;
 		l->batch_len = 0;
-		atomic_store(&l->slots, 0);
+		end_round(l);
 		if (atomic_load(&l->mode) != MODE_SHARED)
 			continue;
 		now = wms_breaker_clock_ns(l->b);
@@ -894,7 +927,8 @@ static void free_unlinked(rstore *s)
 	rlink **pp = &s->links;
 	while (*pp) {
 		rlink *l = *pp;
-		if (!l->b) {
+		/* the queue may still hold its outcomes: not before they are popped */
+		if (!l->b && (intptr_t)(s->q_tail - l->free_after) >= 0) {
 			*pp = l->next;
 			link_free(l);
 		} else {
@@ -909,13 +943,35 @@ static int work(rstore *s, uint64_t now)
 
 	for (l = s->links; l; l = l->next) {
 		int m;
+		int rc;
 		if (!l->b)
 			continue;
-		if (!l->joined && do_join(s, l) != 0)
-			return -1;
+		/* a change made by hand first: a join must not undo it */
 		m = atomic_exchange(&l->manual, NO_MANUAL);
-		if (m != NO_MANUAL && do_manual(s, l, m) != 0)
+		if (m != NO_MANUAL) {
+			if (do_manual(s, l, m) != 0)
+				return -1;
+			l->joined = atomic_load(&l->mode) == MODE_SHARED;
+		}
+		if (l->joined || now < l->retry_join_ns)
+			continue;
+		rc = do_join(s, l);
+		if (rc < 0)
 			return -1;
+		if (rc > 0) {
+			/* Redis refused this breaker's script (a key of another
+			 * type, OOM, a read-only replica): it stays in-process, the
+			 * others shared; try again in a second */
+			l->retry_join_ns = now + 1000 * NS_PER_MS;
+			if (l->told != WMS_STORE_STATE_DEGRADED) {
+				wms_breaker_state cur = wms_breaker_local_state(l->b, NULL);
+				l->told = WMS_STORE_STATE_DEGRADED;
+				wms_breaker_store_event(l->b, cur, cur,
+							"shared store refused this breaker's keys: "
+							"the in-process breaker decides",
+							WMS_STORE_STATE_DEGRADED);
+			}
+		}
 	}
 	if (drain(s) != 0)
 		return -1;
@@ -991,6 +1047,16 @@ static void take_sigpipe(const sigset_t *set)
 		;
 }
 
+/* When to try again after a failed (re)connect, counted from now (an
+ * attempt may itself take a command timeout): from heartbeat_ms,
+ * doubling up to 2 s, with jitter so a fleet does not retry in step. */
+static void schedule_reconnect(rstore *s)
+{
+	uint64_t ms = s->backoff_ms ? s->backoff_ms : s->heartbeat_ms;
+	s->next_connect_ns = wms__now_ns() + (ms + next_rand(s) % (ms / 2 + 1)) * NS_PER_MS;
+	s->backoff_ms = ms * 2 > 2000 ? (s->heartbeat_ms > 2000 ? s->heartbeat_ms : 2000) : ms * 2;
+}
+
 static void *agent(void *arg)
 {
 	rstore *s = arg;
@@ -1004,22 +1070,27 @@ static void *agent(void *arg)
 		free_unlinked(s);
 		if (!s->connected && now >= s->next_connect_ns) {
 			if (connect_all(s) != 0) {
-				s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
 				degrade(s);
+				schedule_reconnect(s);
 			} else {
 				s->next_beat_ns = 0;
+				s->backoff_ms = 0;
 			}
 		}
-		if (!s->connected)
+		if (!s->connected) {
+			queued o;
 			tell_degraded(s); /* breakers linked since the loss */
+			while (q_pop(s, &o) == 0)
+				; /* outcomes for a lost store: the engines decide */
+		}
 		if (s->connected && !s->sub && open_sub(s) != 0) {
 			degrade(s);
-			s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
+			schedule_reconnect(s);
 		}
 		if (s->connected) {
 			if (work(s, now) != 0) {
 				degrade(s);
-				s->next_connect_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
+				schedule_reconnect(s);
 			} else if (s->store_state != WMS_STORE_STATE_CONNECTED) {
 				rlink *l;
 				int all = 1;
@@ -1173,7 +1244,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 		store_free(&s->base);
 		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "shared: out of memory");
 	}
-	sprintf(s->pattern, "wms:{%s}:*:ch", s->fleet);
+	sprintf(s->pattern, "wms:{%s}:c:*", s->fleet);
 	s->q_mask = qn - 1;
 	for (i = 0; i < qn; i++)
 		atomic_init(&s->q[i].seq, i);

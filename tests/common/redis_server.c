@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,6 +81,9 @@ static int spawn(rs_server *s)
 	if (s->pid < 0)
 		return -1;
 	if (s->pid == 0) {
+		/* a test that fails (cmocka leaves the test by longjmp) or dies
+		 * takes its server with it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (s->tcp)
 			execlp(bin, bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
 			       "--appendonly", "no", "--logfile", log, "--dir", s->dir, (char *)NULL);

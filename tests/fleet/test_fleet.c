@@ -196,7 +196,7 @@ static void fail_calls_shared(wms_breaker *b, int n)
 
 static long long hash_int(const rs_server *rs, const char *field)
 {
-	redisReply *r = rs_cmd(rs, "HGET wms:{fleet-test}:wms %s", field);
+	redisReply *r = rs_cmd(rs, "HGET wms:{fleet-test}:s:wms %s", field);
 	long long v = -1;
 	if (r && r->type == REDIS_REPLY_STRING)
 		v = atoll(r->str);
@@ -793,7 +793,7 @@ static void queue_and_batch_bounds(void **state)
 			sleep_ms(50); /* the agent is now waiting on its heartbeat poll */
 			fail_calls_shared(b, n);
 			rs_thaw(&rs);
-			wait_hash_n(&rs, k ? "wms:{bounds}:batch" : "wms:{bounds}:queue",
+			wait_hash_n(&rs, k ? "wms:{bounds}:s:batch" : "wms:{bounds}:s:queue",
 				    (long long)round * (k ? 300 : 64));
 			wms_redis_store_stats(&st, s);
 			assert_int_equal(st.degrades, 0);
@@ -975,6 +975,142 @@ static void counts_match_a_sequential_model(void **state)
 	fleet_stop(&f);
 }
 
+/* ---- found by review: each of these failed before its fix ------------- */
+
+/* A breaker freed while its outcomes wait in the queue (Redis frozen):
+ * the link outlives them (ASan and valgrind watch). */
+static void a_breaker_freed_with_outcomes_queued(void **state)
+{
+	fleet_cfg c = { 1000000, 60000, 0, 5, 2000, NULL };
+	fleet f;
+	(void)state;
+
+	fleet_start(&f, 1, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	rs_freeze(&f.rs);
+	sleep_ms(30);
+	fail_calls_shared(f.r[0].b, 5);
+	wms_breaker_free(f.r[0].b);
+	f.r[0].b = NULL;
+	rs_thaw(&f.rs);
+	sleep_ms(100);
+	fleet_stop(&f);
+}
+
+/* force_open outlives FLUSHALL and a restart of Redis, and never expires;
+ * a newcomer after FLUSHALL cannot close an OPEN fleet (its epoch is
+ * older than the replicas'). */
+static void manual_states_and_epochs_survive_a_reset(void **state)
+{
+	fleet_cfg c = { 2, 60000, 0, 0, 0, NULL };
+	fleet f;
+	redisReply *r;
+	double t0;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	wms_breaker_force_open(f.r[0].b);
+	wait_state(&f, WMS_BREAKER_STATE_FORCED_OPEN, limit(2000));
+	t0 = now_ms();
+	while (hash_int(&f.rs, "st") != 4 && now_ms() - t0 < limit(2000))
+		sleep_ms(2);
+	r = rs_cmd(&f.rs, "PTTL wms:{fleet-test}:s:wms");
+	assert_int_equal(r->integer, -1); /* no expiry */
+	freeReplyObject(r);
+	r = rs_cmd(&f.rs, "FLUSHALL");
+	freeReplyObject(r);
+	t0 = now_ms();
+	while (hash_int(&f.rs, "st") != 4 && now_ms() - t0 < limit(2000))
+		sleep_ms(2);
+	assert_int_equal(hash_int(&f.rs, "st"), 4);
+	rs_kill9(&f.rs);
+	wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
+	assert_int_equal(rs_restart(&f.rs), 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+	assert_int_equal(hash_int(&f.rs, "st"), 4);
+	wait_state(&f, WMS_BREAKER_STATE_FORCED_OPEN, limit(100));
+
+	/* open, then FLUSHALL and a newcomer joining CLOSED at once */
+	wms_breaker_reset(f.r[0].b);
+	wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(2000));
+	fail_calls(&f.r[1], 2);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	r = rs_cmd(&f.rs, "FLUSHALL");
+	freeReplyObject(r);
+	replica_make(&f, 2, &c);
+	f.n = 3;
+	t0 = now_ms();
+	while (hash_int(&f.rs, "st") != 1 && now_ms() - t0 < limit(2000))
+		sleep_ms(2);
+	assert_int_equal(hash_int(&f.rs, "st"), 1);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	fleet_stop(&f);
+}
+
+/* Breaker names holding ':' reach no other breaker's keys. */
+static void names_with_colons_keep_their_own_keys(void **state)
+{
+	wms_shared_options so = WMS_SHARED_OPTIONS_INIT;
+	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker_store *s;
+	wms_breaker *a, *b;
+	wms_breaker_permit p;
+	wms_shared_stats st;
+	rs_server rs;
+	wms_error err;
+	double t0;
+	int got = 0;
+	(void)state;
+
+	assert_int_equal(rs_start(&rs, 0), 0);
+	so.redis_url = rs.url;
+	so.name = "names";
+	assert_int_equal(wms_redis_store_new(&s, &so, &err), WMS_OK);
+	bo.store = s;
+	bo.failure_threshold = 1;
+	bo.open_duration_ms = 100;
+	bo.name = "orders";
+	assert_int_equal(wms_breaker_new(&a, &bo), WMS_OK);
+	bo.name = "orders:lease";
+	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
+	t0 = now_ms();
+	while (now_ms() - t0 < limit(3000)) {
+		wms_breaker_snapshot sa, sb;
+		wms_breaker_snapshot_get(&sa, a);
+		wms_breaker_snapshot_get(&sb, b);
+		if (sa.store_state == WMS_STORE_STATE_CONNECTED &&
+		    sb.store_state == WMS_STORE_STATE_CONNECTED)
+			break;
+		sleep_ms(2);
+	}
+	fail_calls_shared(a, 1);
+	fail_calls_shared(b, 1);
+	sleep_ms(150);
+	/* each gets its probe after the open period */
+	t0 = now_ms();
+	while (now_ms() - t0 < limit(2000) && got != 3) {
+		if (!(got & 1) && wms_breaker_acquire(&p, a, NULL) == WMS_OK) {
+			assert_true(wms_breaker_permit_is_trial(&p));
+			wms_breaker_record(a, &p, WMS_OUTCOME_SUCCESS);
+			got |= 1;
+		}
+		if (!(got & 2) && wms_breaker_acquire(&p, b, NULL) == WMS_OK) {
+			assert_true(wms_breaker_permit_is_trial(&p));
+			wms_breaker_record(b, &p, WMS_OUTCOME_SUCCESS);
+			got |= 2;
+		}
+		sleep_ms(2);
+	}
+	assert_int_equal(got, 3);
+	wms_redis_store_stats(&st, s);
+	assert_int_equal(st.degrades, 0);
+	wms_breaker_free(a);
+	wms_breaker_free(b);
+	wms_breaker_store_free(s);
+	rs_stop(&rs);
+}
+
 static int all_connected(wms_client *c)
 {
 	wms_breaker *b[8];
@@ -1027,7 +1163,7 @@ static void a_client_shares_its_breakers(void **state)
 	wms_breaker_force_open(wms_client_breaker_for(c, "SubmitOrder"));
 	t0 = now_ms();
 	for (;;) {
-		r = rs_cmd(&rs, "HGET wms:{client-test}:wms.SubmitOrder st");
+		r = rs_cmd(&rs, "HGET wms:{client-test}:s:wms.SubmitOrder st");
 		if (r && r->type == REDIS_REPLY_STRING && !strcmp(r->str, "4"))
 			break;
 		if (r)
@@ -1079,6 +1215,9 @@ int main(void)
 		cmocka_unit_test(a_client_shares_its_breakers),
 		cmocka_unit_test(queue_and_batch_bounds),
 		cmocka_unit_test(counts_match_a_sequential_model),
+		cmocka_unit_test(a_breaker_freed_with_outcomes_queued),
+		cmocka_unit_test(manual_states_and_epochs_survive_a_reset),
+		cmocka_unit_test(names_with_colons_keep_their_own_keys),
 	};
 	/* WMS_TEST_FILTER=name runs one test (when looping a flaky one) */
 	if (getenv("WMS_TEST_FILTER"))
