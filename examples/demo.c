@@ -141,14 +141,18 @@ static void say(demo *d, const char *fmt, ...)
 static void on_transition(const wms_breaker_event *ev, void *ctx)
 {
 	demo *d = ctx;
-	size_t n = strlen(d->transitions);
+	size_t n;
 	if (ev->from == ev->to) { /* the shared store joined or was lost */
 		say(d, "%7.2fs         >>> breaker store %s (%s)\n", since_ms(d) / 1000.0,
 		    wms_store_state_name(ev->store), ev->reason);
 		return;
 	}
+	/* a shared breaker's events come from its store's thread too */
+	pthread_mutex_lock(&d->lock);
+	n = strlen(d->transitions);
 	snprintf(d->transitions + n, sizeof(d->transitions) - n, " -> %s",
 		 wms_breaker_state_name(ev->to));
+	pthread_mutex_unlock(&d->lock);
 	say(d, "%7.2fs         >>> breaker %s -> %s (%s)\n", since_ms(d) / 1000.0,
 	    wms_breaker_state_name(ev->from), wms_breaker_state_name(ev->to), ev->reason);
 }

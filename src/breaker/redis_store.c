@@ -15,6 +15,7 @@
  * join script: epochs only grow, and open wins).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -422,7 +423,8 @@ static redisContext *open_ctx(rstore *s)
 
 	c = s->addr.path[0] ? redisConnectUnixWithTimeout(s->addr.path, tv)
 			    : redisConnectWithTimeout(s->addr.host, s->addr.port, tv);
-	if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
+	if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK ||
+	    fcntl(c->fd, F_SETFD, FD_CLOEXEC) != 0) { /* hiredis 0.14 leaves it inheritable */
 		if (c)
 			redisFree(c);
 		return NULL;
@@ -1208,6 +1210,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 	rstore *s;
 	size_t qn = 4096, i;
 	wms_status st;
+	int rc;
 
 	if (!out || !o)
 		return BAD("wms_redis_store_new: out and options are required");
@@ -1221,6 +1224,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 	s->wake_fd = -1;
 	st = wms__redis_url_parse(&s->addr, o->redis_url, err);
 	if (st != WMS_OK) {
+		OPENSSL_cleanse(&s->addr, sizeof(s->addr)); /* a password may be half copied */
 		wms__free(s);
 		return st;
 	}
@@ -1254,10 +1258,11 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 				 "shared: cannot digest the script or draw a lease token");
 	}
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->wake_fd < 0 || pthread_create(&s->thread, NULL, agent, s) != 0) {
+	rc = s->wake_fd < 0 ? errno : pthread_create(&s->thread, NULL, agent, s);
+	if (rc != 0) {
 		store_free(&s->base);
 		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
-				 "shared: cannot start the agent thread: %s", strerror(errno));
+				 "shared: cannot start the agent thread: %s", strerror(rc));
 	}
 	s->thread_started = 1;
 	*out = &s->base;
