@@ -863,6 +863,10 @@ static void *monitor_run(void *arg)
 			}
 			return NULL;
 		}
+		if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "wms-monitor-end")) {
+			freeReplyObject(r); /* the sentinel: every command before it is read */
+			return NULL;
+		}
 		if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "\"EVALSHA\"") &&
 		    nth_arg(r->str, 5, op, sizeof(op)) == 0 && !strcmp(op, "rec") &&
 		    nth_arg(r->str, 9, out, sizeof(out)) == 0) {
@@ -955,8 +959,8 @@ static void counts_match_a_sequential_model(void **state)
 	/* every queued outcome sent: a last failure then a success from each
 	 * replica would change n; instead wait until the agents are idle */
 	sleep_ms(valgrind() ? 2000 : 300);
-	atomic_store(&m.stop, 1);
-	r = rs_cmd(&f.rs, "PING"); /* one more line wakes the monitor */
+	/* a sentinel after every script: the reader stops on it, not on time */
+	r = rs_cmd(&f.rs, "ECHO wms-monitor-end");
 	if (r)
 		freeReplyObject(r);
 	pthread_join(mt, NULL);
