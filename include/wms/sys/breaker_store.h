@@ -32,11 +32,12 @@ WMS_BEGIN_DECL
  *  breaker's in-process engine. */
 #define WMS_STORE_LOCAL (-1)
 
-/** Bits of wms_breaker_permit.flags a store sets on the permits it grants:
- *  STORE marks one of its own (the in-process engine counts such a permit
- *  but lets it decide nothing), TRIAL a half-open trial (what
- *  wms_breaker_permit_is_trial() reads). A store keeps its own data in
- *  the permit's epoch and _reserved words. */
+/** Bits of wms_breaker_permit.flags. A store sets TRIAL on a half-open
+ *  trial it grants (what wms_breaker_permit_is_trial() reads); the breaker
+ *  adds STORE to every permit a store grants (the in-process engine counts
+ *  such a permit but lets it decide nothing). A store keeps its own data
+ *  in the permit's epoch, _reserved32 and _reserved[0]; the breaker uses
+ *  start_ns and _reserved[1]. */
 #define WMS_PERMIT_TRIAL 1u
 #define WMS_PERMIT_STORE 4u
 
@@ -48,8 +49,8 @@ typedef struct wms_breaker_store_ops {
 	 *  `breaker` until unlink. */
 	wms_status (*link)(wms_breaker_store *store, wms_breaker *breaker,
 			   const wms_breaker_options *resolved, wms_breaker_link **out, wms_error *err);
-	/** WMS_OK (permit filled, with WMS_PERMIT_STORE), WMS_ERR_CIRCUIT_OPEN
-	 *  (*retry_after_ms filled) or WMS_STORE_LOCAL. */
+	/** WMS_OK (the permit's epoch and flags filled), WMS_ERR_CIRCUIT_OPEN
+	 *  (*retry_after_ms filled, when not NULL) or WMS_STORE_LOCAL. */
 	int (*acquire)(wms_breaker_link *link, wms_breaker_permit *out, uint32_t *retry_after_ms);
 	/** Called for permits carrying WMS_PERMIT_STORE only; `slow` is the
 	 *  breaker's judgement of the call's duration. */
@@ -98,9 +99,10 @@ WMS_EXTERN(void) wms_breaker_local_adopt(wms_breaker *breaker, wms_breaker_state
 
 /** Tell the breaker's listener of a change the store made (or of a change
  *  of the store's own state: then from == to, and the event's `store`
- *  says which). The store may call it from its own thread: the listener
- *  may call any wms_breaker_* read function, and must not free a breaker
- *  or the store. */
+ *  says which). The store may call it from its own thread (the breaker's
+ *  clock too): the listener may call any wms_breaker_* read function, must
+ *  return quickly, and must not make or free a breaker on that store, nor
+ *  free the store. */
 WMS_EXTERN(void) wms_breaker_store_event(wms_breaker *breaker, wms_breaker_state from,
 					 wms_breaker_state to, const char *reason,
 					 wms_store_state store);
