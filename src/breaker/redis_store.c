@@ -56,7 +56,12 @@ typedef struct cell {
 
 struct rlink {
 	struct rstore *s;
-	wms_breaker *b;           /* NULL once unlinked: the agent frees it */
+	/* The breaker: callers use it freely (it outlives their calls); the
+	 * agent only under blk, after checking `gone` (see hold()). */
+	wms_breaker *b;
+	pthread_mutex_t blk;      /* held by the agent while it uses b; never across I/O */
+	_Atomic int gone;         /* unlinked: the agent frees the link */
+	size_t free_after;        /* once unlinked: freed when the queue's tail is past this */
 	char *key, *lease, *chan; /* "wms:{FLEET}:NAME", +":lease", +":ch" */
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
 
@@ -71,9 +76,8 @@ struct rlink {
 	_Atomic int want_probe;
 	_Atomic int manual;       /* NO_MANUAL, or the state set by hand */
 
-	/* the agent's own */
+	/* the agent's own (`next`: the pending list's until the agent takes it) */
 	rlink *next;
-	size_t free_after;        /* unlinked: freed once the queue's tail is past this */
 	uint64_t retry_join_ns;   /* after an error reply, when to try joining again */
 	int joined;
 	int join_local;           /* the engine's state the join was sent with */
@@ -100,8 +104,11 @@ typedef struct rstore {
 	_Atomic int wake_pending;
 	_Atomic int stop;
 
-	pthread_mutex_t lock;    /* the list of links; held by the agent's cycle */
-	rlink *links;
+	/* Links made since the agent last looked: the one thing callers and
+	 * the agent share under a lock, held for a pointer swap only. */
+	pthread_mutex_t lock;
+	rlink *pending;
+	rlink *links;            /* the agent's own */
 
 	cell *q;
 	size_t q_mask;
@@ -158,10 +165,15 @@ static int q_pop(rstore *s, queued *o)
 	return 0;
 }
 
+/* After a push. The fence pairs with the agent's after it clears
+ * wake_pending: either the agent sees the pushed outcome, or this sees
+ * wake_pending clear and writes (no wake-up lost to store buffering). */
 static void wake(rstore *s)
 {
 	int zero = 0;
-	if (atomic_compare_exchange_strong(&s->wake_pending, &zero, 1)) {
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->wake_pending, memory_order_relaxed) == 0 &&
+	    atomic_compare_exchange_strong(&s->wake_pending, &zero, 1)) {
 		uint64_t one = 1;
 		ssize_t w = write(s->wake_fd, &one, sizeof(one));
 		(void)w; /* an eventfd at its maximum is awake already */
@@ -261,6 +273,8 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 	}
 	if (atomic_load_explicit(&l->mode, memory_order_relaxed) != MODE_SHARED)
 		return; /* granted before the store was lost: the engine decides now */
+	if (atomic_load_explicit(&l->state, memory_order_relaxed) != ST_CLOSED)
+		return; /* DISABLED, or a change since the permit: nothing to count */
 	if (outcome == WMS_OUTCOME_FAILURE)
 		enqueue(l, p->epoch, 'f');
 	else if (outcome == WMS_OUTCOME_SUCCESS &&
@@ -287,9 +301,10 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 	rlink *l = (rlink *)bl;
 	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
 	end_round(l);
+	/* pending first: a reply the agent takes meanwhile must not undo it */
+	atomic_store(&l->manual, (int)to);
 	if (atomic_load(&l->mode) == MODE_SHARED)
 		atomic_store(&l->state, (int)to);
-	atomic_store(&l->manual, (int)to);
 	wake(l->s);
 }
 
@@ -320,6 +335,7 @@ static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
 
 static void link_free(rlink *l)
 {
+	pthread_mutex_destroy(&l->blk);
 	wms__free(l->key);
 	wms__free(l->lease);
 	wms__free(l->chan);
@@ -332,12 +348,36 @@ static void link_unlink(wms_breaker_link *bl)
 	rlink *l = (rlink *)bl;
 	rstore *s = l->s;
 	/* The agent may hold outcomes of this link in its queue: it frees the
-	 * link once it has drained them. */
-	pthread_mutex_lock(&s->lock);
-	l->b = NULL;
+	 * link once it has drained them. blk is held by the agent only for a
+	 * few reads and writes of the breaker (and its listener), never across
+	 * Redis I/O: this never waits on Redis. */
+	pthread_mutex_lock(&l->blk);
 	l->free_after = atomic_load(&s->q_head);
-	pthread_mutex_unlock(&s->lock);
+	atomic_store_explicit(&l->gone, 1, memory_order_release);
+	pthread_mutex_unlock(&l->blk);
 	wake(s);
+}
+
+/* The agent's way to the breaker: NULL once it is unlinked; otherwise it
+ * stays alive until unhold(). */
+static wms_breaker *hold(rlink *l)
+{
+	pthread_mutex_lock(&l->blk);
+	if (atomic_load_explicit(&l->gone, memory_order_relaxed)) {
+		pthread_mutex_unlock(&l->blk);
+		return NULL;
+	}
+	return l->b;
+}
+
+static void unhold(rlink *l)
+{
+	pthread_mutex_unlock(&l->blk);
+}
+
+static int gone(rlink *l)
+{
+	return atomic_load_explicit(&l->gone, memory_order_acquire);
 }
 
 static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_breaker_options *o,
@@ -352,6 +392,10 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 				 "shared: the Redis store shares the consecutive mode only (this "
 				 "version); count_based and time_based breakers stay in-process");
 	l = wms__calloc(1, sizeof(*l));
+	if (l && pthread_mutex_init(&l->blk, NULL) != 0) {
+		wms__free(l);
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT, "shared: no mutex");
+	}
 	prefix = wms__join3("wms:{", s->fleet, "}:");
 	if (!l || !prefix)
 		goto nomem;
@@ -376,9 +420,10 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	atomic_init(&l->mode, MODE_LOCAL);
 	atomic_init(&l->state, ST_CLOSED);
 	atomic_init(&l->manual, NO_MANUAL);
+	atomic_init(&l->gone, 0);
 	pthread_mutex_lock(&s->lock);
-	l->next = s->links;
-	s->links = l;
+	l->next = s->pending;
+	s->pending = l;
 	pthread_mutex_unlock(&s->lock);
 	*out = (wms_breaker_link *)l;
 	wake(s);
@@ -484,6 +529,25 @@ static int open_sub(rstore *s)
 	return 0;
 }
 
+/* SCRIPT LOAD: 0 when Redis holds the script under our digest; -1 when
+ * the connection failed, or Redis refused it (an ACL without scripting,
+ * OOM): a Redis that cannot run the script cannot serve any breaker. */
+static int load_script(rstore *s)
+{
+	const char *la[3] = { "SCRIPT", "LOAD", wms__redis_script };
+	size_t ll[3] = { 6, 4, strlen(wms__redis_script) };
+	redisReply *r;
+	int ok;
+
+	atomic_fetch_add_explicit(&s->n_loads, 1, memory_order_relaxed);
+	r = command_argv(s, s->cmd, 3, la, ll);
+	if (!r)
+		return -1;
+	ok = r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, s->sha, 40);
+	freeReplyObject(r);
+	return ok ? 0 : -1;
+}
+
 /* Run the script: EVALSHA, and on NOSCRIPT (a restarted or flushed Redis)
  * load it and run it once more. NULL: the connection failed. */
 static redisReply *run_script(rstore *s, rlink *l, int argc, const char **args)
@@ -508,14 +572,9 @@ static redisReply *run_script(rstore *s, rlink *l, int argc, const char **args)
 		if (!r)
 			return NULL;
 		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8) && tries == 0) {
-			const char *la[3] = { "SCRIPT", "LOAD", wms__redis_script };
-			size_t ll[3] = { 6, 4, strlen(wms__redis_script) };
 			freeReplyObject(r);
-			atomic_fetch_add_explicit(&s->n_loads, 1, memory_order_relaxed);
-			r = command_argv(s, s->cmd, 3, la, ll);
-			if (!r)
+			if (load_script(s) != 0)
 				return NULL;
-			freeReplyObject(r);
 			continue;
 		}
 		return r;
@@ -570,11 +629,16 @@ static int parse_reply(const redisReply *r, shared_view *v)
 	return 0;
 }
 
+static void set_counts(rlink *l, const shared_view *v)
+{
+	atomic_store(&l->failures, v->failures > UINT32_MAX ? UINT32_MAX : (uint32_t)v->failures);
+}
+
 static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
 {
 	uint64_t rem = (uint64_t)v->rem_ms;
 	atomic_store(&l->open_until_ns, now + rem * NS_PER_MS);
-	atomic_store(&l->failures, v->failures > UINT32_MAX ? UINT32_MAX : (uint32_t)v->failures);
+	set_counts(l, v);
 	if (v->granted) {
 		atomic_store(&l->lease_epoch, (uint64_t)v->epoch);
 		atomic_store(&l->slots, (int)l->trials);
@@ -586,53 +650,63 @@ static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
 }
 
 /* Take what Redis said of a link. Returns -1 if the hash is gone (the
- * link must rejoin). */
-static int adopt_view(rstore *s, rlink *l, const shared_view *v)
+ * link must rejoin). Events fire with the breaker held (hold()), which is
+ * why a listener must not free its own breaker. */
+static int adopt_view(rlink *l, const shared_view *v)
 {
-	uint64_t now = wms_breaker_clock_ns(l->b);
-	int from;
+	wms_breaker *b;
+	uint64_t now;
+	int from, rc = 0;
 
-	(void)s;
 	if (!v->exists) {
 		l->joined = 0;
 		return -1;
 	}
+	b = hold(l);
+	if (!b)
+		return 0;
+	now = wms_breaker_clock_ns(b);
 	if (atomic_load(&l->mode) != MODE_SHARED) {
-		from = wms_breaker_local_state(l->b, NULL);
+		from = wms_breaker_local_state(b, NULL);
 		if (from != l->join_local &&
 		    (from == ST_OPEN || from == ST_HALF || from == WMS_BREAKER_STATE_FORCED_OPEN)) {
 			/* the engine tripped while the join was on its way: join
 			 * again with that (open wins) */
 			l->joined = 0;
-			return -1;
+			rc = -1;
+			goto out;
 		}
 		set_mirror(l, v, now);
 		atomic_store(&l->mode, MODE_SHARED);
 		l->told = WMS_STORE_STATE_CONNECTED;
-		wms_breaker_store_event(l->b, (wms_breaker_state)from, (wms_breaker_state)v->state,
+		wms_breaker_store_event(b, (wms_breaker_state)from, (wms_breaker_state)v->state,
 					"shared store joined", WMS_STORE_STATE_CONNECTED);
-		return 0;
+		goto out;
 	}
 	if ((uint64_t)v->epoch < atomic_load(&l->epoch)) {
 		/* an epoch from before ours: the hash was flushed or lost and made
 		 * again by a newcomer; rejoin from the mirror (open wins) */
 		l->joined = 0;
-		return -1;
+		rc = -1;
+		goto out;
 	}
+	if (atomic_load(&l->manual) != NO_MANUAL)
+		goto out; /* a change made by hand is on its way: this view is older */
 	from = atomic_load(&l->state);
 	if ((uint64_t)v->epoch == atomic_load(&l->epoch) && from == v->state && !v->granted) {
-		/* nothing moved but the count and the clock */
-		atomic_store(&l->failures,
-			     v->failures > UINT32_MAX ? UINT32_MAX : (uint32_t)v->failures);
+		/* nothing moved but the counts and the clock */
+		set_counts(l, v);
 		if (v->state == ST_OPEN)
 			atomic_store(&l->open_until_ns, now + (uint64_t)v->rem_ms * NS_PER_MS);
-		return 0;
+		goto out;
 	}
 	set_mirror(l, v, now);
 	if (from != v->state)
-		wms_breaker_store_event(l->b, (wms_breaker_state)from, (wms_breaker_state)v->state,
+		wms_breaker_store_event(b, (wms_breaker_state)from, (wms_breaker_state)v->state,
 					reason_for(from, (int)v->state), WMS_STORE_STATE_CONNECTED);
-	return 0;
+out:
+	unhold(l);
+	return rc;
 }
 
 static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
@@ -649,7 +723,7 @@ static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
 		return 1;
 	}
 	freeReplyObject(r);
-	adopt_view(s, l, &v);
+	adopt_view(l, &v);
 	return 0;
 }
 
@@ -660,17 +734,21 @@ static int do_join(rstore *s, rlink *l)
 	char ttl[24], lst[24], rem[24], lep[24];
 	const char *args[6];
 	uint32_t rem_ms = 0;
+	wms_breaker *b = hold(l);
 	int st, rc;
 
+	if (!b)
+		return 0;
 	if (atomic_load(&l->mode) == MODE_SHARED) {
 		/* the hash vanished under us (FLUSHALL, a restart, expiry): the
 		 * mirror is what we know */
-		uint64_t now = wms_breaker_clock_ns(l->b);
+		uint64_t now = wms_breaker_clock_ns(b);
 		st = atomic_load(&l->state);
 		rem_ms = ms_left(atomic_load(&l->open_until_ns), now);
 	} else {
-		st = wms_breaker_local_state(l->b, &rem_ms);
+		st = wms_breaker_local_state(b, &rem_ms);
 	}
+	unhold(l);
 	l->join_local = st;
 	args[0] = "join";
 	args[1] = l->chan;
@@ -722,7 +800,11 @@ static int do_manual(rstore *s, rlink *l, int to)
 	char ttl[24], st[24], ep[24];
 	const char *args[5] = { "man", l->chan, U64(ttl, s->key_ttl_ms), U64(st, (unsigned)to),
 				U64(ep, atomic_load(&l->epoch)) };
-	l->join_local = wms_breaker_local_state(l->b, NULL);
+	wms_breaker *b = hold(l);
+	if (!b)
+		return 0;
+	l->join_local = wms_breaker_local_state(b, NULL);
+	unhold(l);
 	return run_and_adopt(s, l, 5, args) < 0 ? -1 : 0;
 }
 
@@ -739,7 +821,7 @@ static int poll_all(rstore *s)
 		const char *argv[8] = { "EVALSHA", s->sha, "2", l->key, l->lease, "get", l->chan, ttl };
 		size_t lens[8];
 		int i;
-		if (!l->b || !l->joined)
+		if (gone(l) || !l->joined)
 			continue;
 		for (i = 0; i < 8; i++)
 			lens[i] = strlen(argv[i]);
@@ -762,25 +844,24 @@ static int poll_all(rstore *s)
 	for (l = s->links; l; l = l->next) {
 		redisReply *r = NULL;
 		shared_view v;
-		if (!l->b || !l->joined)
+		if (gone(l) || !l->joined)
 			continue;
 		if (redisGetReply(s->cmd, (void **)&r) != REDIS_OK || !r)
 			return -1;
 		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 			noscript = 1; /* a flushed or restarted Redis: load it below */
 		} else if (parse_reply(r, &v) == 0) {
-			adopt_view(s, l, &v);
+			adopt_view(l, &v);
+		} else {
+			/* this link's keys refused (WRONGTYPE, ...): rejoin, which
+			 * hands it to its engine if Redis refuses again */
+			l->joined = 0;
 		}
 		freeReplyObject(r);
 	}
 	if (noscript) {
-		const char *la[3] = { "SCRIPT", "LOAD", wms__redis_script };
-		size_t ll[3] = { 6, 4, strlen(wms__redis_script) };
-		redisReply *r = command_argv(s, s->cmd, 3, la, ll);
-		atomic_fetch_add_explicit(&s->n_loads, 1, memory_order_relaxed);
-		if (!r)
+		if (load_script(s) != 0)
 			return -1;
-		freeReplyObject(r);
 		s->next_beat_ns = 0; /* and poll again at once */
 	}
 	return 0;
@@ -799,7 +880,7 @@ static void on_message(rstore *s, const char *chan, size_t chan_len, const char 
 	    st > WMS_BREAKER_STATE_FORCED_OPEN)
 		return;
 	for (l = s->links; l; l = l->next) {
-		if (!l->b || !l->joined || strlen(l->chan) != chan_len || memcmp(l->chan, chan, chan_len))
+		if (gone(l) || !l->joined || strlen(l->chan) != chan_len || memcmp(l->chan, chan, chan_len))
 			continue;
 		if (ep < atomic_load(&l->epoch) ||
 		    (ep == atomic_load(&l->epoch) && (int)st == atomic_load(&l->state)
@@ -814,7 +895,7 @@ static void on_message(rstore *s, const char *chan, size_t chan_len, const char 
 		v.rem_ms = (long long)rem;
 		v.lease_ms = 0;
 		v.granted = 0;
-		adopt_view(s, l, &v);
+		adopt_view(l, &v);
 	}
 }
 
@@ -840,21 +921,28 @@ static int read_sub(rstore *s)
 
 /* ---- the agent's cycle ------------------------------------------------ */
 
+/* Tell one breaker that the in-process engine decides for it now. */
+static void tell_link_degraded(rlink *l, const char *why)
+{
+	wms_breaker *b = hold(l);
+	wms_breaker_state cur;
+
+	if (!b)
+		return;
+	l->told = WMS_STORE_STATE_DEGRADED;
+	cur = wms_breaker_local_state(b, NULL);
+	wms_breaker_store_event(b, cur, cur, why, WMS_STORE_STATE_DEGRADED);
+	unhold(l);
+}
+
 /* Tell every breaker still deciding in-process that the store is lost
  * (one linked after the loss included). */
 static void tell_degraded(rstore *s)
 {
 	rlink *l;
-	for (l = s->links; l; l = l->next) {
-		wms_breaker_state cur;
-		if (!l->b || l->told == WMS_STORE_STATE_DEGRADED || atomic_load(&l->mode) == MODE_SHARED)
-			continue;
-		l->told = WMS_STORE_STATE_DEGRADED;
-		cur = wms_breaker_local_state(l->b, NULL);
-		wms_breaker_store_event(l->b, cur, cur,
-					"shared store lost: the in-process breaker decides",
-					WMS_STORE_STATE_DEGRADED);
-	}
+	for (l = s->links; l; l = l->next)
+		if (l->told != WMS_STORE_STATE_DEGRADED && atomic_load(&l->mode) != MODE_SHARED)
+			tell_link_degraded(l, "shared store lost: the in-process breaker decides");
 }
 
 /* Redis is lost: every breaker's engine takes over from the mirror. */
@@ -869,19 +957,19 @@ static void degrade(rstore *s)
 		atomic_fetch_add_explicit(&s->n_degrades, 1, memory_order_relaxed);
 	s->connected = 0;
 	for (l = s->links; l; l = l->next) {
+		wms_breaker *b;
 		int st;
-		if (!l->b)
-			continue;
 		l->joined = 0;
 		l->batch_len = 0;
 		end_round(l);
-		if (atomic_load(&l->mode) != MODE_SHARED)
+		if (atomic_load(&l->mode) != MODE_SHARED || !(b = hold(l)))
 			continue;
-		now = wms_breaker_clock_ns(l->b);
+		now = wms_breaker_clock_ns(b);
 		st = atomic_load(&l->state);
-		wms_breaker_local_adopt(l->b, (wms_breaker_state)st,
+		wms_breaker_local_adopt(b, (wms_breaker_state)st,
 					ms_left(atomic_load(&l->open_until_ns), now));
 		atomic_store(&l->mode, MODE_LOCAL);
+		unhold(l);
 	}
 	s->store_state = WMS_STORE_STATE_DEGRADED;
 	tell_degraded(s);
@@ -910,7 +998,7 @@ static int drain(rstore *s)
 
 	while (q_pop(s, &o) == 0) {
 		l = o.link;
-		if (!l->b || !s->connected || !l->joined)
+		if (gone(l) || !s->connected || !l->joined)
 			continue;
 		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255))
 			if (flush_batch(s, l) != 0)
@@ -919,9 +1007,26 @@ static int drain(rstore *s)
 		l->batch[l->batch_len++] = o.what;
 	}
 	for (l = s->links; l; l = l->next)
-		if (l->b && l->batch_len && flush_batch(s, l) != 0)
+		if (!gone(l) && l->batch_len && flush_batch(s, l) != 0)
 			return -1;
 	return 0;
+}
+
+/* Links made since the last cycle join the agent's list (at its end:
+ * the order they were made in does not matter, but it is cheap to keep). */
+static void take_pending(rstore *s)
+{
+	rlink *p, **tail;
+
+	pthread_mutex_lock(&s->lock);
+	p = s->pending;
+	s->pending = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (!p)
+		return;
+	for (tail = &s->links; *tail; tail = &(*tail)->next)
+		;
+	*tail = p;
 }
 
 static void free_unlinked(rstore *s)
@@ -930,7 +1035,7 @@ static void free_unlinked(rstore *s)
 	while (*pp) {
 		rlink *l = *pp;
 		/* the queue may still hold its outcomes: not before they are popped */
-		if (!l->b && (intptr_t)(s->q_tail - l->free_after) >= 0) {
+		if (gone(l) && (intptr_t)(s->q_tail - l->free_after) >= 0) {
 			*pp = l->next;
 			link_free(l);
 		} else {
@@ -946,7 +1051,7 @@ static int work(rstore *s, uint64_t now)
 	for (l = s->links; l; l = l->next) {
 		int m;
 		int rc;
-		if (!l->b)
+		if (gone(l))
 			continue;
 		/* a change made by hand first: a join must not undo it */
 		m = atomic_exchange(&l->manual, NO_MANUAL);
@@ -965,20 +1070,15 @@ static int work(rstore *s, uint64_t now)
 			 * type, OOM, a read-only replica): it stays in-process, the
 			 * others shared; try again in a second */
 			l->retry_join_ns = now + 1000 * NS_PER_MS;
-			if (l->told != WMS_STORE_STATE_DEGRADED) {
-				wms_breaker_state cur = wms_breaker_local_state(l->b, NULL);
-				l->told = WMS_STORE_STATE_DEGRADED;
-				wms_breaker_store_event(l->b, cur, cur,
-							"shared store refused this breaker's keys: "
-							"the in-process breaker decides",
-							WMS_STORE_STATE_DEGRADED);
-			}
+			if (l->told != WMS_STORE_STATE_DEGRADED)
+				tell_link_degraded(l, "shared store refused this breaker's keys: "
+						      "the in-process breaker decides");
 		}
 	}
 	if (drain(s) != 0)
 		return -1;
 	for (l = s->links; l; l = l->next) {
-		if (!l->b || !l->joined || !atomic_load(&l->want_probe))
+		if (gone(l) || !l->joined || !atomic_load(&l->want_probe))
 			continue;
 		/* at once for a new epoch, then once a heartbeat (a lease may
 		 * run out) */
@@ -1019,27 +1119,26 @@ static void wait_for_work(rstore *s, uint64_t now)
 		ssize_t r = read(s->wake_fd, &v, sizeof(v));
 		(void)r;
 		atomic_store(&s->wake_pending, 0);
+		atomic_thread_fence(memory_order_seq_cst); /* see wake() */
 	}
 	if (n == 2 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-		pthread_mutex_lock(&s->lock);
 		if (read_sub(s) != 0) {
 			/* the pub/sub connection alone is lost: messages may have
 			 * been missed, so poll at once; resubscribe */
 			drop_ctx(&s->sub);
 			s->next_beat_ns = 0;
 		}
-		pthread_mutex_unlock(&s->lock);
 	}
 }
 
-/* A write to a connection Redis has closed raises SIGPIPE, which would
- * kill the application: the agent blocks it, and takes any that is
- * pending after each cycle. */
-static void block_sigpipe(sigset_t *set)
+/* A write to a connection Redis has closed raises SIGPIPE at the writing
+ * thread, which would kill the application: the agent runs with every
+ * signal blocked (wms_redis_store_new), and takes any SIGPIPE its writes
+ * left pending after each cycle. */
+static void pipe_signal(sigset_t *set)
 {
 	sigemptyset(set);
 	sigaddset(set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 
 static void take_sigpipe(const sigset_t *set)
@@ -1064,11 +1163,11 @@ static void *agent(void *arg)
 	rstore *s = arg;
 	sigset_t pipe_set;
 
-	block_sigpipe(&pipe_set);
+	pipe_signal(&pipe_set);
 
 	while (!atomic_load(&s->stop)) {
 		uint64_t now = wms__now_ns();
-		pthread_mutex_lock(&s->lock);
+		take_pending(s);
 		free_unlinked(s);
 		if (!s->connected && now >= s->next_connect_ns) {
 			if (connect_all(s) != 0) {
@@ -1097,13 +1196,12 @@ static void *agent(void *arg)
 				rlink *l;
 				int all = 1;
 				for (l = s->links; l; l = l->next)
-					if (l->b && !l->joined)
+					if (!gone(l) && !l->joined)
 						all = 0;
 				if (all && s->links)
 					s->store_state = WMS_STORE_STATE_CONNECTED;
 			}
 		}
-		pthread_mutex_unlock(&s->lock);
 		take_sigpipe(&pipe_set);
 		wait_for_work(s, wms__now_ns());
 	}
@@ -1121,6 +1219,7 @@ static void store_free(wms_breaker_store *bs)
 		wake(s);
 		pthread_join(s->thread, NULL);
 	}
+	take_pending(s);
 	free_unlinked(s);
 	while (s->links) { /* breakers not freed first: the caller's bug, not a leak */
 		rlink *l = s->links;
@@ -1258,7 +1357,18 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 				 "shared: cannot digest the script or draw a lease token");
 	}
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	rc = s->wake_fd < 0 ? errno : pthread_create(&s->thread, NULL, agent, s);
+	if (s->wake_fd < 0) {
+		rc = errno;
+	} else {
+		/* The agent runs with every signal blocked (it inherits the mask):
+		 * the application's handlers run on its own threads, never in the
+		 * middle of the agent's I/O. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&s->thread, NULL, agent, s);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (rc != 0) {
 		store_free(&s->base);
 		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,

@@ -1001,6 +1001,124 @@ static void a_breaker_freed_with_outcomes_queued(void **state)
 	fleet_stop(&f);
 }
 
+/* Making and freeing breakers never waits on Redis: the agent may be
+ * stuck in a command for its whole timeout (Redis frozen), and a new
+ * breaker only joins a list the agent takes later. Before the fix both
+ * waited for the agent's cycle (the 3 s command timeout). */
+static void breakers_come_and_go_while_redis_is_frozen(void **state)
+{
+	fleet_cfg c = { 5, 60000, 0, 5, 3000, NULL };
+	fleet f;
+	double worst = 0;
+	int round, i;
+	(void)state;
+
+	fleet_start(&f, 1, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (round = 0; round < 2; round++) {
+		rs_freeze(&f.rs);
+		sleep_ms(50); /* the agent's next poll (every 5 ms) is now stuck */
+		for (i = 0; i < 8; i++) {
+			wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+			wms_breaker *b;
+			char name[32];
+			double t0 = now_ms(), dt;
+			snprintf(name, sizeof(name), "come-and-go-%d", i);
+			bo.name = name;
+			bo.store = f.r[0].store;
+			assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
+			fail_calls_shared(f.r[0].b, 1); /* the old breaker still answers at once */
+			wms_breaker_free(b);
+			dt = now_ms() - t0;
+			if (dt > worst)
+				worst = dt;
+		}
+		rs_thaw(&f.rs);
+		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(10000));
+	}
+	print_message("worst new + call + free while Redis was frozen: %.2f ms (command timeout 3000)\n",
+		      worst);
+	assert_true(worst < 1000);
+	fleet_stop(&f);
+}
+
+/* A listener called on the store's thread may make and free other
+ * breakers on that store (it used to deadlock on the store's lock). */
+typedef struct churn {
+	wms_breaker_store *store;
+	_Atomic int made, events;
+} churn;
+
+static void churn_on_event(const wms_breaker_event *e, void *p)
+{
+	churn *c = p;
+	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker *b;
+	(void)e;
+	atomic_fetch_add(&c->events, 1);
+	bo.name = "made-by-a-listener";
+	bo.store = c->store;
+	if (wms_breaker_new(&b, &bo) == WMS_OK) {
+		atomic_fetch_add(&c->made, 1);
+		wms_breaker_free(b);
+	}
+}
+
+static void a_listener_may_make_and_free_breakers(void **state)
+{
+	wms_shared_options so = WMS_SHARED_OPTIONS_INIT;
+	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
+	wms_breaker *b;
+	rs_server rs;
+	wms_error err;
+	churn c;
+	int round;
+	(void)state;
+
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	if (rs_start(&rs, 0) != 0)
+		fail_msg("cannot start redis-server");
+	so.redis_url = rs.url;
+	so.name = "fleet-test";
+	so.heartbeat_ms = 5;
+	assert_int_equal(wms_redis_store_new(&c.store, &so, &err), WMS_OK);
+	bo.name = "wms";
+	bo.failure_threshold = 2;
+	bo.store = c.store;
+	bo.callbacks.on_state_change = churn_on_event;
+	bo.callbacks.payload = &c;
+	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
+	wait_joined(b); /* the join's event came from the store's thread */
+	{
+		double t0 = now_ms();
+		while (atomic_load(&c.events) < 1 && now_ms() - t0 < limit(3000))
+			sleep_ms(1); /* its listener may still be running */
+		assert_int_equal(atomic_load(&c.events), 1);
+	}
+	for (round = 0; round < 2; round++) {
+		int before = atomic_load(&c.events);
+		double t0 = now_ms();
+		/* trips the fleet: an event on the store's thread (after a reset,
+		 * once the agent has sent it: permits from before count nothing) */
+		while (atomic_load(&c.events) == before && now_ms() - t0 < limit(3000)) {
+			fail_calls_shared(b, 2);
+			sleep_ms(20);
+		}
+		if (atomic_load(&c.events) == before)
+			fail_msg("round %d: no event (state %s)", round,
+				 wms_breaker_state_name(wms_breaker_state_get(b)));
+		assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
+		wms_breaker_reset(b);
+		wait_joined(b);
+	}
+	assert_true(atomic_load(&c.made) >= 2);
+	assert_int_equal(atomic_load(&c.made), atomic_load(&c.events));
+	wms_breaker_free(b);
+	wms_breaker_store_free(c.store);
+	rs_stop(&rs);
+}
+
 /* force_open outlives FLUSHALL and a restart of Redis, and never expires;
  * a newcomer after FLUSHALL cannot close an OPEN fleet (its epoch is
  * older than the replicas'). */
@@ -1214,6 +1332,8 @@ int main(void)
 		cmocka_unit_test(a_breaker_freed_with_outcomes_queued),
 		cmocka_unit_test(manual_states_and_epochs_survive_a_reset),
 		cmocka_unit_test(names_with_colons_keep_their_own_keys),
+		cmocka_unit_test(breakers_come_and_go_while_redis_is_frozen),
+		cmocka_unit_test(a_listener_may_make_and_free_breakers),
 	};
 	/* WMS_TEST_FILTER=name runs one test (when looping a flaky one) */
 	if (getenv("WMS_TEST_FILTER"))
