@@ -7,8 +7,10 @@
 #include <stdint.h>
 #include "wms/errors.h"
 
-/* The script (redis_script.c). */
-extern const char wms__redis_script[];
+/* The script (redis_script.c), in parts (NULL last), and the whole of it
+ * in a string of its own (wms__free it; NULL when out of memory). */
+extern const char *const wms__redis_script[];
+char *wms__redis_script_text(void);
 
 /* A parsed redis_url (redis_url.c). Strings are the struct's own. */
 typedef struct wms__redis_addr {

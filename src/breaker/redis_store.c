@@ -3,10 +3,11 @@
  * the Redis connections; callers only touch each breaker's mirror (atomics)
  * and a bounded queue of outcomes, so no call ever waits on Redis.
  *
- * Each linked breaker has a hash (state, epoch, failures, reopenings, open
- * deadline in Redis's clock) and a lease key, "wms:{FLEET}:NAME" and
- * "...:lease", changed only by the script (redis_script.c), which publishes
- * every change on "...:ch". The agent learns of changes from the script's
+ * Each linked breaker has a hash (state, epoch, counts, reopenings, open
+ * deadline in Redis's clock), a lease key and, in the rate modes, a window
+ * key: "wms:{FLEET}:s:NAME", "...:l:NAME", "...:w:NAME", changed only by
+ * the script (redis_script.c), which publishes every change on
+ * "wms:{FLEET}:c:NAME". The agent learns of changes from the script's
  * replies, from pub/sub, and from a poll of every hash each heartbeat
  * (pub/sub loses messages across a reconnect); the poll is also how it
  * knows Redis answers. A command that fails or outlives command_timeout_ms
@@ -42,7 +43,8 @@ enum { NO_MANUAL = -1 };
 
 typedef struct rlink rlink;
 
-/* One queued outcome: 'f'/'s' a call in CLOSED, 'F'/'S' a trial. */
+/* One queued outcome: a call in CLOSED 'f' failed, 's' succeeded, 'g' and
+ * 't' the same but slow; a trial 'F', 'S', 'G', 'T' (redis_script.c). */
 typedef struct queued {
 	rlink *link;
 	uint64_t epoch;
@@ -62,8 +64,10 @@ struct rlink {
 	pthread_mutex_t blk;      /* held by the agent while it uses b; never across I/O */
 	_Atomic int gone;         /* unlinked: the agent frees the link */
 	size_t free_after;        /* once unlinked: freed when the queue's tail is past this */
-	char *key, *lease, *chan; /* "wms:{FLEET}:NAME", +":lease", +":ch" */
+	char *key, *lease, *win, *chan; /* "wms:{FLEET}:s:NAME", l:, w:, c: */
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
+	char mode_c;              /* 'c' consecutive, 'n' count window, 't' time window */
+	uint32_t rate_pct, slow_pct, window, min_calls;
 
 	/* the mirror: written by the agent, read by callers */
 	_Atomic int mode;
@@ -71,6 +75,7 @@ struct rlink {
 	_Atomic uint64_t epoch;
 	_Atomic uint64_t open_until_ns;
 	_Atomic uint32_t failures;
+	_Atomic uint32_t w_calls, w_failures, w_slow; /* the fleet's window (rate modes) */
 	_Atomic int slots;        /* trials this process may still start */
 	_Atomic uint64_t lease_epoch;
 	_Atomic int want_probe;
@@ -94,6 +99,7 @@ typedef struct rstore {
 	char *fleet;
 	uint32_t command_timeout_ms, heartbeat_ms;
 	uint64_t key_ttl_ms;
+	char *script;            /* redis_script.c's, whole */
 	char sha[41];
 	char token[33];
 	char *pattern;           /* "wms:{FLEET}:*:ch" */
@@ -259,8 +265,12 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 			int slow)
 {
 	rlink *l = (rlink *)bl;
-	(void)slow; /* the consecutive mode has no slow calls */
+	int failed = outcome == WMS_OUTCOME_FAILURE;
+	char what;
 
+	if (l->mode_c == 'c')
+		slow = 0; /* the consecutive mode has no slow calls */
+	what = failed ? (slow ? 'g' : 'f') : (slow ? 't' : 's');
 	if (p->flags & WMS_PERMIT_TRIAL) {
 		if (outcome == WMS_OUTCOME_IGNORED) {
 			/* says nothing: the slot is free for another trial */
@@ -268,18 +278,19 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 				atomic_fetch_add(&l->slots, 1);
 			return;
 		}
-		enqueue(l, p->epoch, outcome == WMS_OUTCOME_SUCCESS ? 'S' : 'F');
+		enqueue(l, p->epoch, (char)(what - 'a' + 'A'));
 		return;
 	}
-	if (atomic_load_explicit(&l->mode, memory_order_relaxed) != MODE_SHARED)
+	if (outcome == WMS_OUTCOME_IGNORED ||
+	    atomic_load_explicit(&l->mode, memory_order_relaxed) != MODE_SHARED)
 		return; /* granted before the store was lost: the engine decides now */
 	if (atomic_load_explicit(&l->state, memory_order_relaxed) != ST_CLOSED)
 		return; /* DISABLED, or a change since the permit: nothing to count */
-	if (outcome == WMS_OUTCOME_FAILURE)
-		enqueue(l, p->epoch, 'f');
-	else if (outcome == WMS_OUTCOME_SUCCESS &&
-		 atomic_load_explicit(&l->failures, memory_order_relaxed) > 0)
-		enqueue(l, p->epoch, 's'); /* a success says nothing new while the count is 0 */
+	/* In the consecutive mode a success says nothing new while the
+	 * fleet's count is 0; in a window every call counts. */
+	if (failed || l->mode_c != 'c' ||
+	    atomic_load_explicit(&l->failures, memory_order_relaxed) > 0)
+		enqueue(l, p->epoch, what);
 }
 
 static void link_release(wms_breaker_link *bl, const wms_breaker_permit *p)
@@ -327,6 +338,15 @@ static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
 	out->consecutive_failures = atomic_load(&l->failures);
 	out->retry_after_ms = 0;
 	out->half_open_in_flight = 0;
+	if (l->mode_c != 'c') {
+		uint32_t calls = atomic_load(&l->w_calls);
+		out->window_calls = calls;
+		out->failure_rate = out->slow_call_rate = -1.0;
+		if (calls && calls >= l->min_calls) {
+			out->failure_rate = 100.0 * atomic_load(&l->w_failures) / calls;
+			out->slow_call_rate = 100.0 * atomic_load(&l->w_slow) / calls;
+		}
+	}
 	if (out->state == ST_OPEN) {
 		now = wms_breaker_clock_ns(l->b);
 		out->retry_after_ms = ms_left(atomic_load(&l->open_until_ns), now);
@@ -338,6 +358,7 @@ static void link_free(rlink *l)
 	pthread_mutex_destroy(&l->blk);
 	wms__free(l->key);
 	wms__free(l->lease);
+	wms__free(l->win);
 	wms__free(l->chan);
 	wms__free(l->batch);
 	wms__free(l);
@@ -387,10 +408,6 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	rlink *l;
 	char *prefix;
 
-	if (o->mode != WMS_BREAKER_MODE_CONSECUTIVE)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "shared: the Redis store shares the consecutive mode only (this "
-				 "version); count_based and time_based breakers stay in-process");
 	l = wms__calloc(1, sizeof(*l));
 	if (l && pthread_mutex_init(&l->blk, NULL) != 0) {
 		wms__free(l);
@@ -403,9 +420,10 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	 * reaches another's keys */
 	l->key = wms__join3(prefix, "s:", o->name);
 	l->lease = wms__join3(prefix, "l:", o->name);
+	l->win = wms__join3(prefix, "w:", o->name);
 	l->chan = wms__join3(prefix, "c:", o->name);
 	l->batch = wms__malloc(256);
-	if (!l->key || !l->lease || !l->chan || !l->batch)
+	if (!l->key || !l->lease || !l->win || !l->chan || !l->batch)
 		goto nomem;
 	wms__free(prefix);
 	l->s = s;
@@ -417,6 +435,13 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	l->jitter = o->open_duration_jitter_pct;
 	l->lease_ms = o->max_wait_in_half_open_ms;
 	l->trials = o->permitted_calls_in_half_open;
+	l->mode_c = o->mode == WMS_BREAKER_MODE_COUNT_BASED  ? 'n'
+		    : o->mode == WMS_BREAKER_MODE_TIME_BASED ? 't'
+							     : 'c';
+	l->rate_pct = o->failure_rate_threshold;
+	l->slow_pct = o->slow_call_rate_threshold;
+	l->window = o->sliding_window_size;
+	l->min_calls = o->minimum_number_of_calls;
 	atomic_init(&l->mode, MODE_LOCAL);
 	atomic_init(&l->state, ST_CLOSED);
 	atomic_init(&l->manual, NO_MANUAL);
@@ -534,8 +559,8 @@ static int open_sub(rstore *s)
  * OOM): a Redis that cannot run the script cannot serve any breaker. */
 static int load_script(rstore *s)
 {
-	const char *la[3] = { "SCRIPT", "LOAD", wms__redis_script };
-	size_t ll[3] = { 6, 4, strlen(wms__redis_script) };
+	const char *la[3] = { "SCRIPT", "LOAD", s->script };
+	size_t ll[3] = { 6, 4, strlen(s->script) };
 	redisReply *r;
 	int ok;
 
@@ -552,17 +577,18 @@ static int load_script(rstore *s)
  * load it and run it once more. NULL: the connection failed. */
 static redisReply *run_script(rstore *s, rlink *l, int argc, const char **args)
 {
-	const char *argv[24];
-	size_t lens[24];
+	const char *argv[32];
+	size_t lens[32];
 	redisReply *r;
 	int i, n = 0, tries;
 
 	argv[n++] = "EVALSHA";
 	argv[n++] = s->sha;
-	argv[n++] = "2";
+	argv[n++] = "3";
 	argv[n++] = l->key;
 	argv[n++] = l->lease;
-	for (i = 0; i < argc && n < 24; i++)
+	argv[n++] = l->win;
+	for (i = 0; i < argc && n < 32; i++)
 		argv[n++] = args[i];
 	for (i = 0; i < n; i++)
 		lens[i] = strlen(argv[i]);
@@ -590,48 +616,57 @@ static uint64_t next_rand(rstore *s)
 	return s->rng * 0x2545F4914F6CDD1Dull;
 }
 
-static const char *reason_for(int from, int to)
+static const char *reason_for(const rlink *l, int from, int to)
 {
 	if (from == ST_CLOSED && to == ST_OPEN)
-		return "consecutive failure threshold reached (fleet)";
+		return l->mode_c == 'c' ? "consecutive failure threshold reached (fleet)"
+					: "failure or slow-call rate at or above threshold (fleet)";
 	if (from == ST_OPEN && to == ST_HALF)
 		return "open duration elapsed (fleet)";
 	if (from == ST_HALF && to == ST_CLOSED)
-		return "probe succeeded (fleet)";
+		return l->mode_c == 'c' ? "probe succeeded (fleet)" : "trials succeeded (fleet)";
 	if (from == ST_HALF && to == ST_OPEN)
-		return "probe failed (fleet)";
+		return l->mode_c == 'c' ? "probe failed (fleet)" : "trials failed (fleet)";
 	return "changed by the fleet";
 }
 
 /* A reply or message: { exists, state, epoch, failures, open ms left,
- * lease ms left, granted } as integers. Moves the mirror; the caller
- * fires the event it returns (from != to). */
+ * lease ms left, granted, window calls, failures, slow } as integers. */
 typedef struct shared_view {
-	long long exists, state, epoch, failures, rem_ms, lease_ms, granted;
+	long long exists, state, epoch, failures, rem_ms, lease_ms, granted, wc, wf, ws;
 } shared_view;
 
 static int parse_reply(const redisReply *r, shared_view *v)
 {
-	long long *f[7] = { &v->exists, &v->state, &v->epoch, &v->failures, &v->rem_ms,
-			    &v->lease_ms, &v->granted };
+	long long *f[10] = { &v->exists, &v->state, &v->epoch, &v->failures, &v->rem_ms,
+			     &v->lease_ms, &v->granted, &v->wc, &v->wf, &v->ws };
 	size_t i;
 
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 10)
 		return -1;
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 10; i++) {
 		if (r->element[i]->type != REDIS_REPLY_INTEGER)
 			return -1;
 		*f[i] = r->element[i]->integer;
 	}
 	if (v->state < 0 || v->state > WMS_BREAKER_STATE_FORCED_OPEN || v->epoch < 0 ||
-	    v->failures < 0 || v->rem_ms < 0)
+	    v->failures < 0 || v->rem_ms < 0 || v->wc < 0 || v->wf < 0 || v->ws < 0 ||
+	    v->wf > v->wc || v->ws > v->wc)
 		return -1;
 	return 0;
 }
 
+static uint32_t u32_of(long long v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 static void set_counts(rlink *l, const shared_view *v)
 {
-	atomic_store(&l->failures, v->failures > UINT32_MAX ? UINT32_MAX : (uint32_t)v->failures);
+	atomic_store(&l->failures, u32_of(v->failures));
+	atomic_store(&l->w_calls, u32_of(v->wc));
+	atomic_store(&l->w_failures, u32_of(v->wf));
+	atomic_store(&l->w_slow, u32_of(v->ws));
 }
 
 static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
@@ -703,7 +738,7 @@ static int adopt_view(rlink *l, const shared_view *v)
 	set_mirror(l, v, now);
 	if (from != v->state)
 		wms_breaker_store_event(b, (wms_breaker_state)from, (wms_breaker_state)v->state,
-					reason_for(from, (int)v->state), WMS_STORE_STATE_CONNECTED);
+					reason_for(l, from, (int)v->state), WMS_STORE_STATE_CONNECTED);
 out:
 	unhold(l);
 	return rc;
@@ -766,7 +801,8 @@ static int do_join(rstore *s, rlink *l)
 static int flush_batch(rstore *s, rlink *l)
 {
 	char ttl[24], ep[24], thr[16], base[16], growth[16], cap[16], jit[16], rnd[24];
-	const char *args[12];
+	char mode[2] = { l->mode_c, '\0' }, frt[16], srt[16], size[16], min[16], trials[16];
+	const char *args[18];
 
 	if (!l->batch_len)
 		return 0;
@@ -783,8 +819,14 @@ static int flush_batch(rstore *s, rlink *l)
 	args[9] = U64(cap, l->cap_ms);
 	args[10] = U64(jit, l->jitter);
 	args[11] = U64(rnd, next_rand(s) >> 33);
+	args[12] = mode;
+	args[13] = U64(frt, l->rate_pct);
+	args[14] = U64(srt, l->slow_pct);
+	args[15] = U64(size, l->window);
+	args[16] = U64(min, l->min_calls);
+	args[17] = U64(trials, l->trials);
 	l->batch_len = 0;
-	return run_and_adopt(s, l, 12, args) < 0 ? -1 : 0;
+	return run_and_adopt(s, l, 18, args) < 0 ? -1 : 0;
 }
 
 static int do_probe(rstore *s, rlink *l)
@@ -818,14 +860,16 @@ static int poll_all(rstore *s)
 
 	U64(ttl, s->key_ttl_ms);
 	for (l = s->links; l; l = l->next) {
-		const char *argv[8] = { "EVALSHA", s->sha, "2", l->key, l->lease, "get", l->chan, ttl };
-		size_t lens[8];
+		char mode[2] = { l->mode_c, '\0' }, size[16];
+		const char *argv[11] = { "EVALSHA", s->sha, "3", l->key, l->lease, l->win, "get",
+					 l->chan, ttl, mode, U64(size, l->window) };
+		size_t lens[11];
 		int i;
 		if (gone(l) || !l->joined)
 			continue;
-		for (i = 0; i < 8; i++)
+		for (i = 0; i < 11; i++)
 			lens[i] = strlen(argv[i]);
-		if (redisAppendCommandArgv(s->cmd, 8, argv, lens) != REDIS_OK)
+		if (redisAppendCommandArgv(s->cmd, 11, argv, lens) != REDIS_OK)
 			return -1;
 		atomic_fetch_add_explicit(&s->n_commands, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->n_scripts, 1, memory_order_relaxed);
@@ -895,6 +939,10 @@ static void on_message(rstore *s, const char *chan, size_t chan_len, const char 
 		v.rem_ms = (long long)rem;
 		v.lease_ms = 0;
 		v.granted = 0;
+		/* the window's counts come with replies and polls, not messages */
+		v.wc = atomic_load(&l->w_calls);
+		v.wf = atomic_load(&l->w_failures);
+		v.ws = atomic_load(&l->w_slow);
 		adopt_view(l, &v);
 	}
 }
@@ -1234,6 +1282,7 @@ static void store_free(wms_breaker_store *bs)
 	wms__free(s->q);
 	wms__free(s->fleet);
 	wms__free(s->pattern);
+	wms__free(s->script);
 	OPENSSL_cleanse(&s->addr, sizeof(s->addr));
 	wms__free(s);
 }
@@ -1291,7 +1340,9 @@ static int make_ids(rstore *s)
 	unsigned char md[EVP_MAX_MD_SIZE], rnd[16];
 	unsigned mdlen = 0, i;
 
-	if (!EVP_Digest(wms__redis_script, strlen(wms__redis_script), md, &mdlen, EVP_sha1(), NULL) ||
+	s->script = wms__redis_script_text();
+	if (!s->script ||
+	    !EVP_Digest(s->script, strlen(s->script), md, &mdlen, EVP_sha1(), NULL) ||
 	    mdlen != 20 || RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return -1;
 	for (i = 0; i < 20; i++)
