@@ -40,7 +40,7 @@ typedef struct wms_shared_options {
 	 *  Required. The password is never logged or put in a message. */
 	const char *redis_url;
 	/** The fleet's name for its breakers: every key is prefixed and
-	 *  hash-tagged by it ("wms:{NAME}:BREAKER"). Letters, digits, '.', '-',
+	 *  hash-tagged by it ("wms:{NAME}:s:BREAKER", ...). Letters, digits, '.', '-',
 	 *  '_', 1-64 bytes. Default "wms". */
 	const char *name;
 	/** Deadline of each Redis command, and of each connect; default 100,
@@ -58,11 +58,20 @@ typedef struct wms_shared_options {
 	/** Outcomes queued for the agent before further ones are dropped (and
 	 *  counted); default 4096, 64-1048576, rounded up to a power of two. */
 	uint32_t queue_size;
+	/** Replicas (stores: one per process) that must have reported a
+	 *  failure before the fleet opens, so that one replica whose own
+	 *  network is broken cannot open the breaker for all: failures since
+	 *  the breaker last closed (consecutive mode: in the current run; time
+	 *  window: within it). Default 1 (any replica), 1-64. A fleet running
+	 *  fewer replicas than this never opens through the store: keep it
+	 *  below the replicas you run. Half-open trials are not subject to it. */
+	uint32_t quorum;
+	uint32_t _reserved32;
 	/** Room for options to come; zero. */
-	void *_reserved[6];
+	void *_reserved[5];
 } wms_shared_options;
 
-#define WMS_SHARED_OPTIONS_INIT { WMS_SHARED_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, { NULL } }
+#define WMS_SHARED_OPTIONS_INIT { WMS_SHARED_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, 0, { NULL } }
 
 WMS_EXTERN(wms_status) wms_shared_options_init(wms_shared_options *opts, unsigned version);
 

@@ -12,7 +12,9 @@
  *
  * KEYS[1] the state hash, KEYS[2] the probe lease, KEYS[3] the window
  * (count mode: a string, a byte per call, '0' + failed + 2 * slow; time
- * mode: a hash, bucket index -> "second calls failures slow").
+ * mode: a hash, bucket index -> "second calls failures slow"), KEYS[4] the
+ * quorum (a sorted set: each replica's token -> Redis ms of its latest
+ * failure; used only with a quorum above 1).
  * ARGV[1] op, ARGV[2] channel, ARGV[3] key ttl (ms), then per op (see
  * each branch).
  * Reply: { exists, state, epoch, failures, open ms left, lease ms left,
@@ -29,7 +31,7 @@
 
 /* In parts: ISO C promises string literals of 4095 bytes only. */
 const char *const wms__redis_script[] = {
-	"local H, L, W = KEYS[1], KEYS[2], KEYS[3]\n"
+	"local H, L, W, Q = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
 	"local op, ch, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])\n"
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -51,7 +53,7 @@ const char *const wms__redis_script[] = {
 	/* the window: emptied on every transition to CLOSED, DISABLED,
 	 * FORCED_OPEN (breaker.c's window_clear) */
 	"local function wclear()\n"
-	"  redis.call('DEL', W); wc = 0; wf = 0; ws = 0; wh = 0; wl = 0\n"
+	"  redis.call('DEL', W, Q); wc = 0; wf = 0; ws = 0; wh = 0; wl = 0\n"
 	"end\n"
 	/* a window of another mode or size (replicas configured apart): start
 	 * it afresh rather than read one shape as another */
@@ -75,6 +77,7 @@ const char *const wms__redis_script[] = {
 	"      end\n"
 	"    end\n"
 	"  end\n"
+	"  redis.call('ZREMRANGEBYSCORE', Q, '-inf', '(' .. ((sec - sz + 1) * 1000))\n"
 	"  wl = sec; dirty = true\n"
 	"end\n"
 	/* one call into the count window (breaker.c's window_add) */
@@ -114,7 +117,7 @@ const char *const wms__redis_script[] = {
 	"  return ms\n"
 	"end\n"
 	"local function open_now(a)\n"
-	"  st = 1; n = 0\n"
+	"  st = 1; n = 0; redis.call('DEL', Q)\n"
 	"  un = now + open_for(tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]),\n"
 	"                      tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]))\n"
 	"end\n"
@@ -124,9 +127,13 @@ const char *const wms__redis_script[] = {
 	 * ARGV[6] token, ARGV[7] threshold, ARGV[8..12] base, growth, cap,
 	 * jitter, random; ARGV[13] mode (c consecutive, n count, t time),
 	 * ARGV[14..18] failure rate %, slow rate %, window size, minimum
-	 * calls, trials per round */
+	 * calls, trials per round, ARGV[19] quorum (replicas with a failure) */
 	"  local mode, frt, srt = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15])\n"
 	"  local size, min, trials = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])\n"
+	"  local quorum = tonumber(ARGV[19])\n"
+	"  local function qok()\n"
+	"    return quorum <= 1 or redis.call('ZCARD', Q) >= quorum\n"
+	"  end\n"
 	"  if exists == 1 and tonumber(ARGV[4]) == ep then\n"
 	"    local out = ARGV[5]\n"
 	"    if st == 0 and mode ~= 'c' then\n"
@@ -139,12 +146,15 @@ const char *const wms__redis_script[] = {
 	"      local lower = c == 'f' or c == 's' or c == 'g' or c == 't'\n"
 	"      local failed = (c == 'f' or c == 'g' or c == 'F' or c == 'G') and 1 or 0\n"
 	"      local slow = (c == 'g' or c == 't' or c == 'G' or c == 'T') and 1 or 0\n"
+	"      if st == 0 and lower and failed == 1 and quorum > 1 then\n"
+	"        redis.call('ZADD', Q, now, ARGV[6]); redis.call('PEXPIRE', Q, ttl)\n"
+	"      end\n"
 	"      if st == 0 and lower and mode == 'c' then\n"
 	"        if failed == 1 then\n"
 	"          n = n + 1; dirty = true\n"
 	"          if n == 1 then tell = true end\n"
-	"          if n >= tonumber(ARGV[7]) then open_now(8); ep = ep + 1; tell = true; break end\n"
-	"        elseif n > 0 then n = 0; dirty = true end\n"
+	"          if n >= tonumber(ARGV[7]) and qok() then open_now(8); ep = ep + 1; tell = true; break end\n"
+	"        elseif n > 0 then n = 0; dirty = true; redis.call('DEL', Q) end\n"
 	"      elseif st == 0 and lower then\n"
 	"        dirty = true\n"
 	"        if mode == 'n' then wring(failed, slow)\n"
@@ -152,7 +162,7 @@ const char *const wms__redis_script[] = {
 	"          wc = wc + 1; wf = wf + failed; ws = ws + slow\n"
 	"          bc = bc + 1; bf = bf + failed; bw = bw + slow\n"
 	"        end\n"
-	"        if trips(frt, srt, min) > 0 then open_now(8); ep = ep + 1; tell = true; break end\n"
+	"        if trips(frt, srt, min) > 0 and qok() then open_now(8); ep = ep + 1; tell = true; break end\n"
 	"      elseif st == 2 and not lower and redis.call('GET', L) == ARGV[6] then\n"
 	"        hd = hd + 1; hf = hf + failed; hs = hs + slow; dirty = true\n"
 	"        if hd >= trials then\n"

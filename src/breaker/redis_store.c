@@ -64,7 +64,7 @@ struct rlink {
 	pthread_mutex_t blk;      /* held by the agent while it uses b; never across I/O */
 	_Atomic int gone;         /* unlinked: the agent frees the link */
 	size_t free_after;        /* once unlinked: freed when the queue's tail is past this */
-	char *key, *lease, *win, *chan; /* "wms:{FLEET}:s:NAME", l:, w:, c: */
+	char *key, *lease, *win, *quorum, *chan; /* "wms:{FLEET}:s:NAME", l:, w:, q:, c: */
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
 	char mode_c;              /* 'c' consecutive, 'n' count window, 't' time window */
 	uint32_t rate_pct, slow_pct, window, min_calls;
@@ -76,6 +76,10 @@ struct rlink {
 	_Atomic uint64_t open_until_ns;
 	_Atomic uint32_t failures;
 	_Atomic uint32_t w_calls, w_failures, w_slow; /* the fleet's window (rate modes) */
+	/* Failures queued in CLOSED, and those the agent has since sent and
+	 * seen answered (or dropped): while they differ, the mirror's count
+	 * may not show them yet, and a success must be sent. */
+	_Atomic uint64_t f_queued, f_done;
 	_Atomic int slots;        /* trials this process may still start */
 	_Atomic uint64_t lease_epoch;
 	_Atomic int want_probe;
@@ -88,6 +92,7 @@ struct rlink {
 	int join_local;           /* the engine's state the join was sent with */
 	int told;                 /* the store state last told to the breaker */
 	uint64_t last_probe_ns, last_probe_epoch;
+	uint64_t f_popped;        /* failures popped, not yet added to f_done */
 	char *batch;              /* outcomes of one epoch waiting to be sent */
 	size_t batch_len;
 	uint64_t batch_epoch;
@@ -97,7 +102,7 @@ typedef struct rstore {
 	wms_breaker_store base; /* first: the store handed out */
 	wms__redis_addr addr;
 	char *fleet;
-	uint32_t command_timeout_ms, heartbeat_ms;
+	uint32_t command_timeout_ms, heartbeat_ms, quorum;
 	uint64_t key_ttl_ms;
 	char *script;            /* redis_script.c's, whole */
 	char sha[41];
@@ -248,14 +253,23 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 	return WMS_ERR_CIRCUIT_OPEN;
 }
 
+static int is_closed_failure(char what)
+{
+	return what == 'f' || what == 'g';
+}
+
 static void enqueue(rlink *l, uint64_t epoch, char what)
 {
 	queued o;
 	o.link = l;
 	o.epoch = epoch;
 	o.what = what;
+	if (is_closed_failure(what))
+		atomic_fetch_add(&l->f_queued, 1);
 	if (q_push(l->s, &o) != 0) {
 		atomic_fetch_add_explicit(&l->s->n_dropped, 1, memory_order_relaxed);
+		if (is_closed_failure(what))
+			atomic_fetch_add(&l->f_done, 1);
 		return;
 	}
 	wake(l->s);
@@ -287,8 +301,11 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 	if (atomic_load_explicit(&l->state, memory_order_relaxed) != ST_CLOSED)
 		return; /* DISABLED, or a change since the permit: nothing to count */
 	/* In the consecutive mode a success says nothing new while the
-	 * fleet's count is 0; in a window every call counts. */
+	 * fleet's count is 0 and none of this process's failures is on its
+	 * way; in a window every call counts. */
 	if (failed || l->mode_c != 'c' ||
+	    atomic_load_explicit(&l->f_queued, memory_order_acquire) !=
+		    atomic_load_explicit(&l->f_done, memory_order_acquire) ||
 	    atomic_load_explicit(&l->failures, memory_order_relaxed) > 0)
 		enqueue(l, p->epoch, what);
 }
@@ -359,6 +376,7 @@ static void link_free(rlink *l)
 	wms__free(l->key);
 	wms__free(l->lease);
 	wms__free(l->win);
+	wms__free(l->quorum);
 	wms__free(l->chan);
 	wms__free(l->batch);
 	wms__free(l);
@@ -421,9 +439,10 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	l->key = wms__join3(prefix, "s:", o->name);
 	l->lease = wms__join3(prefix, "l:", o->name);
 	l->win = wms__join3(prefix, "w:", o->name);
+	l->quorum = wms__join3(prefix, "q:", o->name);
 	l->chan = wms__join3(prefix, "c:", o->name);
 	l->batch = wms__malloc(256);
-	if (!l->key || !l->lease || !l->win || !l->chan || !l->batch)
+	if (!l->key || !l->lease || !l->win || !l->quorum || !l->chan || !l->batch)
 		goto nomem;
 	wms__free(prefix);
 	l->s = s;
@@ -584,10 +603,11 @@ static redisReply *run_script(rstore *s, rlink *l, int argc, const char **args)
 
 	argv[n++] = "EVALSHA";
 	argv[n++] = s->sha;
-	argv[n++] = "3";
+	argv[n++] = "4";
 	argv[n++] = l->key;
 	argv[n++] = l->lease;
 	argv[n++] = l->win;
+	argv[n++] = l->quorum;
 	for (i = 0; i < argc && n < 32; i++)
 		argv[n++] = args[i];
 	for (i = 0; i < n; i++)
@@ -802,7 +822,8 @@ static int flush_batch(rstore *s, rlink *l)
 {
 	char ttl[24], ep[24], thr[16], base[16], growth[16], cap[16], jit[16], rnd[24];
 	char mode[2] = { l->mode_c, '\0' }, frt[16], srt[16], size[16], min[16], trials[16];
-	const char *args[18];
+	char quorum[16];
+	const char *args[19];
 
 	if (!l->batch_len)
 		return 0;
@@ -825,8 +846,9 @@ static int flush_batch(rstore *s, rlink *l)
 	args[15] = U64(size, l->window);
 	args[16] = U64(min, l->min_calls);
 	args[17] = U64(trials, l->trials);
+	args[18] = U64(quorum, s->quorum);
 	l->batch_len = 0;
-	return run_and_adopt(s, l, 18, args) < 0 ? -1 : 0;
+	return run_and_adopt(s, l, 19, args) < 0 ? -1 : 0;
 }
 
 static int do_probe(rstore *s, rlink *l)
@@ -861,15 +883,15 @@ static int poll_all(rstore *s)
 	U64(ttl, s->key_ttl_ms);
 	for (l = s->links; l; l = l->next) {
 		char mode[2] = { l->mode_c, '\0' }, size[16];
-		const char *argv[11] = { "EVALSHA", s->sha, "3", l->key, l->lease, l->win, "get",
-					 l->chan, ttl, mode, U64(size, l->window) };
-		size_t lens[11];
+		const char *argv[12] = { "EVALSHA", s->sha, "4", l->key, l->lease, l->win, l->quorum,
+					 "get", l->chan, ttl, mode, U64(size, l->window) };
+		size_t lens[12];
 		int i;
 		if (gone(l) || !l->joined)
 			continue;
-		for (i = 0; i < 11; i++)
+		for (i = 0; i < 12; i++)
 			lens[i] = strlen(argv[i]);
-		if (redisAppendCommandArgv(s->cmd, 11, argv, lens) != REDIS_OK)
+		if (redisAppendCommandArgv(s->cmd, 12, argv, lens) != REDIS_OK)
 			return -1;
 		atomic_fetch_add_explicit(&s->n_commands, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->n_scripts, 1, memory_order_relaxed);
@@ -1039,25 +1061,49 @@ static int connect_all(rstore *s)
 
 /* Outcomes queued since the last cycle, into each link's batch; a batch
  * is sent when the epoch changes or the queue is empty. */
+/* Failures popped are answered (their replies adopted) or dropped. */
+static void settle_failures(rstore *s)
+{
+	rlink *l;
+	for (l = s->links; l; l = l->next) {
+		if (l->f_popped)
+			atomic_fetch_add_explicit(&l->f_done, l->f_popped, memory_order_release);
+		l->f_popped = 0;
+	}
+}
+
+static int pop(rstore *s, queued *o)
+{
+	if (q_pop(s, o) != 0)
+		return -1;
+	if (is_closed_failure(o->what))
+		o->link->f_popped++;
+	return 0;
+}
+
 static int drain(rstore *s)
 {
 	queued o;
 	rlink *l;
+	int rc = 0;
 
-	while (q_pop(s, &o) == 0) {
+	while (rc == 0 && pop(s, &o) == 0) {
 		l = o.link;
 		if (gone(l) || !s->connected || !l->joined)
 			continue;
-		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255))
-			if (flush_batch(s, l) != 0)
-				return -1;
+		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255) &&
+		    flush_batch(s, l) != 0) {
+			rc = -1;
+			break;
+		}
 		l->batch_epoch = o.epoch;
 		l->batch[l->batch_len++] = o.what;
 	}
-	for (l = s->links; l; l = l->next)
+	for (l = s->links; rc == 0 && l; l = l->next)
 		if (!gone(l) && l->batch_len && flush_batch(s, l) != 0)
-			return -1;
-	return 0;
+			rc = -1;
+	settle_failures(s); /* on failure: degraded, the batches dropped */
+	return rc;
 }
 
 /* Links made since the last cycle join the agent's list (at its end:
@@ -1229,8 +1275,9 @@ static void *agent(void *arg)
 		if (!s->connected) {
 			queued o;
 			tell_degraded(s); /* breakers linked since the loss */
-			while (q_pop(s, &o) == 0)
+			while (pop(s, &o) == 0)
 				; /* outcomes for a lost store: the engines decide */
+			settle_failures(s);
 		}
 		if (s->connected && !s->sub && open_sub(s) != 0) {
 			degrade(s);
@@ -1332,6 +1379,8 @@ static wms_status check_options(const wms_shared_options *o, wms_error *err)
 		return BAD("shared.key_ttl_s must be 60-2592000");
 	if (o->queue_size && (o->queue_size < 64 || o->queue_size > 1048576))
 		return BAD("shared.queue_size must be 64-1048576");
+	if (o->quorum > 64)
+		return BAD("shared.quorum must be 1-64");
 	return WMS_OK;
 }
 
@@ -1386,6 +1435,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 	s->base.ops = &redis_ops;
 	s->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms : 100;
 	s->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : 50;
+	s->quorum = o->quorum ? o->quorum : 1;
 	s->key_ttl_ms = (uint64_t)(o->key_ttl_s ? o->key_ttl_s : 86400) * 1000u;
 	s->store_state = WMS_STORE_STATE_CONNECTING;
 	if (o->queue_size)

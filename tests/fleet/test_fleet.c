@@ -86,10 +86,10 @@ typedef struct fleet_cfg {
 	const char *url; /* NULL: the fleet's own server */
 	/* the rate modes (0: the breaker's defaults) */
 	wms_breaker_mode mode;
-	uint32_t window, min_calls, rate_pct, slow_pct, slow_ms, trials, queue_size;
+	uint32_t window, min_calls, rate_pct, slow_pct, slow_ms, trials, queue_size, quorum;
 } fleet_cfg;
 /* the rest of a consecutive-mode fleet_cfg */
-#define CONSECUTIVE WMS_BREAKER_MODE_CONSECUTIVE, 0, 0, 0, 0, 0, 0, 0
+#define CONSECUTIVE WMS_BREAKER_MODE_CONSECUTIVE, 0, 0, 0, 0, 0, 0, 0, 0
 
 static void replica_make(fleet *f, int i, const fleet_cfg *c)
 {
@@ -104,6 +104,7 @@ static void replica_make(fleet *f, int i, const fleet_cfg *c)
 	so.heartbeat_ms = c->heartbeat_ms;
 	so.command_timeout_ms = c->command_timeout_ms;
 	so.queue_size = c->queue_size;
+	so.quorum = c->quorum;
 	if (wms_redis_store_new(&r->store, &so, &err) != WMS_OK)
 		fail_msg("wms_redis_store_new: %s", err.message);
 	bo.name = "wms";
@@ -881,8 +882,8 @@ static void *monitor_run(void *arg)
 			return NULL;
 		}
 		if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "\"EVALSHA\"") &&
-		    nth_arg(r->str, 6, op, sizeof(op)) == 0 && !strcmp(op, "rec") &&
-		    nth_arg(r->str, 10, out, sizeof(out)) == 0) {
+		    nth_arg(r->str, 7, op, sizeof(op)) == 0 && !strcmp(op, "rec") &&
+		    nth_arg(r->str, 11, out, sizeof(out)) == 0) {
 			m->recs++;
 			for (i = 0; out[i]; i++) {
 				if (out[i] == 'f') {
@@ -1054,7 +1055,7 @@ static void wait_rates(fleet *f, uint32_t calls, double rate)
 static void count_window_is_the_fleets(void **state)
 {
 	fleet_cfg c = { 0, 300, 60000, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED,
-			4, 4, 75, 0, 0, 2, 0 };
+			4, 4, 75, 0, 0, 2, 0, 0 };
 	fleet f;
 	wms_breaker_permit p[3];
 	int i, got = 0, who = -1;
@@ -1125,9 +1126,9 @@ static void count_window_is_the_fleets(void **state)
 static void count_window_bounds(void **state)
 {
 	fleet_cfg small = { 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED,
-			    1, 1, 100, 0, 0, 0, 0 };
+			    1, 1, 100, 0, 0, 0, 0, 0 };
 	fleet_cfg big = { 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED,
-			  100000, 100000, 50, 0, 0, 0, 1048576 };
+			  100000, 100000, 50, 0, 0, 0, 1048576, 0 };
 	wms_shared_stats st;
 	fleet f;
 	char *seq;
@@ -1172,7 +1173,7 @@ static void count_window_bounds(void **state)
 static void time_window_is_the_fleets_and_ages(void **state)
 {
 	fleet_cfg c = { 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_TIME_BASED,
-			1, 4, 50, 0, 0, 0, 0 };
+			1, 4, 50, 0, 0, 0, 0, 0 };
 	fleet f;
 	int round;
 	(void)state;
@@ -1213,7 +1214,7 @@ static void time_window_is_the_fleets_and_ages(void **state)
 static void slow_calls_trip_a_shared_window(void **state)
 {
 	fleet_cfg c = { 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED,
-			2, 2, 100, 50, 100, 0, 0 };
+			2, 2, 100, 50, 100, 0, 0, 0 };
 	fleet f;
 	(void)state;
 
@@ -1228,6 +1229,73 @@ static void slow_calls_trip_a_shared_window(void **state)
 	fleet_stop(&f);
 }
 
+/* A success right after this process's failure (whose reply has not
+ * come back: the mirror's count is still 0) is sent, and ends the run;
+ * it used to be dropped as "nothing new", leaving the fleet's count at 1. */
+static void a_success_right_after_a_failure_is_sent(void **state)
+{
+	fleet_cfg c = { 1000, 60000, 0, 10, 2000, NULL, CONSECUTIVE };
+	fleet f;
+	int round;
+	(void)state;
+
+	fleet_start(&f, 1, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (round = 0; round < 2; round++) {
+		double t0;
+		calls(&f.r[0], "fs", 0);
+		t0 = now_ms();
+		while (hash_int(&f.rs, "n") != 0 && now_ms() - t0 < limit(2000))
+			sleep_ms(2);
+		assert_int_equal(hash_int(&f.rs, "n"), 0);
+		calls(&f.r[0], "ff", 0);
+		wait_hash_n(&f.rs, "wms:{fleet-test}:s:wms", 2);
+		calls(&f.r[0], "s", 0);
+		wait_hash_n(&f.rs, "wms:{fleet-test}:s:wms", 0);
+	}
+	fleet_stop(&f);
+}
+
+/* With a quorum of 2, one replica alone cannot open the fleet, however
+ * many failures it sends; a failure from a second one does. A success
+ * ends the run and forgets who failed. In a count window too. Twice. */
+static void a_quorum_needs_two_replicas(void **state)
+{
+	fleet_cfg cons = { 3, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_CONSECUTIVE,
+			   0, 0, 0, 0, 0, 0, 0, 2 };
+	fleet_cfg count = { 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED,
+			    4, 4, 50, 0, 0, 0, 0, 2 };
+	fleet f;
+	int round;
+	(void)state;
+
+	fleet_start(&f, 2, &cons, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (round = 0; round < 2; round++) {
+		calls(&f.r[0], "fffff", 0); /* 5 >= 3, one replica */
+		wait_hash_n(&f.rs, "wms:{fleet-test}:s:wms", 5);
+		assert_int_equal(hash_int(&f.rs, "st"), 0);
+		calls(&f.r[0], "s", 0); /* the run ends, and A's part in it */
+		wait_hash_n(&f.rs, "wms:{fleet-test}:s:wms", 0);
+		calls(&f.r[1], "f", 0);
+		calls(&f.r[0], "fff", 0); /* A and B, 4 >= 3 */
+		wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+		wms_breaker_reset(f.r[0].b);
+		wait_state(&f, WMS_BREAKER_STATE_CLOSED, limit(2000));
+		sleep_ms((unsigned)limit(100)); /* both mirrors at the reset's epoch */
+	}
+	fleet_stop(&f);
+
+	fleet_start(&f, 2, &count, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	calls(&f.r[0], "ffff", 0); /* 100 % of 4, one replica */
+	wait_window(&f, 4, 4, 0, 0);
+	assert_int_equal(hash_int(&f.rs, "st"), 0);
+	calls(&f.r[1], "f", 0);
+	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+	fleet_stop(&f);
+}
+
 /* The same random calls through the in-process engine and through the
  * store (one replica, each call waited for in Redis): they trip at the
  * same call, in the consecutive and the count-window modes, slow calls
@@ -1236,7 +1304,7 @@ static void same_decisions_as_the_in_process_engine(void **state)
 {
 	static const fleet_cfg cfgs[2] = {
 		{ 3, 60000, 0, 10, 2000, NULL, CONSECUTIVE },
-		{ 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED, 5, 3, 60, 80, 100, 0, 0 },
+		{ 0, 60000, 0, 10, 2000, NULL, WMS_BREAKER_MODE_COUNT_BASED, 5, 3, 60, 80, 100, 0, 0, 0 },
 	};
 	int m;
 	(void)state;
@@ -1686,6 +1754,8 @@ int main(void)
 		cmocka_unit_test(time_window_is_the_fleets_and_ages),
 		cmocka_unit_test(slow_calls_trip_a_shared_window),
 		cmocka_unit_test(same_decisions_as_the_in_process_engine),
+		cmocka_unit_test(a_success_right_after_a_failure_is_sent),
+		cmocka_unit_test(a_quorum_needs_two_replicas),
 		cmocka_unit_test(a_listener_may_make_and_free_breakers),
 	};
 	/* WMS_TEST_FILTER=name runs one test (when looping a flaky one) */

@@ -177,6 +177,7 @@ static void option_bounds(void **state)
 	BOUND(heartbeat_ms, 5u, 10000u);
 	BOUND(key_ttl_s, 60u, 2592000u);
 	BOUND(queue_size, 64u, 1048576u);
+	BOUND(quorum, 1u, 64u);
 	o.redis_url = "unix:///nonexistent/wms-test.sock";
 	memset(name, 'n', sizeof(name));
 	name[64] = '\0';
@@ -210,26 +211,29 @@ static void a_store_without_redis(void **state)
 	wms_breaker *b = NULL;
 	wms_breaker_permit p;
 	wms_error err;
-	int i;
+	int i, m;
 	(void)state;
 
 	so.redis_url = "unix:///nonexistent/wms-test.sock";
 	assert_int_equal(wms_redis_store_new(&s, &so, &err), WMS_OK);
 	bo.store = s;
 	bo.failure_threshold = 2;
-	bo.mode = WMS_BREAKER_MODE_COUNT_BASED;
-	assert_int_equal(wms_breaker_new(&b, &bo), WMS_ERR_INVALID_ARG);
-	assert_null(b);
-	bo.mode = WMS_BREAKER_MODE_CONSECUTIVE;
-	assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_OK);
-		assert_false(p.flags & WMS_PERMIT_STORE);
-		wms_breaker_record(b, &p, WMS_OUTCOME_FAILURE);
+	bo.sliding_window_size = 2;
+	bo.minimum_number_of_calls = 2;
+	bo.failure_rate_threshold = 100;
+	/* every mode: the in-process engine decides while Redis is away */
+	for (m = 0; m < 3; m++) {
+		bo.mode = (wms_breaker_mode)m;
+		assert_int_equal(wms_breaker_new(&b, &bo), WMS_OK);
+		for (i = 0; i < 2; i++) {
+			assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_OK);
+			assert_false(p.flags & WMS_PERMIT_STORE);
+			wms_breaker_record(b, &p, WMS_OUTCOME_FAILURE);
+		}
+		assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
+		assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_ERR_CIRCUIT_OPEN);
+		wms_breaker_free(b);
 	}
-	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
-	assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_ERR_CIRCUIT_OPEN);
-	wms_breaker_free(b);
 	wms_breaker_store_free(s);
 	wms_breaker_store_free(NULL);
 }
