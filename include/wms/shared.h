@@ -29,6 +29,7 @@
 #include "common.h"
 #include "errors.h"
 #include "breaker.h"
+#include "sys/breaker_store.h" /* wms_breaker_store_free */
 
 WMS_BEGIN_DECL
 

@@ -67,6 +67,7 @@ struct rlink {
 	char *key, *lease, *win, *quorum, *chan; /* "wms:{FLEET}:s:NAME", l:, w:, q:, c: */
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
 	char mode_c;              /* 'c' consecutive, 'n' count window, 't' time window */
+	int gate;                 /* consecutive, no quorum: see link_acquire */
 	uint32_t rate_pct, slow_pct, window, min_calls;
 
 	/* the mirror: written by the agent, read by callers */
@@ -127,6 +128,7 @@ typedef struct rstore {
 	size_t q_tail;         /* the agent */
 
 	/* the agent's own */
+	const char *why;         /* why the store was given up on: an event's reason */
 	redisContext *cmd, *sub;
 	int connected;
 	int store_state;
@@ -176,15 +178,14 @@ static int q_pop(rstore *s, queued *o)
 	return 0;
 }
 
-/* After a push. The fence pairs with the agent's after it clears
- * wake_pending: either the agent sees the pushed outcome, or this sees
- * wake_pending clear and writes (no wake-up lost to store buffering). */
+/* After a push. Both sides swap wake_pending (read-modify-writes, so one
+ * reads the other's write): either the agent's swap to 0 comes after this
+ * one and, acquiring it, sees the pushed outcome, or this swap reads its
+ * 0 and writes the eventfd. No wake-up is lost to store buffering, and no
+ * fence is needed (ThreadSanitizer does not model fences). */
 static void wake(rstore *s)
 {
-	int zero = 0;
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&s->wake_pending, memory_order_relaxed) == 0 &&
-	    atomic_compare_exchange_strong(&s->wake_pending, &zero, 1)) {
+	if (atomic_exchange_explicit(&s->wake_pending, 1, memory_order_acq_rel) == 0) {
 		uint64_t one = 1;
 		ssize_t w = write(s->wake_fd, &one, sizeof(one));
 		(void)w; /* an eventfd at its maximum is awake already */
@@ -220,6 +221,21 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 	st = atomic_load_explicit(&l->state, memory_order_acquire);
 	switch (st) {
 	case ST_CLOSED:
+		if (l->mode_c == 'c' && l->gate) {
+			/* This process's own failures on their way to Redis would take
+			 * the fleet's count to the threshold: grant nothing until the
+			 * agent has its answer (a round trip), or the fleet would see
+			 * a failure per call made meanwhile. */
+			uint64_t q = atomic_load_explicit(&l->f_queued, memory_order_acquire);
+			uint64_t d = atomic_load_explicit(&l->f_done, memory_order_acquire);
+			if (q != d && atomic_load_explicit(&l->failures, memory_order_relaxed) + (q - d) >=
+					      l->threshold) {
+				if (retry)
+					*retry = 0;
+				return WMS_ERR_CIRCUIT_OPEN;
+			}
+		}
+		/* fall through */
 	case WMS_BREAKER_STATE_DISABLED:
 		out->flags = 0;
 		out->epoch = atomic_load_explicit(&l->epoch, memory_order_acquire);
@@ -457,6 +473,7 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	l->mode_c = o->mode == WMS_BREAKER_MODE_COUNT_BASED  ? 'n'
 		    : o->mode == WMS_BREAKER_MODE_TIME_BASED ? 't'
 							     : 'c';
+	l->gate = s->quorum <= 1;
 	l->rate_pct = o->failure_rate_threshold;
 	l->slow_pct = o->slow_call_rate_threshold;
 	l->window = o->sliding_window_size;
@@ -503,6 +520,16 @@ static redisReply *command_argv(rstore *s, redisContext *c, int argc, const char
 	return redisCommandArgv(c, argc, argv, lens);
 }
 
+/* Why Redis refused a command of the connection's setup: what the
+ * breakers' events will say. */
+static void refused(rstore *s, const redisReply *r, const char *why)
+{
+	s->why = !strncmp(r->str, "NOAUTH", 6)
+			 ? "shared store needs AUTH (no password in the URL): the in-process "
+			   "breaker decides"
+			 : why;
+}
+
 static redisContext *open_ctx(rstore *s)
 {
 	struct timeval tv = tv_ms(s->command_timeout_ms);
@@ -528,8 +555,11 @@ static redisContext *open_ctx(rstore *s)
 		}
 		r = command_argv(s, c, s->addr.user[0] ? 3 : 2, argv, lens);
 		if (!r || r->type == REDIS_REPLY_ERROR) {
-			if (r)
+			if (r) {
+				s->why = "shared store refused AUTH (user or password): the in-process "
+					 "breaker decides";
 				freeReplyObject(r);
+			}
 			redisFree(c);
 			return NULL;
 		}
@@ -543,8 +573,11 @@ static redisContext *open_ctx(rstore *s)
 		lens[1] = strlen(db);
 		r = command_argv(s, c, 2, argv, lens);
 		if (!r || r->type == REDIS_REPLY_ERROR) {
-			if (r)
+			if (r) {
+				refused(s, r, "shared store refused SELECT (no such database): the "
+					      "in-process breaker decides");
 				freeReplyObject(r);
+			}
 			redisFree(c);
 			return NULL;
 		}
@@ -564,6 +597,9 @@ static int open_sub(rstore *s)
 		return -1;
 	r = command_argv(s, s->sub, 2, argv, lens);
 	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		if (r && r->type == REDIS_REPLY_ERROR)
+			refused(s, r, "shared store refused PSUBSCRIBE (an ACL without pub/sub?): the "
+				      "in-process breaker decides");
 		if (r)
 			freeReplyObject(r);
 		drop_ctx(&s->sub);
@@ -1012,7 +1048,7 @@ static void tell_degraded(rstore *s)
 	rlink *l;
 	for (l = s->links; l; l = l->next)
 		if (l->told != WMS_STORE_STATE_DEGRADED && atomic_load(&l->mode) != MODE_SHARED)
-			tell_link_degraded(l, "shared store lost: the in-process breaker decides");
+			tell_link_degraded(l, s->why);
 }
 
 /* Redis is lost: every breaker's engine takes over from the mirror. */
@@ -1047,6 +1083,7 @@ static void degrade(rstore *s)
 
 static int connect_all(rstore *s)
 {
+	s->why = "shared store lost: the in-process breaker decides";
 	s->cmd = open_ctx(s);
 	if (!s->cmd)
 		return -1;
@@ -1087,9 +1124,11 @@ static int drain(rstore *s)
 	rlink *l;
 	int rc = 0;
 
+	/* A link being freed still sends what it queued: a replica that exits
+	 * right after its failures leaves the fleet's count whole. */
 	while (rc == 0 && pop(s, &o) == 0) {
 		l = o.link;
-		if (gone(l) || !s->connected || !l->joined)
+		if (!s->connected || !l->joined)
 			continue;
 		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255) &&
 		    flush_batch(s, l) != 0) {
@@ -1100,7 +1139,7 @@ static int drain(rstore *s)
 		l->batch[l->batch_len++] = o.what;
 	}
 	for (l = s->links; rc == 0 && l; l = l->next)
-		if (!gone(l) && l->batch_len && flush_batch(s, l) != 0)
+		if (l->batch_len && flush_batch(s, l) != 0)
 			rc = -1;
 	settle_failures(s); /* on failure: degraded, the batches dropped */
 	return rc;
@@ -1131,6 +1170,9 @@ static void free_unlinked(rstore *s)
 		/* the queue may still hold its outcomes: not before they are popped */
 		if (gone(l) && (intptr_t)(s->q_tail - l->free_after) >= 0) {
 			*pp = l->next;
+			/* the unlinking thread may still be inside its unlock */
+			pthread_mutex_lock(&l->blk);
+			pthread_mutex_unlock(&l->blk);
 			link_free(l);
 		} else {
 			pp = &l->next;
@@ -1212,8 +1254,7 @@ static void wait_for_work(rstore *s, uint64_t now)
 		uint64_t v;
 		ssize_t r = read(s->wake_fd, &v, sizeof(v));
 		(void)r;
-		atomic_store(&s->wake_pending, 0);
-		atomic_thread_fence(memory_order_seq_cst); /* see wake() */
+		atomic_exchange_explicit(&s->wake_pending, 0, memory_order_acq_rel); /* see wake() */
 	}
 	if (n == 2 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 		if (read_sub(s) != 0) {
@@ -1300,6 +1341,11 @@ static void *agent(void *arg)
 		take_sigpipe(&pipe_set);
 		wait_for_work(s, wms__now_ns());
 	}
+	/* The store is being freed: what is still queued is sent (each
+	 * command within its timeout; a lost Redis ends it at once). */
+	if (s->connected && drain(s) != 0)
+		drop_ctx(&s->cmd);
+	take_sigpipe(&pipe_set);
 	return NULL;
 }
 
@@ -1428,6 +1474,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 		return st;
 	}
 	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		OPENSSL_cleanse(&s->addr, sizeof(s->addr));
 		wms__free(s);
 		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT, "shared: no mutex");
 	}
@@ -1438,6 +1485,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 	s->quorum = o->quorum ? o->quorum : 1;
 	s->key_ttl_ms = (uint64_t)(o->key_ttl_s ? o->key_ttl_s : 86400) * 1000u;
 	s->store_state = WMS_STORE_STATE_CONNECTING;
+	s->why = "shared store lost: the in-process breaker decides";
 	if (o->queue_size)
 		for (qn = 64; qn < o->queue_size; qn <<= 1)
 			;

@@ -49,6 +49,16 @@ redisContext *rs_connect(const rs_server *s)
 		return NULL;
 	}
 	redisSetTimeout(c, tv);
+	if (s->password[0]) {
+		redisReply *r = redisCommand(c, "AUTH %s", s->password);
+		int ok = r && r->type == REDIS_REPLY_STATUS;
+		if (r)
+			freeReplyObject(r);
+		if (!ok) {
+			redisFree(c);
+			return NULL;
+		}
+	}
 	return c;
 }
 
@@ -70,13 +80,52 @@ redisReply *rs_cmd(const rs_server *s, const char *fmt, ...)
 static int spawn(rs_server *s)
 {
 	const char *bin = getenv("WMS_REDIS_SERVER");
-	char port[16], log[160];
-	int i;
+	char port[16], log[160], dbs[16], upass[80];
+	const char *argv[32];
+	int i, n = 0;
 
 	if (!bin || !*bin)
 		bin = "redis-server";
 	snprintf(port, sizeof(port), "%d", s->tcp ? s->port : 0);
 	snprintf(log, sizeof(log), "%s/redis.log", s->dir);
+	snprintf(dbs, sizeof(dbs), "%d", s->databases);
+	snprintf(upass, sizeof(upass), ">%s", s->user_password);
+	argv[n++] = bin;
+	argv[n++] = "--port";
+	argv[n++] = port;
+	if (s->tcp) {
+		argv[n++] = "--bind";
+		argv[n++] = "127.0.0.1";
+	} else {
+		argv[n++] = "--unixsocket";
+		argv[n++] = s->sock;
+	}
+	argv[n++] = "--save";
+	argv[n++] = "";
+	argv[n++] = "--appendonly";
+	argv[n++] = "no";
+	argv[n++] = "--logfile";
+	argv[n++] = log;
+	argv[n++] = "--dir";
+	argv[n++] = s->dir;
+	if (s->password[0]) {
+		argv[n++] = "--requirepass";
+		argv[n++] = s->password;
+	}
+	if (s->user[0]) { /* one config line: user NAME on >PASS ~* &* +@all */
+		argv[n++] = "--user";
+		argv[n++] = s->user;
+		argv[n++] = "on";
+		argv[n++] = upass;
+		argv[n++] = "~*";
+		argv[n++] = "&*";
+		argv[n++] = "+@all";
+	}
+	if (s->databases > 0) {
+		argv[n++] = "--databases";
+		argv[n++] = dbs;
+	}
+	argv[n] = NULL;
 	s->pid = fork();
 	if (s->pid < 0)
 		return -1;
@@ -84,12 +133,7 @@ static int spawn(rs_server *s)
 		/* a test that fails (cmocka leaves the test by longjmp) or dies
 		 * takes its server with it */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (s->tcp)
-			execlp(bin, bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
-			       "--appendonly", "no", "--logfile", log, "--dir", s->dir, (char *)NULL);
-		else
-			execlp(bin, bin, "--port", "0", "--unixsocket", s->sock, "--save", "",
-			       "--appendonly", "no", "--logfile", log, "--dir", s->dir, (char *)NULL);
+		execvp(bin, (char *const *)argv);
 		_exit(127);
 	}
 	for (i = 0; i < 500; i++) { /* up to 5 s */
@@ -111,12 +155,37 @@ static int spawn(rs_server *s)
 	return -1;
 }
 
+static int copy_opt(char *dst, size_t size, const char *v)
+{
+	size_t i, n = v ? strlen(v) : 0;
+	if (n >= size)
+		return -1;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= 0x20 || v[i] == 0x7f)
+			return -1;
+	memcpy(dst, v ? v : "", n + 1);
+	return 0;
+}
+
 int rs_start(rs_server *s, int tcp)
+{
+	return rs_start_opts(s, tcp, NULL);
+}
+
+int rs_start_opts(rs_server *s, int tcp, const rs_opts *o)
 {
 	int tries;
 
 	memset(s, 0, sizeof(*s));
 	s->tcp = tcp;
+	if (o) {
+		if (copy_opt(s->password, sizeof(s->password), o->password) ||
+		    copy_opt(s->user, sizeof(s->user), o->user) ||
+		    copy_opt(s->user_password, sizeof(s->user_password), o->user_password) ||
+		    (s->user[0] && !s->user_password[0]) || o->databases < 0)
+			return -1;
+		s->databases = o->databases;
+	}
 	snprintf(s->dir, sizeof(s->dir), "/tmp/wms-redis-XXXXXX");
 	if (!mkdtemp(s->dir))
 		return -1;

@@ -13,11 +13,28 @@ typedef struct rs_server {
 	int port;
 	char dir[64];      /* its own mkdtemp directory */
 	char sock[128];
-	char url[192];     /* redis:// or unix:// URL for wms_shared_options */
+	char url[192];     /* redis:// or unix:// URL for wms_shared_options (no credentials) */
+	/* From rs_opts (rs_start: none). rs_cmd and rs_connect AUTH with
+	 * `password` as the default user; rs_restart keeps them all. */
+	char password[64];
+	char user[64];
+	char user_password[64];
+	int databases;
 } rs_server;
+
+/* What rs_start_opts starts the server with; NULL or zero fields: none. */
+typedef struct rs_opts {
+	const char *password;      /* --requirepass: the default user's password */
+	const char *user;          /* an ACL user: --user NAME on >PASS ~* &* +@all */
+	const char *user_password; /* its password (required with user) */
+	int databases;             /* --databases (0: Redis's 16) */
+} rs_opts;
 
 /* Start; 0 on success (ready: it answered PING). */
 int rs_start(rs_server *s, int tcp);
+/* rs_start with options (NULL: as rs_start). Names and passwords are
+ * printable without blanks, at most 63 bytes. */
+int rs_start_opts(rs_server *s, int tcp, const rs_opts *o);
 /* SIGTERM and wait, then remove the directory. NULL-safe, idempotent. */
 void rs_stop(rs_server *s);
 /* kill -9 (and reap); rs_restart starts it again at the same address. */

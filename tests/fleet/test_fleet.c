@@ -1296,6 +1296,80 @@ static void a_quorum_needs_two_replicas(void **state)
 	fleet_stop(&f);
 }
 
+typedef struct burster {
+	replica *r;
+	_Atomic int *go, *stop;
+	long granted;
+} burster;
+
+static void *burst_run(void *arg)
+{
+	burster *b = arg;
+	while (!atomic_load(b->go))
+		sched_yield();
+	while (!atomic_load(b->stop)) {
+		wms_breaker_permit p;
+		if (wms_breaker_acquire(&p, b->r->b, NULL) == WMS_OK) {
+			b->granted++;
+			wms_breaker_record(b->r->b, &p, WMS_OUTCOME_FAILURE);
+		}
+	}
+	return NULL;
+}
+
+/* Threads failing back to back, with no pause for the agent: a process
+ * whose own failures on their way to Redis reach the threshold grants
+ * nothing more until Redis has answered. Without that the mirror lagged
+ * by a round trip and a burst sent a failure per call meanwhile (24 to
+ * 153 through a threshold of 10 in test_fleet_procs). One replica: at
+ * most threshold + its 4 threads in flight; three replicas: at most
+ * their sum, 3 x (threshold + 4), a breaker per process's worst. */
+static void a_burst_of_failures_stops_at_the_threshold(void **state)
+{
+	fleet_cfg c = { 10, 60000, 0, 10, 2000, NULL, CONSECUTIVE };
+	enum { T = 4 };
+	int nrep, round;
+	(void)state;
+
+	for (nrep = 1; nrep <= 3; nrep += 2) {
+		for (round = 0; round < 2; round++) {
+			fleet f;
+			burster bs[3 * T];
+			pthread_t th[3 * T];
+			_Atomic int go, stop;
+			long total = 0;
+			int i;
+
+			atomic_init(&go, 0);
+			atomic_init(&stop, 0);
+			fleet_start(&f, nrep, &c, 0);
+			wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+			for (i = 0; i < nrep * T; i++) {
+				bs[i].r = &f.r[i % nrep];
+				bs[i].go = &go;
+				bs[i].stop = &stop;
+				bs[i].granted = 0;
+				assert_int_equal(pthread_create(&th[i], NULL, burst_run, &bs[i]), 0);
+			}
+			atomic_store(&go, 1);
+			wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
+			sleep_ms(50);
+			atomic_store(&stop, 1);
+			for (i = 0; i < nrep * T; i++) {
+				pthread_join(th[i], NULL);
+				total += bs[i].granted;
+			}
+			print_message("%d replica(s) x %d threads, no pause: %ld calls granted "
+				      "(threshold 10, bound %d)\n",
+				      nrep, T, total, nrep * (10 + T));
+			assert_true(total >= 10);
+			assert_true(total <= nrep * (10 + T));
+			assert_int_equal(hash_int(&f.rs, "st"), 1);
+			fleet_stop(&f);
+		}
+	}
+}
+
 /* The same random calls through the in-process engine and through the
  * store (one replica, each call waited for in Redis): they trip at the
  * same call, in the consecutive and the count-window modes, slow calls
@@ -1422,7 +1496,7 @@ static void a_breaker_freed_with_outcomes_queued(void **state)
  * waited for the agent's cycle (the 3 s command timeout). */
 static void breakers_come_and_go_while_redis_is_frozen(void **state)
 {
-	fleet_cfg c = { 5, 60000, 0, 5, 3000, NULL, CONSECUTIVE };
+	fleet_cfg c = { 1000, 60000, 0, 5, 3000, NULL, CONSECUTIVE };
 	fleet f;
 	double worst = 0;
 	int round, i;
@@ -1755,6 +1829,7 @@ int main(void)
 		cmocka_unit_test(slow_calls_trip_a_shared_window),
 		cmocka_unit_test(same_decisions_as_the_in_process_engine),
 		cmocka_unit_test(a_success_right_after_a_failure_is_sent),
+		cmocka_unit_test(a_burst_of_failures_stops_at_the_threshold),
 		cmocka_unit_test(a_quorum_needs_two_replicas),
 		cmocka_unit_test(a_listener_may_make_and_free_breakers),
 	};
