@@ -67,8 +67,10 @@ enum key_id {
 	KS_HEARTBEAT,
 	KS_KEY_TTL,
 	KS_QUEUE_SIZE,
+	KS_QUORUM,
 	KEY_COUNT
 };
+_Static_assert(KEY_COUNT <= 64, "wms_config.set has a bit per key");
 
 enum block { B_CLIENT, B_BREAKER, B_RETRY, B_SHARED };
 
@@ -144,6 +146,7 @@ static const key_def keys[] = {
 	{ KS_HEARTBEAT, B_SHARED, "heartbeat_ms", T_UINT, 5, 10000, NULL, 0 },
 	{ KS_KEY_TTL, B_SHARED, "key_ttl_s", T_UINT, 60, 2592000, NULL, 0 },
 	{ KS_QUEUE_SIZE, B_SHARED, "queue_size", T_UINT, 64, 1048576, NULL, 0 },
+	{ KS_QUORUM, B_SHARED, "quorum", T_UINT, 1, 64, NULL, 0 },
 };
 
 struct wms_config {
@@ -948,13 +951,6 @@ static wms_status cross_check(parser *p)
 		return fail_at(p, c->line[KB_SHARED], cb, "shared",
 			       "redis_url is required in this block (redis://HOST[:PORT][/DB] or "
 			       "unix:///PATH)");
-	/* What the Redis store links (wms_client_new would refuse the rest). */
-	if (is_set(c, KB_SHARED) && is_set(c, KB_MODE) &&
-	    mode_values[c->value[KB_MODE]] != WMS_BREAKER_MODE_CONSECUTIVE)
-		return fail_at(p, c->line[KB_MODE], cb, "mode",
-			       "must be consecutive with a shared block (line %zu): a shared breaker "
-			       "is consecutive only in this version (got %s)",
-			       c->line[KB_SHARED], mode_choices[c->value[KB_MODE]]);
 
 	if (is_set(c, KB_WINDOW) && is_set(c, KB_MODE) &&
 	    mode_values[c->value[KB_MODE]] == WMS_BREAKER_MODE_TIME_BASED && c->value[KB_WINDOW] > 3600)
@@ -1131,6 +1127,8 @@ wms_status wms_config_shared_options(const wms_config *cfg, wms_shared_options *
 		opts->key_ttl_s = (uint32_t)cfg->value[KS_KEY_TTL];
 	if (is_set(cfg, KS_QUEUE_SIZE))
 		opts->queue_size = (uint32_t)cfg->value[KS_QUEUE_SIZE];
+	if (is_set(cfg, KS_QUORUM))
+		opts->quorum = (uint32_t)cfg->value[KS_QUORUM];
 	return WMS_OK;
 }
 

@@ -138,10 +138,7 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 			}
 			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
 					 st != WMS_ERR_INVALID_ARG ? "cannot create the breaker"
-					 : bo.store && bo.mode != WMS_BREAKER_MODE_CONSECUTIVE
-						 ? "breaker_options.mode: a shared breaker is consecutive "
-						   "only (this version)"
-						 : "breaker_options: a value is out of range");
+								   : "breaker_options: a value is out of range");
 		}
 		atomic_store(&h->breaker, c->breakers[i]);
 	}

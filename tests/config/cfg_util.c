@@ -49,6 +49,7 @@ int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t
 		{ "circuit_breaker.shared.heartbeat_ms", sh->heartbeat_ms },
 		{ "circuit_breaker.shared.key_ttl_s", sh->key_ttl_s },
 		{ "circuit_breaker.shared.queue_size", sh->queue_size },
+		{ "circuit_breaker.shared.quorum", sh->quorum },
 	};
 	size_t i;
 

@@ -270,6 +270,7 @@ static const key_case key_cases[] = {
 	  { "60", "86400", "2592000" } },
 	{ "circuit_breaker.shared", "queue_size", K_INT, 64, 1048576, { "64", "4096", "1048576" },
 	  { "64", "4096", "1048576" } },
+	{ "circuit_breaker.shared", "quorum", K_INT, 1, 64, { "1", "2", "64" }, { "1", "2", "64" } },
 };
 
 /* YAML with `key: value` in its block, after `pad` comment lines; *line
@@ -816,6 +817,7 @@ static void shared_keys_at_their_bounds(void **state)
 		{ "heartbeat_ms", 5, 10000, offsetof(wms_shared_options, heartbeat_ms) },
 		{ "key_ttl_s", 60, 2592000, offsetof(wms_shared_options, key_ttl_s) },
 		{ "queue_size", 64, 1048576, offsetof(wms_shared_options, queue_size) },
+		{ "quorum", 1, 64, offsetof(wms_shared_options, quorum) },
 	};
 	size_t i;
 	int end;
@@ -939,14 +941,16 @@ static void shared_block_structure(void **state)
 		     "t.yaml:4: circuit_breaker.shared.redis_url: duplicate key (first at line 3)");
 	expect_error("circuit_breaker:\n  shared: {redis_url: redis://r, name: a, name: b}\n",
 		     "t.yaml:2: circuit_breaker.shared.name: duplicate key (first at line 2)");
-	/* A shared breaker is consecutive only: the other modes are refused
-	 * here rather than by wms_client_new, in either order. */
-	expect_error("circuit_breaker:\n  mode: count_based\n  shared:\n    redis_url: redis://r\n",
-		     "t.yaml:2: circuit_breaker.mode: must be consecutive with a shared block (line "
-		     "3): a shared breaker is consecutive only in this version (got count_based)");
-	expect_error("circuit_breaker:\n  shared: {redis_url: redis://r}\n  mode: time_based\n",
-		     "t.yaml:3: circuit_breaker.mode: must be consecutive with a shared block (line "
-		     "2): a shared breaker is consecutive only in this version (got time_based)");
+	/* Every mode is shared, in either order. */
+	{
+		static const char *const ok[] = {
+			"circuit_breaker:\n  mode: count_based\n  shared:\n    redis_url: redis://r\n",
+			"circuit_breaker:\n  shared: {redis_url: redis://r}\n  mode: time_based\n",
+		};
+		size_t i;
+		for (i = 0; i < 2; i++)
+			wms_config_free(load_ok(ok[i], NULL));
+	}
 	{
 		wms_config *cfg = load_ok("circuit_breaker:\n  mode: consecutive\n  shared:\n"
 					  "    redis_url: redis://r\n",
@@ -1198,6 +1202,95 @@ static void shared_apply(void **state)
 	assert_int_equal(o.shared.command_timeout_ms, 0);
 	assert_int_equal(o.shared.key_ttl_s, 0);
 	wms_config_free(cfg);
+}
+
+/* A version 2 program's options are offsetof(wms_client_options, shared)
+ * bytes and nothing after them is its own: apply refuses a shared block
+ * for them (WMS_ERR_INVALID_ARG, a version 2 struct has no room for it)
+ * and writes nothing; without the block it applies the rest. Neither
+ * writes (nor reads) a byte past the version 2 end: a canary right after
+ * it, and a heap block of exactly that size (valgrind, ASan). */
+#define V2_SIZE offsetof(wms_client_options, shared)
+typedef struct v2_with_canary {
+	_Alignas(max_align_t) unsigned char opts[V2_SIZE];
+	unsigned char canary[sizeof(wms_shared_options) + 64];
+} v2_with_canary;
+
+static void shared_apply_v2_exact_size(void **state)
+{
+	const char *with_shared = "client:\n  timeout_ms: 5000\n"
+				  "circuit_breaker:\n  failure_threshold: 3\n  shared:\n"
+				  "    redis_url: 'redis://:pw@10.0.0.5:6379/2'\n    name: fulfillment\n"
+				  "    command_timeout_ms: 250\n    heartbeat_ms: 40\n"
+				  "    key_ttl_s: 3600\n    queue_size: 1024\n";
+	const char *without = "client:\n  timeout_ms: 5000\n"
+			      "circuit_breaker:\n  failure_threshold: 3\n  name: v2\n"
+			      "  retry:\n    max_attempts: 2\n";
+	wms_config *shared_cfg = load_ok(with_shared, NULL);
+	wms_config *plain_cfg = load_ok(without, NULL);
+	unsigned char before[V2_SIZE];
+	unsigned char expect[sizeof(((v2_with_canary *)0)->canary)];
+	int round;
+	(void)state;
+
+	/* the version 2 end is where `shared` starts, the struct's last member */
+	assert_int_equal(V2_SIZE + sizeof(wms_shared_options), sizeof(wms_client_options));
+	assert_int_equal(offsetof(v2_with_canary, canary), V2_SIZE);
+	for (round = 0; round < 2; round++) {
+		v2_with_canary *block = malloc(sizeof(*block));
+		wms_client_options *o;
+		size_t i;
+
+		assert_non_null(block);
+		memset(block, 0xa5, sizeof(*block));
+		if (round == 1) {
+			/* what follows the caller's struct happens to look like an
+			 * initialised `shared`: only the version 2 decides */
+			unsigned v = WMS_SHARED_OPTIONS_VERSION;
+			memcpy(block->canary + offsetof(wms_shared_options, version), &v, sizeof(v));
+		}
+		memcpy(expect, block->canary, sizeof(expect));
+		o = (wms_client_options *)(void *)block->opts;
+		assert_int_equal(wms_client_options_init(o, 2), WMS_OK);
+		assert_memory_equal(expect, block->canary, sizeof(expect));
+		o->timeout_ms = 111;
+		memcpy(before, block->opts, V2_SIZE);
+		assert_int_equal(wms_config_apply(shared_cfg, o), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(before, block->opts, V2_SIZE);
+		assert_int_equal(wms_config_apply(plain_cfg, o), WMS_OK);
+		assert_int_equal(o->version, 2);
+		assert_int_equal(o->timeout_ms, 5000);
+		assert_int_equal(o->breaker_options.failure_threshold, 3);
+		assert_string_equal(o->breaker_options.name, "v2");
+		assert_int_equal(o->retry.max_attempts, 2);
+		/* once more with the block: still refused, still nothing written */
+		memcpy(before, block->opts, V2_SIZE);
+		assert_int_equal(wms_config_apply(shared_cfg, o), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(before, block->opts, V2_SIZE);
+		for (i = 0; i < sizeof(expect); i++)
+			if (block->canary[i] != expect[i])
+				fail_msg("byte %zu past the version 2 end written", i);
+		free(block);
+	}
+	/* A heap block of exactly the version 2 size: a byte read or written
+	 * past it is an error under valgrind and ASan. */
+	for (round = 0; round < 2; round++) {
+		/* the size through a volatile: the compiler may not see the
+		 * (deliberately) short block behind o->timeout_ms */
+		volatile size_t size = V2_SIZE;
+		wms_client_options *o = malloc(size);
+		assert_non_null(o);
+		assert_int_equal(wms_client_options_init(o, 2), WMS_OK);
+		memcpy(before, o, V2_SIZE);
+		assert_int_equal(wms_config_apply(shared_cfg, o), WMS_ERR_INVALID_ARG);
+		assert_memory_equal(before, o, V2_SIZE);
+		assert_int_equal(wms_config_apply(plain_cfg, o), WMS_OK);
+		assert_int_equal(o->timeout_ms, 5000);
+		assert_int_equal(o->breaker_options.failure_threshold, 3);
+		free(o);
+	}
+	wms_config_free(shared_cfg);
+	wms_config_free(plain_cfg);
 }
 
 static void shared_options_function(void **state)
@@ -1803,6 +1896,7 @@ int main(void)
 		cmocka_unit_test(shared_redis_url_forms),
 		cmocka_unit_test(shared_redis_url_password_never_shown),
 		cmocka_unit_test(shared_apply),
+		cmocka_unit_test(shared_apply_v2_exact_size),
 		cmocka_unit_test(shared_options_function),
 		cmocka_unit_test(shared_client_from_file),
 		cmocka_unit_test(example_shared_block_is_real),

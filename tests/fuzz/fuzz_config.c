@@ -129,6 +129,7 @@ static const num_key num_keys[] = {
 	{ "circuit_breaker.shared.heartbeat_ms", 5, 10000, SO(heartbeat_ms) },
 	{ "circuit_breaker.shared.key_ttl_s", 60, 2592000, SO(key_ttl_s) },
 	{ "circuit_breaker.shared.queue_size", 64, 1048576, SO(queue_size) },
+	{ "circuit_breaker.shared.quorum", 1, 64, SO(quorum) },
 };
 #undef CO
 #undef BO
