@@ -290,6 +290,36 @@ static void resolve_unknown(demo *d, order_rec *rec)
 			 : rec->state == PENDING ? " (the WMS never got it: resubmit)" : "");
 }
 
+/* A replica of the fleet demo says "ready" (its shared breaker joined,
+ * when it has one) and starts when wms-demo-fleet writes a byte to its
+ * stdin: every replica's ticks then count from the same moment, however
+ * long each took to start. */
+static int replica_ready(demo *d)
+{
+	uint64_t t0 = now_ns();
+	char go;
+
+	while (d->redis) {
+		wms_breaker_snapshot sn;
+		wms_breaker_snapshot_get(&sn, wms_client_breaker(d->client));
+		if (sn.store_state == WMS_STORE_STATE_CONNECTED)
+			break;
+		if (now_ns() - t0 > 30000000000ull) {
+			fprintf(stderr, "wms-demo: replica %s: the shared breaker never joined\n",
+				d->replica);
+			return -1;
+		}
+		sleep_until(now_ns() + 2000000u);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	if (read(0, &go, 1) != 1) {
+		fprintf(stderr, "wms-demo: replica %s: no start from wms-demo-fleet\n", d->replica);
+		return -1;
+	}
+	return 0;
+}
+
 static int start_client(demo *d, const char *endpoint, int with_breaker)
 {
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
@@ -361,6 +391,8 @@ static int run(demo *d, int with_breaker, double *waited_ms)
 			       d->outage, d->outage_from, d->sc->outage_ticks, 3 * d->tick_ms);
 		printf("\n   time  tick  order      result        delivery  breaker      latency\n");
 	}
+	if (d->replica && replica_ready(d))
+		goto done;
 	d->t0 = now_ns();
 	if (d->sim) {
 		/* the outage window, centred on the ticks so no call sits on an edge */

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,23 +60,39 @@ static void sleep_until(uint64_t t)
 	}
 }
 
-/* Start one replica with its stdout on a pipe. */
+/* Start one replica with its stdout on a pipe (*out_fd) and its stdin on
+ * another (*go_fd: a byte starts it). */
 static pid_t spawn_replica(const char *demo, const char *url, const char *redis, int id,
-			   unsigned tick_ms, int *out_fd)
+			   unsigned tick_ms, int *out_fd, int *go_fd)
 {
 	char ids[16], ticks[16];
-	int fds[2];
+	int fds[2], gfds[2];
 	pid_t pid;
 
 	if (pipe(fds) != 0)
 		return -1;
+	if (pipe(gfds) != 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
 	snprintf(ids, sizeof(ids), "%d", id);
 	snprintf(ticks, sizeof(ticks), "%u", tick_ms);
 	pid = fork();
-	if (pid == 0) {
-		dup2(fds[1], 1);
+	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
+		close(gfds[0]);
+		close(gfds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		dup2(gfds[0], 0);
+		close(fds[0]);
+		close(fds[1]);
+		close(gfds[0]);
+		close(gfds[1]);
 		if (redis)
 			execl(demo, demo, "--endpoint", url, "--replica", ids, "--tick-ms", ticks,
 			      "--shared-redis", redis, (char *)NULL);
@@ -85,8 +102,36 @@ static pid_t spawn_replica(const char *demo, const char *url, const char *redis,
 		_exit(127);
 	}
 	close(fds[1]);
+	close(gfds[0]);
 	*out_fd = fds[0];
+	*go_fd = gfds[1];
 	return pid;
+}
+
+/* Wait (at most 60 s in all) for a replica's "ready" line: its client is
+ * made and its shared breaker has joined. */
+static int wait_ready(int fd, uint64_t deadline_ns)
+{
+	char line[16];
+	size_t len = 0;
+
+	while (len < sizeof(line) - 1) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		uint64_t now = now_ns();
+		ssize_t n;
+		if (now >= deadline_ns ||
+		    poll(&pf, 1, (int)((deadline_ns - now) / 1000000u) + 1) <= 0)
+			return -1;
+		n = read(fd, line + len, 1);
+		if (n != 1)
+			return -1;
+		if (line[len] == '\n') {
+			line[len] = '\0';
+			return strcmp(line, "ready") == 0 ? 0 : -1;
+		}
+		len++;
+	}
+	return -1;
 }
 
 static void read_all(int fd, char *line, size_t size, int id)
@@ -115,7 +160,7 @@ static int run_phase(phase *ph, const char *demo, const char *redis, int n, unsi
 	wms_sim_options so = WMS_SIM_OPTIONS_INIT;
 	wms_sim *sim = NULL;
 	pid_t pids[MAXREP];
-	int fds[MAXREP], i, status;
+	int fds[MAXREP], gos[MAXREP], i, status;
 	uint64_t t0, before;
 	char sched[128];
 
@@ -124,21 +169,45 @@ static int run_phase(phase *ph, const char *demo, const char *redis, int n, unsi
 		fprintf(stderr, "wms-demo-fleet: simulator: %s\n", wms_sim_last_error());
 		return -1;
 	}
+	for (i = 0; i < n; i++) {
+		pids[i] = spawn_replica(demo, wms_sim_url(sim), ph->shared ? redis : NULL, i + 1,
+					tick_ms, &fds[i], &gos[i]);
+		if (pids[i] < 0)
+			fprintf(stderr, "wms-demo-fleet: cannot start a replica: %s\n", strerror(errno));
+		if (pids[i] < 0 || wait_ready(fds[i], now_ns() + 60000000000ull) != 0) {
+			if (pids[i] >= 0) {
+				fprintf(stderr, "wms-demo-fleet: replica %d never said ready\n", i + 1);
+				i++;
+			}
+			while (i-- > 0) { /* the ones already started, then the WMS */
+				kill(pids[i], SIGKILL);
+				waitpid(pids[i], NULL, 0);
+				close(fds[i]);
+				close(gos[i]);
+			}
+			wms_sim_stop(sim);
+			return -1;
+		}
+	}
+	/* every replica is ready: the outage and their ticks count from now */
 	snprintf(sched, sizeof(sched), "%u %u hang\n", OUTAGE_FROM * tick_ms - tick_ms / 2,
 		 (OUTAGE_FROM + OUTAGE_TICKS) * tick_ms - tick_ms / 2);
 	if (wms_sim_set_schedule(sim, sched) != WMS_SIM_OK) {
 		fprintf(stderr, "wms-demo-fleet: schedule: %s\n", wms_sim_last_error());
+		for (i = 0; i < n; i++) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+			close(fds[i]);
+			close(gos[i]);
+		}
 		wms_sim_stop(sim);
 		return -1;
 	}
 	t0 = now_ns();
 	for (i = 0; i < n; i++) {
-		pids[i] = spawn_replica(demo, wms_sim_url(sim), ph->shared ? redis : NULL, i + 1,
-					tick_ms, &fds[i]);
-		if (pids[i] < 0) {
-			fprintf(stderr, "wms-demo-fleet: cannot start a replica: %s\n", strerror(errno));
-			return -1;
-		}
+		if (write(gos[i], "g", 1) != 1)
+			fprintf(stderr, "wms-demo-fleet: cannot start replica %d\n", i + 1);
+		close(gos[i]);
 	}
 	/* what reaches the WMS between the outage's start and its end */
 	sleep_until(t0 + (uint64_t)(OUTAGE_FROM * tick_ms - tick_ms / 2) * 1000000ull);
