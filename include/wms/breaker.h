@@ -159,7 +159,10 @@ WMS_EXTERN(wms_status) wms_breaker_options_init(wms_breaker_options *opts, unsig
  *  an out-of-range value gives WMS_ERR_INVALID_ARG. */
 WMS_EXTERN(wms_status) wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts);
 
-/** NULL-safe. No call may be in flight on the breaker. */
+/** NULL-safe. No call may be in flight on the breaker. With a shared
+ *  store it waits for a state-change listener the store's thread is
+ *  running for this breaker: do not free it while holding a lock that
+ *  listener takes. */
 WMS_EXTERN(void) wms_breaker_free(wms_breaker *breaker);
 
 /** What acquire hands out; pass it back to record. Plain data, no cleanup.

@@ -217,7 +217,10 @@ WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigne
 WMS_EXTERN(wms_status) wms_client_new(wms_client **out, const wms_client_options *opts,
 				      wms_error *err);
 
-/** NULL-safe. No call may be in flight on the client. */
+/** NULL-safe. No call may be in flight on the client. With
+ *  options.shared, outcomes still queued for Redis are sent first (for
+ *  at most two shared.command_timeout_ms), and a state-change listener
+ *  running on the store's thread is waited for. */
 WMS_EXTERN(void) wms_client_free(wms_client *client);
 
 /** The client's breaker (owned by the client unless one was passed in). With

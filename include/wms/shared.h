@@ -20,7 +20,9 @@
  * slow, frozen, down or unreachable, every linked breaker falls back to its
  * in-process engine within heartbeat_ms + command_timeout_ms, seeded with
  * the last shared state, and rejoins when Redis is back; an OPEN breaker
- * is never closed by the rejoin (open wins). hiredis 0.14: RESP2, no TLS
+ * is never closed by the rejoin (open wins). A breaker whose script Redis
+ * answers with an error (OOM, READONLY, a key of another type) falls back
+ * alone, at once, and tries to rejoin every second. hiredis 0.14: RESP2, no TLS
  * (use a unix socket or a trusted network).
  */
 #ifndef WMS_SHARED_H
@@ -59,8 +61,9 @@ typedef struct wms_shared_options {
 	/** Outcomes queued for the agent before further ones are dropped (and
 	 *  counted); default 4096, 64-1048576, rounded up to a power of two. */
 	uint32_t queue_size;
-	/** Replicas (stores: one per process) that must have reported a
-	 *  failure before the fleet opens, so that one replica whose own
+	/** Replicas that must have reported a failure before the fleet opens
+	 *  (counted by store: a client with options.shared makes its own, and a
+	 *  restarted process is a new one), so that one replica whose own
 	 *  network is broken cannot open the breaker for all: failures since
 	 *  the breaker last closed (consecutive mode: in the current run; time
 	 *  window: within it). Default 1 (any replica), 1-64. A fleet running

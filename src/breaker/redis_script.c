@@ -55,10 +55,11 @@ const char *const wms__redis_script[] = {
 	"local function wclear()\n"
 	"  redis.call('DEL', W, Q); wc = 0; wf = 0; ws = 0; wh = 0; wl = 0\n"
 	"end\n"
-	/* a window of another mode or size (replicas configured apart): start
-	 * it afresh rather than read one shape as another */
+	/* the window keeps the shape (mode, size) of the replica that started
+	 * it until it is emptied: a replica configured apart adds its calls to
+	 * it rather than resetting it on every batch */
 	"local function wshape(m, size)\n"
-	"  if m ~= wm or size ~= sz then wclear(); wm = m; sz = size; dirty = true end\n"
+	"  if wc == 0 and (m ~= wm or size ~= sz) then wclear(); wm = m; sz = size; dirty = true end\n"
 	"end\n"
 	/* the time window up to this second: breaker.c's window_advance */
 	"local function wadvance()\n"
@@ -127,7 +128,8 @@ const char *const wms__redis_script[] = {
 	 * ARGV[6] token, ARGV[7] threshold, ARGV[8..12] base, growth, cap,
 	 * jitter, random; ARGV[13] mode (c consecutive, n count, t time),
 	 * ARGV[14..18] failure rate %, slow rate %, window size, minimum
-	 * calls, trials per round, ARGV[19] quorum (replicas with a failure) */
+	 * calls, trials per round, ARGV[19] quorum (replicas with a failure),
+	 * ARGV[20] lease ms (renewed by each trial reported) */
 	"  local mode, frt, srt = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15])\n"
 	"  local size, min, trials = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])\n"
 	"  local quorum = tonumber(ARGV[19])\n"
@@ -136,9 +138,11 @@ const char *const wms__redis_script[] = {
 	"  end\n"
 	"  if exists == 1 and tonumber(ARGV[4]) == ep then\n"
 	"    local out = ARGV[5]\n"
+	"    local tlate = false\n"
 	"    if st == 0 and mode ~= 'c' then\n"
 	"      wshape(mode, size)\n"
-	"      if mode == 't' then wadvance() end\n"
+	"      if wm ~= 'c' then mode = wm end\n"
+	"      if mode == 't' then wadvance(); tlate = sec < wl end\n"
 	"    end\n"
 	"    local bc, bf, bw = 0, 0, 0\n"
 	"    for i = 1, #out do\n"
@@ -154,6 +158,9 @@ const char *const wms__redis_script[] = {
 	"          n = n + 1; dirty = true; tell = true\n"
 	"          if n >= tonumber(ARGV[7]) and qok() then open_now(8); ep = ep + 1; tell = true; break end\n"
 	"        elseif n > 0 then n = 0; dirty = true; tell = true; redis.call('DEL', Q) end\n"
+	"      elseif st == 0 and lower and tlate then\n"
+	/* Redis's clock went back (a failover): calls for a second the window
+	 * has passed count nowhere, as in breaker.c */
 	"      elseif st == 0 and lower then\n"
 	"        dirty = true\n"
 	"        if mode == 'n' then wring(failed, slow)\n"
@@ -164,6 +171,7 @@ const char *const wms__redis_script[] = {
 	"        if trips(frt, srt, min) > 0 and qok() then open_now(8); ep = ep + 1; tell = true; break end\n"
 	"      elseif st == 2 and not lower and redis.call('GET', L) == ARGV[6] then\n"
 	"        hd = hd + 1; hf = hf + failed; hs = hs + slow; dirty = true\n"
+	"        redis.call('PEXPIRE', L, ARGV[20])\n"
 	"        if hd >= trials then\n"
 	"          redis.call('DEL', L)\n"
 	"          local bad\n"

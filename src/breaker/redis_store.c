@@ -81,8 +81,11 @@ struct rlink {
 	 * seen answered (or dropped): while they differ, the mirror's count
 	 * may not show them yet, and a success must be sent. */
 	_Atomic uint64_t f_queued, f_done;
-	_Atomic int slots;        /* trials this process may still start */
-	_Atomic uint64_t lease_epoch;
+	/* This process's round of trials: its lease's epoch above the trials it
+	 * may still start (one word, so a slot given back can never land in
+	 * another round), and when the lease runs out (the breaker's clock). */
+	_Atomic uint64_t round;
+	_Atomic uint64_t lease_until_ns;
 	_Atomic int want_probe;
 	_Atomic int manual;       /* NO_MANUAL, or the state set by hand */
 
@@ -94,6 +97,7 @@ struct rlink {
 	int told;                 /* the store state last told to the breaker */
 	uint64_t last_probe_ns, last_probe_epoch;
 	uint64_t f_popped;        /* failures popped, not yet added to f_done */
+	int polled;               /* its command is in this poll's pipeline */
 	char *batch;              /* outcomes of one epoch waiting to be sent */
 	size_t batch_len;
 	uint64_t batch_epoch;
@@ -134,6 +138,7 @@ typedef struct rstore {
 	int store_state;
 	uint64_t next_beat_ns, next_connect_ns;
 	uint64_t backoff_ms;     /* between reconnect attempts: heartbeat, doubling to 2 s */
+	uint64_t drain_until_ns; /* the last drain's deadline, when the store is freed */
 	uint64_t rng;
 
 	_Atomic uint64_t n_commands, n_scripts, n_loads, n_messages, n_connects, n_degrades,
@@ -201,13 +206,33 @@ static uint32_t ms_left(uint64_t until, uint64_t now)
 	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 }
 
-static int take_slot(rlink *l)
+#define ROUND_BITS 20 /* permitted_calls_in_half_open <= 100000 */
+#define ROUND_SLOTS(w) ((uint32_t)((w) & ((1u << ROUND_BITS) - 1)))
+#define ROUND_EPOCH(w) ((w) >> ROUND_BITS)
+
+/* A trial slot of this process's round, while its lease lasts; *epoch:
+ * the round's (what the trial's outcome is sent with). */
+static int take_slot(rlink *l, uint64_t *epoch)
 {
-	int n = atomic_load(&l->slots);
-	while (n > 0)
-		if (atomic_compare_exchange_weak(&l->slots, &n, n - 1))
+	uint64_t w = atomic_load(&l->round);
+	if (!ROUND_SLOTS(w) || wms_breaker_clock_ns(l->b) >= atomic_load(&l->lease_until_ns))
+		return 0;
+	while (ROUND_SLOTS(w))
+		if (atomic_compare_exchange_weak(&l->round, &w, w - 1)) {
+			*epoch = ROUND_EPOCH(w);
 			return 1;
+		}
 	return 0;
+}
+
+/* A trial that says nothing (released, IGNORED): its slot back, if its
+ * round is still on. */
+static void give_slot(rlink *l, uint64_t epoch)
+{
+	uint64_t w = atomic_load(&l->round);
+	while (ROUND_SLOTS(w) && ROUND_EPOCH(w) == epoch && ROUND_SLOTS(w) < l->trials)
+		if (atomic_compare_exchange_weak(&l->round, &w, w + 1))
+			return;
 }
 
 static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t *retry)
@@ -226,8 +251,9 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 			 * the fleet's count to the threshold: grant nothing until the
 			 * agent has its answer (a round trip), or the fleet would see
 			 * a failure per call made meanwhile. */
-			uint64_t q = atomic_load_explicit(&l->f_queued, memory_order_acquire);
+			/* f_done first: it never passes f_queued, so q - d cannot wrap */
 			uint64_t d = atomic_load_explicit(&l->f_done, memory_order_acquire);
+			uint64_t q = atomic_load_explicit(&l->f_queued, memory_order_acquire);
 			if (q != d && atomic_load_explicit(&l->failures, memory_order_relaxed) + (q - d) >=
 					      l->threshold) {
 				if (retry)
@@ -257,9 +283,8 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 		break;
 	}
 	/* the open period is over, or a round of trials is on */
-	if (take_slot(l)) {
+	if (take_slot(l, &out->epoch)) {
 		out->flags = WMS_PERMIT_TRIAL;
-		out->epoch = atomic_load(&l->lease_epoch);
 		return WMS_OK;
 	}
 	if (!atomic_exchange(&l->want_probe, 1))
@@ -304,8 +329,7 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 	if (p->flags & WMS_PERMIT_TRIAL) {
 		if (outcome == WMS_OUTCOME_IGNORED) {
 			/* says nothing: the slot is free for another trial */
-			if (p->epoch == atomic_load(&l->lease_epoch))
-				atomic_fetch_add(&l->slots, 1);
+			give_slot(l, p->epoch);
 			return;
 		}
 		enqueue(l, p->epoch, (char)(what - 'a' + 'A'));
@@ -320,8 +344,8 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 	 * fleet's count is 0 and none of this process's failures is on its
 	 * way; in a window every call counts. */
 	if (failed || l->mode_c != 'c' ||
-	    atomic_load_explicit(&l->f_queued, memory_order_acquire) !=
-		    atomic_load_explicit(&l->f_done, memory_order_acquire) ||
+	    atomic_load_explicit(&l->f_done, memory_order_acquire) !=
+		    atomic_load_explicit(&l->f_queued, memory_order_acquire) ||
 	    atomic_load_explicit(&l->failures, memory_order_relaxed) > 0)
 		enqueue(l, p->epoch, what);
 }
@@ -329,15 +353,14 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 static void link_release(wms_breaker_link *bl, const wms_breaker_permit *p)
 {
 	rlink *l = (rlink *)bl;
-	if ((p->flags & WMS_PERMIT_TRIAL) && p->epoch == atomic_load(&l->lease_epoch))
-		atomic_fetch_add(&l->slots, 1);
+	if (p->flags & WMS_PERMIT_TRIAL)
+		give_slot(l, p->epoch);
 }
 
 /* No trial slot, and no permit of a past round may give one back. */
 static void end_round(rlink *l)
 {
-	atomic_store(&l->slots, 0);
-	atomic_store(&l->lease_epoch, 0); /* epochs start at 1 */
+	atomic_store(&l->round, 0);
 }
 
 static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
@@ -731,8 +754,8 @@ static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
 	atomic_store(&l->open_until_ns, now + rem * NS_PER_MS);
 	set_counts(l, v);
 	if (v->granted) {
-		atomic_store(&l->lease_epoch, (uint64_t)v->epoch);
-		atomic_store(&l->slots, (int)l->trials);
+		atomic_store(&l->lease_until_ns, now + (uint64_t)v->lease_ms * NS_PER_MS);
+		atomic_store(&l->round, ((uint64_t)v->epoch << ROUND_BITS) | l->trials);
 	} else if ((uint64_t)v->epoch != atomic_load(&l->epoch)) {
 		end_round(l); /* a new epoch: our round, if any, is over */
 	}
@@ -783,6 +806,10 @@ static int adopt_view(rlink *l, const shared_view *v)
 	}
 	if (atomic_load(&l->manual) != NO_MANUAL)
 		goto out; /* a change made by hand is on its way: this view is older */
+	if (v->lease_ms > 0 && ROUND_SLOTS(atomic_load(&l->round)) &&
+	    ROUND_EPOCH(atomic_load(&l->round)) == (uint64_t)v->epoch)
+		/* our round goes on: each trial reported renews the lease */
+		atomic_store(&l->lease_until_ns, now + (uint64_t)v->lease_ms * NS_PER_MS);
 	from = atomic_load(&l->state);
 	if ((uint64_t)v->epoch == atomic_load(&l->epoch) && from == v->state && !v->granted) {
 		/* nothing moved but the counts and the clock */
@@ -858,8 +885,8 @@ static int flush_batch(rstore *s, rlink *l)
 {
 	char ttl[24], ep[24], thr[16], base[16], growth[16], cap[16], jit[16], rnd[24];
 	char mode[2] = { l->mode_c, '\0' }, frt[16], srt[16], size[16], min[16], trials[16];
-	char quorum[16];
-	const char *args[19];
+	char quorum[16], lease[16];
+	const char *args[20];
 
 	if (!l->batch_len)
 		return 0;
@@ -883,8 +910,9 @@ static int flush_batch(rstore *s, rlink *l)
 	args[16] = U64(min, l->min_calls);
 	args[17] = U64(trials, l->trials);
 	args[18] = U64(quorum, s->quorum);
+	args[19] = U64(lease, l->lease_ms);
 	l->batch_len = 0;
-	return run_and_adopt(s, l, 19, args) < 0 ? -1 : 0;
+	return run_and_adopt(s, l, 20, args);
 }
 
 static int do_probe(rstore *s, rlink *l)
@@ -892,7 +920,7 @@ static int do_probe(rstore *s, rlink *l)
 	char ttl[24], lease[24];
 	const char *args[5] = { "probe", l->chan, U64(ttl, s->key_ttl_ms), s->token,
 				U64(lease, l->lease_ms) };
-	return run_and_adopt(s, l, 5, args) < 0 ? -1 : 0;
+	return run_and_adopt(s, l, 5, args);
 }
 
 static int do_manual(rstore *s, rlink *l, int to)
@@ -905,8 +933,10 @@ static int do_manual(rstore *s, rlink *l, int to)
 		return 0;
 	l->join_local = wms_breaker_local_state(b, NULL);
 	unhold(l);
-	return run_and_adopt(s, l, 5, args) < 0 ? -1 : 0;
+	return run_and_adopt(s, l, 5, args);
 }
+
+static void link_refused(rlink *l, uint64_t now);
 
 /* Every link's hash in one round trip: the poll of epochs, and the
  * heartbeat. */
@@ -923,8 +953,10 @@ static int poll_all(rstore *s)
 					 "get", l->chan, ttl, mode, U64(size, l->window) };
 		size_t lens[12];
 		int i;
+		l->polled = 0;
 		if (gone(l) || !l->joined)
 			continue;
+		l->polled = 1;
 		for (i = 0; i < 12; i++)
 			lens[i] = strlen(argv[i]);
 		if (redisAppendCommandArgv(s->cmd, 12, argv, lens) != REDIS_OK)
@@ -943,11 +975,15 @@ static int poll_all(rstore *s)
 		freeReplyObject(r);
 		return ok ? 0 : -1;
 	}
+	/* Exactly the links sent, in their order: a listener run by a reply
+	 * may free a breaker (or a refusal unjoin one) before the next reply
+	 * is read, and its reply must not go to the next link. */
 	for (l = s->links; l; l = l->next) {
 		redisReply *r = NULL;
 		shared_view v;
-		if (gone(l) || !l->joined)
+		if (!l->polled)
 			continue;
+		l->polled = 0;
 		if (redisGetReply(s->cmd, (void **)&r) != REDIS_OK || !r)
 			return -1;
 		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
@@ -955,9 +991,7 @@ static int poll_all(rstore *s)
 		} else if (parse_reply(r, &v) == 0) {
 			adopt_view(l, &v);
 		} else {
-			/* this link's keys refused (WRONGTYPE, ...): rejoin, which
-			 * hands it to its engine if Redis refuses again */
-			l->joined = 0;
+			link_refused(l, wms__now_ns()); /* this link's keys refused (WRONGTYPE, ...) */
 		}
 		freeReplyObject(r);
 	}
@@ -1051,10 +1085,38 @@ static void tell_degraded(rstore *s)
 			tell_link_degraded(l, s->why);
 }
 
+/* One breaker's engine takes over, seeded from the mirror. */
+static void hand_to_engine(rlink *l)
+{
+	wms_breaker *b;
+	l->joined = 0;
+	l->batch_len = 0;
+	end_round(l);
+	if (atomic_load(&l->mode) != MODE_SHARED || !(b = hold(l)))
+		return;
+	wms_breaker_local_adopt(b, (wms_breaker_state)atomic_load(&l->state),
+				ms_left(atomic_load(&l->open_until_ns), wms_breaker_clock_ns(b)));
+	atomic_store(&l->mode, MODE_LOCAL);
+	unhold(l);
+}
+
+/* Redis answered this breaker's script with an error (OOM, READONLY, a
+ * key of another type, ...) while the connection is fine: this breaker's
+ * engine decides, the others stay shared; it tries to join again in a
+ * second. */
+static void link_refused(rlink *l, uint64_t now)
+{
+	hand_to_engine(l);
+	l->retry_join_ns = now + 1000 * NS_PER_MS;
+	if (l->told != WMS_STORE_STATE_DEGRADED)
+		tell_link_degraded(l, "shared store answered this breaker with an error (OOM, "
+				      "READONLY, a key of another type): the in-process breaker "
+				      "decides");
+}
+
 /* Redis is lost: every breaker's engine takes over from the mirror. */
 static void degrade(rstore *s)
 {
-	uint64_t now;
 	rlink *l;
 
 	drop_ctx(&s->cmd);
@@ -1062,21 +1124,8 @@ static void degrade(rstore *s)
 	if (s->connected)
 		atomic_fetch_add_explicit(&s->n_degrades, 1, memory_order_relaxed);
 	s->connected = 0;
-	for (l = s->links; l; l = l->next) {
-		wms_breaker *b;
-		int st;
-		l->joined = 0;
-		l->batch_len = 0;
-		end_round(l);
-		if (atomic_load(&l->mode) != MODE_SHARED || !(b = hold(l)))
-			continue;
-		now = wms_breaker_clock_ns(b);
-		st = atomic_load(&l->state);
-		wms_breaker_local_adopt(b, (wms_breaker_state)st,
-					ms_left(atomic_load(&l->open_until_ns), now));
-		atomic_store(&l->mode, MODE_LOCAL);
-		unhold(l);
-	}
+	for (l = s->links; l; l = l->next)
+		hand_to_engine(l);
 	s->store_state = WMS_STORE_STATE_DEGRADED;
 	tell_degraded(s);
 }
@@ -1118,29 +1167,43 @@ static int pop(rstore *s, queued *o)
 	return 0;
 }
 
-static int drain(rstore *s)
+static int drain(rstore *s, uint64_t now)
 {
 	queued o;
 	rlink *l;
-	int rc = 0;
+	int rc = 0, r;
 
 	/* A link being freed still sends what it queued: a replica that exits
 	 * right after its failures leaves the fleet's count whole. */
 	while (rc == 0 && pop(s, &o) == 0) {
 		l = o.link;
+		if (s->drain_until_ns && wms__now_ns() > s->drain_until_ns)
+			break; /* the store is being freed and out of time: dropped */
 		if (!s->connected || !l->joined)
 			continue;
-		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255) &&
-		    flush_batch(s, l) != 0) {
-			rc = -1;
-			break;
+		if (l->batch_len && (l->batch_epoch != o.epoch || l->batch_len == 255)) {
+			r = flush_batch(s, l);
+			if (r < 0) {
+				rc = -1;
+				break;
+			}
+			if (r > 0) {
+				link_refused(l, now);
+				continue;
+			}
 		}
 		l->batch_epoch = o.epoch;
 		l->batch[l->batch_len++] = o.what;
 	}
-	for (l = s->links; rc == 0 && l; l = l->next)
-		if (l->batch_len && flush_batch(s, l) != 0)
+	for (l = s->links; rc == 0 && l; l = l->next) {
+		if (!l->batch_len || (s->drain_until_ns && wms__now_ns() > s->drain_until_ns))
+			continue;
+		r = flush_batch(s, l);
+		if (r < 0)
 			rc = -1;
+		else if (r > 0)
+			link_refused(l, now);
+	}
 	settle_failures(s); /* on failure: degraded, the batches dropped */
 	return rc;
 }
@@ -1192,28 +1255,26 @@ static int work(rstore *s, uint64_t now)
 		/* a change made by hand first: a join must not undo it */
 		m = atomic_exchange(&l->manual, NO_MANUAL);
 		if (m != NO_MANUAL) {
-			if (do_manual(s, l, m) != 0)
+			rc = do_manual(s, l, m);
+			if (rc < 0)
 				return -1;
-			l->joined = atomic_load(&l->mode) == MODE_SHARED;
+			if (rc > 0)
+				link_refused(l, now);
+			else
+				l->joined = atomic_load(&l->mode) == MODE_SHARED;
 		}
 		if (l->joined || now < l->retry_join_ns)
 			continue;
 		rc = do_join(s, l);
 		if (rc < 0)
 			return -1;
-		if (rc > 0) {
-			/* Redis refused this breaker's script (a key of another
-			 * type, OOM, a read-only replica): it stays in-process, the
-			 * others shared; try again in a second */
-			l->retry_join_ns = now + 1000 * NS_PER_MS;
-			if (l->told != WMS_STORE_STATE_DEGRADED)
-				tell_link_degraded(l, "shared store refused this breaker's keys: "
-						      "the in-process breaker decides");
-		}
+		if (rc > 0)
+			link_refused(l, now);
 	}
-	if (drain(s) != 0)
+	if (drain(s, now) != 0)
 		return -1;
 	for (l = s->links; l; l = l->next) {
+		int rc;
 		if (gone(l) || !l->joined || !atomic_load(&l->want_probe))
 			continue;
 		/* at once for a new epoch, then once a heartbeat (a lease may
@@ -1224,8 +1285,11 @@ static int work(rstore *s, uint64_t now)
 		atomic_store(&l->want_probe, 0);
 		l->last_probe_ns = now;
 		l->last_probe_epoch = atomic_load(&l->epoch);
-		if (do_probe(s, l) != 0)
+		rc = do_probe(s, l);
+		if (rc < 0)
 			return -1;
+		if (rc > 0)
+			link_refused(l, now);
 	}
 	if (now >= s->next_beat_ns) {
 		s->next_beat_ns = now + (uint64_t)s->heartbeat_ms * NS_PER_MS;
@@ -1310,7 +1374,6 @@ static void *agent(void *arg)
 				schedule_reconnect(s);
 			} else {
 				s->next_beat_ns = 0;
-				s->backoff_ms = 0;
 			}
 		}
 		if (!s->connected) {
@@ -1328,7 +1391,13 @@ static void *agent(void *arg)
 			if (work(s, now) != 0) {
 				degrade(s);
 				schedule_reconnect(s);
-			} else if (s->store_state != WMS_STORE_STATE_CONNECTED) {
+			} else {
+				/* a whole cycle answered: the next loss backs off afresh
+				 * (not on connect: a Redis that accepts connections but
+				 * times out every command must keep backing off) */
+				s->backoff_ms = 0;
+			}
+			if (s->connected && s->store_state != WMS_STORE_STATE_CONNECTED) {
 				rlink *l;
 				int all = 1;
 				for (l = s->links; l; l = l->next)
@@ -1341,10 +1410,13 @@ static void *agent(void *arg)
 		take_sigpipe(&pipe_set);
 		wait_for_work(s, wms__now_ns());
 	}
-	/* The store is being freed: what is still queued is sent (each
-	 * command within its timeout; a lost Redis ends it at once). */
-	if (s->connected && drain(s) != 0)
-		drop_ctx(&s->cmd);
+	/* The store is being freed: what is still queued is sent, for at most
+	 * two command timeouts in all (a lost Redis ends it at once). */
+	if (s->connected) {
+		s->drain_until_ns = wms__now_ns() + 2ull * s->command_timeout_ms * NS_PER_MS;
+		if (drain(s, wms__now_ns()) != 0)
+			drop_ctx(&s->cmd);
+	}
 	take_sigpipe(&pipe_set);
 	return NULL;
 }

@@ -83,6 +83,7 @@ static int spawn(rs_server *s)
 	char port[16], log[160], dbs[16], upass[80];
 	const char *argv[32];
 	int i, n = 0;
+	pid_t parent;
 
 	if (!bin || !*bin)
 		bin = "redis-server";
@@ -126,13 +127,16 @@ static int spawn(rs_server *s)
 		argv[n++] = dbs;
 	}
 	argv[n] = NULL;
+	parent = getpid();
 	s->pid = fork();
 	if (s->pid < 0)
 		return -1;
 	if (s->pid == 0) {
 		/* a test that fails (cmocka leaves the test by longjmp) or dies
-		 * takes its server with it */
+		 * takes its server with it (and one that died before the prctl) */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		execvp(bin, (char *const *)argv);
 		_exit(127);
 	}

@@ -65,7 +65,9 @@ typedef struct wms_breaker_store_ops {
 	/** The store's part of a snapshot: store_state, store_since_ns and,
 	 *  while it decides, state, consecutive_failures, retry_after_ms. */
 	void (*snapshot)(wms_breaker_link *link, wms_breaker_snapshot *out);
-	/** The breaker is being freed; no call is in flight. */
+	/** The breaker is being freed; no call is in flight. It may wait for
+	 *  a listener the store is running for this breaker (the Redis store
+	 *  does): free a breaker while holding no lock its listener takes. */
 	void (*unlink)(wms_breaker_link *link);
 	/** wms_breaker_store_free(): every linked breaker has been freed. */
 	void (*free)(wms_breaker_store *store);
