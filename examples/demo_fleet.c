@@ -155,6 +155,19 @@ static void read_all(int fd, char *line, size_t size, int id)
 	}
 }
 
+/* A phase that cannot go on: the n replicas started so far, then the WMS. */
+static void abandon(const pid_t *pids, const int *fds, const int *gos, int n, wms_sim *sim)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+		close(fds[i]);
+		close(gos[i]);
+	}
+	wms_sim_stop(sim);
+}
+
 static int run_phase(phase *ph, const char *demo, const char *redis, int n, unsigned tick_ms)
 {
 	wms_sim_options so = WMS_SIM_OPTIONS_INIT;
@@ -179,13 +192,7 @@ static int run_phase(phase *ph, const char *demo, const char *redis, int n, unsi
 				fprintf(stderr, "wms-demo-fleet: replica %d never said ready\n", i + 1);
 				i++;
 			}
-			while (i-- > 0) { /* the ones already started, then the WMS */
-				kill(pids[i], SIGKILL);
-				waitpid(pids[i], NULL, 0);
-				close(fds[i]);
-				close(gos[i]);
-			}
-			wms_sim_stop(sim);
+			abandon(pids, fds, gos, i, sim);
 			return -1;
 		}
 	}
@@ -194,13 +201,7 @@ static int run_phase(phase *ph, const char *demo, const char *redis, int n, unsi
 		 (OUTAGE_FROM + OUTAGE_TICKS) * tick_ms - tick_ms / 2);
 	if (wms_sim_set_schedule(sim, sched) != WMS_SIM_OK) {
 		fprintf(stderr, "wms-demo-fleet: schedule: %s\n", wms_sim_last_error());
-		for (i = 0; i < n; i++) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-			close(fds[i]);
-			close(gos[i]);
-		}
-		wms_sim_stop(sim);
+		abandon(pids, fds, gos, n, sim);
 		return -1;
 	}
 	t0 = now_ns();

@@ -23,6 +23,7 @@
 #include "wms/shared.h"
 #include "wms/sys/breaker_store.h"
 #include "redis_server.h"
+#include "fleet_time.h"
 
 #define MAXR 4
 
@@ -38,26 +39,6 @@ typedef struct fleet {
 	replica r[MAXR];
 	int n;
 } fleet;
-
-static int valgrind(void)
-{
-	const char *v = getenv("WMS_UNDER_VALGRIND");
-	return v && *v && strcmp(v, "0") != 0;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
 
 static uint64_t replica_clock(void *p)
 {
@@ -220,11 +201,6 @@ static long long hash_int(const rs_server *rs, const char *field)
 }
 
 static void wait_hash_n(const rs_server *rs, const char *key, long long want);
-
-static double limit(double ms)
-{
-	return valgrind() ? ms * 10 + 3000 : ms;
-}
 
 /* Wait until a breaker (of a store the test made itself) has joined. */
 static void wait_joined(wms_breaker *b)

@@ -39,6 +39,7 @@
 #include "wms/shared.h"
 #include "wms_sim.h"
 #include "redis_server.h"
+#include "fleet_time.h"
 #include "build_kind.h"
 
 #define NPROC 3 /* N processes */
@@ -46,20 +47,6 @@
 #define BREAKER "orders"
 
 /* ---- time ---------------------------------------------------------------- */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
 
 /* Time budgets grow with what the test runs under (a loaded 2-core
  * machine is assumed everywhere): valgrind serialises each process's

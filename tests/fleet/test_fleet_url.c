@@ -23,33 +23,9 @@
 #include "wms/shared.h"
 #include "wms/sys/breaker_store.h"
 #include "redis_server.h"
+#include "fleet_time.h"
 
 #define FLEET "url-test"
-
-static int valgrind(void)
-{
-	const char *v = getenv("WMS_UNDER_VALGRIND");
-	return v && *v && strcmp(v, "0") != 0;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
-static double limit(double ms)
-{
-	return valgrind() ? ms * 10 + 3000 : ms;
-}
 
 /* ---- a breaker linked to a store of its own --------------------------- */
 
