@@ -827,13 +827,22 @@ out:
 	return rc;
 }
 
-static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
+/* `failures`: this process's failures the command carries. Once Redis has
+ * answered they are no longer on their way: f_done moves before the view
+ * is adopted, so the gate (link_acquire) may briefly count them nowhere,
+ * but never twice (in the count it adopts and as unconfirmed). */
+static int run_and_adopt_failures(rstore *s, rlink *l, int argc, const char **args,
+				  uint64_t failures)
 {
 	shared_view v;
 	redisReply *r = run_script(s, l, argc, args);
 
 	if (!r)
 		return -1; /* the connection failed or timed out */
+	if (failures) {
+		l->f_popped -= failures;
+		atomic_fetch_add_explicit(&l->f_done, failures, memory_order_release);
+	}
 	if (parse_reply(r, &v) != 0) {
 		/* an error reply for this link (WRONGTYPE, OOM, READONLY, ...):
 		 * this link's trouble, not the connection's */
@@ -843,6 +852,11 @@ static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
 	freeReplyObject(r);
 	adopt_view(l, &v);
 	return 0;
+}
+
+static int run_and_adopt(rstore *s, rlink *l, int argc, const char **args)
+{
+	return run_and_adopt_failures(s, l, argc, args, 0);
 }
 
 #define U64(buf, v) (snprintf((buf), sizeof(buf), "%llu", (unsigned long long)(v)), (buf))
@@ -887,9 +901,13 @@ static int flush_batch(rstore *s, rlink *l)
 	char mode[2] = { l->mode_c, '\0' }, frt[16], srt[16], size[16], min[16], trials[16];
 	char quorum[16], lease[16];
 	const char *args[20];
+	uint64_t failures = 0;
+	size_t i;
 
 	if (!l->batch_len)
 		return 0;
+	for (i = 0; i < l->batch_len; i++)
+		failures += is_closed_failure(l->batch[i]) ? 1u : 0u;
 	l->batch[l->batch_len] = '\0';
 	args[0] = "rec";
 	args[1] = l->chan;
@@ -912,7 +930,7 @@ static int flush_batch(rstore *s, rlink *l)
 	args[18] = U64(quorum, s->quorum);
 	args[19] = U64(lease, l->lease_ms);
 	l->batch_len = 0;
-	return run_and_adopt(s, l, 20, args);
+	return run_and_adopt_failures(s, l, 20, args, failures);
 }
 
 static int do_probe(rstore *s, rlink *l)
