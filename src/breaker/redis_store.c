@@ -370,6 +370,7 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 	end_round(l);
 	/* pending first: a reply the agent takes meanwhile must not undo it */
 	atomic_store(&l->manual, (int)to);
+	atomic_store(&l->failures, 0); /* the fleet's count starts afresh too */
 	if (atomic_load(&l->mode) == MODE_SHARED)
 		atomic_store(&l->state, (int)to);
 	wake(l->s);
