@@ -67,7 +67,7 @@ struct rlink {
 	char *key, *lease, *win, *quorum, *chan; /* "wms:{FLEET}:s:NAME", l:, w:, q:, c: */
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
 	char mode_c;              /* 'c' consecutive, 'n' count window, 't' time window */
-	int gate;                 /* consecutive, no quorum: see link_acquire */
+	int gated;                /* consecutive, no quorum: see link_acquire */
 	uint32_t rate_pct, slow_pct, window, min_calls;
 
 	/* the mirror: written by the agent, read by callers */
@@ -77,10 +77,11 @@ struct rlink {
 	_Atomic uint64_t open_until_ns;
 	_Atomic uint32_t failures;
 	_Atomic uint32_t w_calls, w_failures, w_slow; /* the fleet's window (rate modes) */
-	/* Failures queued in CLOSED, and those the agent has since sent and
-	 * seen answered (or dropped): while they differ, the mirror's count
-	 * may not show them yet, and a success must be sent. */
-	_Atomic uint64_t f_queued, f_done;
+	/* The gate (consecutive mode): the mirror's count above this process's
+	 * failures queued and not yet answered by Redis, in one word, so that
+	 * the agent moves failures from the one to the other in a single step
+	 * (a caller never counts one twice, nor nowhere). */
+	_Atomic uint64_t gate;
 	/* This process's round of trials: its lease's epoch above the trials it
 	 * may still start (one word, so a slot given back can never land in
 	 * another round), and when the lease runs out (the breaker's clock). */
@@ -96,7 +97,7 @@ struct rlink {
 	int join_local;           /* the engine's state the join was sent with */
 	int told;                 /* the store state last told to the breaker */
 	uint64_t last_probe_ns, last_probe_epoch;
-	uint64_t f_popped;        /* failures popped, not yet added to f_done */
+	uint64_t f_popped;        /* failures popped, not yet settled in the gate */
 	int polled;               /* its command is in this poll's pipeline */
 	char *batch;              /* outcomes of one epoch waiting to be sent */
 	size_t batch_len;
@@ -206,6 +207,25 @@ static uint32_t ms_left(uint64_t until, uint64_t now)
 	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 }
 
+#define GATE_COUNT(g) ((uint32_t)((g) >> 32))
+#define GATE_OWN(g) ((uint32_t)(g))
+
+/* The mirror's count is `count` now, and `settled` of this process's
+ * failures have been answered (they are in that count, or were refused). */
+static void gate_set(rlink *l, uint32_t count, uint64_t settled)
+{
+	uint64_t g = atomic_load(&l->gate), ng;
+	do
+		ng = ((uint64_t)count << 32) | (uint32_t)(GATE_OWN(g) - settled);
+	while (!atomic_compare_exchange_weak(&l->gate, &g, ng));
+}
+
+static void gate_settle(rlink *l, uint64_t settled)
+{
+	if (settled)
+		atomic_fetch_sub(&l->gate, settled);
+}
+
 #define ROUND_BITS 20 /* permitted_calls_in_half_open <= 100000 */
 #define ROUND_SLOTS(w) ((uint32_t)((w) & ((1u << ROUND_BITS) - 1)))
 #define ROUND_EPOCH(w) ((w) >> ROUND_BITS)
@@ -246,16 +266,13 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 	st = atomic_load_explicit(&l->state, memory_order_acquire);
 	switch (st) {
 	case ST_CLOSED:
-		if (l->mode_c == 'c' && l->gate) {
+		if (l->mode_c == 'c' && l->gated) {
 			/* This process's own failures on their way to Redis would take
 			 * the fleet's count to the threshold: grant nothing until the
 			 * agent has its answer (a round trip), or the fleet would see
 			 * a failure per call made meanwhile. */
-			/* f_done first: it never passes f_queued, so q - d cannot wrap */
-			uint64_t d = atomic_load_explicit(&l->f_done, memory_order_acquire);
-			uint64_t q = atomic_load_explicit(&l->f_queued, memory_order_acquire);
-			if (q != d && atomic_load_explicit(&l->failures, memory_order_relaxed) + (q - d) >=
-					      l->threshold) {
+			uint64_t g = atomic_load_explicit(&l->gate, memory_order_acquire);
+			if (GATE_OWN(g) && (uint64_t)GATE_COUNT(g) + GATE_OWN(g) >= l->threshold) {
 				if (retry)
 					*retry = 0;
 				return WMS_ERR_CIRCUIT_OPEN;
@@ -306,11 +323,11 @@ static void enqueue(rlink *l, uint64_t epoch, char what)
 	o.epoch = epoch;
 	o.what = what;
 	if (is_closed_failure(what))
-		atomic_fetch_add(&l->f_queued, 1);
+		atomic_fetch_add(&l->gate, 1);
 	if (q_push(l->s, &o) != 0) {
 		atomic_fetch_add_explicit(&l->s->n_dropped, 1, memory_order_relaxed);
 		if (is_closed_failure(what))
-			atomic_fetch_add(&l->f_done, 1);
+			atomic_fetch_sub(&l->gate, 1);
 		return;
 	}
 	wake(l->s);
@@ -343,10 +360,7 @@ static void link_record(wms_breaker_link *bl, const wms_breaker_permit *p, wms_o
 	/* In the consecutive mode a success says nothing new while the
 	 * fleet's count is 0 and none of this process's failures is on its
 	 * way; in a window every call counts. */
-	if (failed || l->mode_c != 'c' ||
-	    atomic_load_explicit(&l->f_done, memory_order_acquire) !=
-		    atomic_load_explicit(&l->f_queued, memory_order_acquire) ||
-	    atomic_load_explicit(&l->failures, memory_order_relaxed) > 0)
+	if (failed || l->mode_c != 'c' || atomic_load_explicit(&l->gate, memory_order_acquire) != 0)
 		enqueue(l, p->epoch, what);
 }
 
@@ -371,6 +385,7 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 	/* pending first: a reply the agent takes meanwhile must not undo it */
 	atomic_store(&l->manual, (int)to);
 	atomic_store(&l->failures, 0); /* the fleet's count starts afresh too */
+	gate_set(l, 0, 0);
 	if (atomic_load(&l->mode) == MODE_SHARED)
 		atomic_store(&l->state, (int)to);
 	wake(l->s);
@@ -497,7 +512,7 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	l->mode_c = o->mode == WMS_BREAKER_MODE_COUNT_BASED  ? 'n'
 		    : o->mode == WMS_BREAKER_MODE_TIME_BASED ? 't'
 							     : 'c';
-	l->gate = s->quorum <= 1;
+	l->gated = s->quorum <= 1;
 	l->rate_pct = o->failure_rate_threshold;
 	l->slow_pct = o->slow_call_rate_threshold;
 	l->window = o->sliding_window_size;
@@ -714,6 +729,7 @@ static const char *reason_for(const rlink *l, int from, int to)
  * lease ms left, granted, window calls, failures, slow } as integers. */
 typedef struct shared_view {
 	long long exists, state, epoch, failures, rem_ms, lease_ms, granted, wc, wf, ws;
+	uint64_t settle; /* this process's failures the reply answers (not from Redis) */
 } shared_view;
 
 static int parse_reply(const redisReply *r, shared_view *v)
@@ -722,6 +738,7 @@ static int parse_reply(const redisReply *r, shared_view *v)
 			     &v->lease_ms, &v->granted, &v->wc, &v->wf, &v->ws };
 	size_t i;
 
+	v->settle = 0;
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 10)
 		return -1;
 	for (i = 0; i < 10; i++) {
@@ -741,45 +758,59 @@ static uint32_t u32_of(long long v)
 	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-static void set_counts(rlink *l, const shared_view *v)
+static void set_counts(rlink *l, shared_view *v)
 {
+	gate_set(l, u32_of(v->failures), v->settle);
+	v->settle = 0;
 	atomic_store(&l->failures, u32_of(v->failures));
 	atomic_store(&l->w_calls, u32_of(v->wc));
 	atomic_store(&l->w_failures, u32_of(v->wf));
 	atomic_store(&l->w_slow, u32_of(v->ws));
 }
 
-static void set_mirror(rlink *l, const shared_view *v, uint64_t now)
+static void set_mirror(rlink *l, shared_view *v, uint64_t now)
 {
 	uint64_t rem = (uint64_t)v->rem_ms;
 	atomic_store(&l->open_until_ns, now + rem * NS_PER_MS);
-	set_counts(l, v);
 	if (v->granted) {
 		atomic_store(&l->lease_until_ns, now + (uint64_t)v->lease_ms * NS_PER_MS);
 		atomic_store(&l->round, ((uint64_t)v->epoch << ROUND_BITS) | l->trials);
 	} else if ((uint64_t)v->epoch != atomic_load(&l->epoch)) {
 		end_round(l); /* a new epoch: our round, if any, is over */
 	}
-	atomic_store(&l->epoch, (uint64_t)v->epoch);
-	atomic_store(&l->state, (int)v->state);
+	if (v->state == ST_CLOSED) {
+		/* the counts first: a caller that sees CLOSED sees them */
+		set_counts(l, v);
+		atomic_store(&l->epoch, (uint64_t)v->epoch);
+		atomic_store(&l->state, (int)v->state);
+	} else {
+		/* the state first: a trip's reply zeroes the count, and callers
+		 * still seeing CLOSED would otherwise pass the gate meanwhile */
+		atomic_store(&l->epoch, (uint64_t)v->epoch);
+		atomic_store(&l->state, (int)v->state);
+		set_counts(l, v);
+	}
 }
 
 /* Take what Redis said of a link. Returns -1 if the hash is gone (the
  * link must rejoin). Events fire with the breaker held (hold()), which is
  * why a listener must not free its own breaker. */
-static int adopt_view(rlink *l, const shared_view *v)
+static int adopt_view(rlink *l, shared_view *v)
 {
 	wms_breaker *b;
 	uint64_t now;
 	int from, rc = 0;
 
 	if (!v->exists) {
+		gate_settle(l, v->settle);
 		l->joined = 0;
 		return -1;
 	}
 	b = hold(l);
-	if (!b)
+	if (!b) {
+		gate_settle(l, v->settle);
 		return 0;
+	}
 	now = wms_breaker_clock_ns(b);
 	if (atomic_load(&l->mode) != MODE_SHARED) {
 		from = wms_breaker_local_state(b, NULL);
@@ -824,14 +855,14 @@ static int adopt_view(rlink *l, const shared_view *v)
 		wms_breaker_store_event(b, (wms_breaker_state)from, (wms_breaker_state)v->state,
 					reason_for(l, from, (int)v->state), WMS_STORE_STATE_CONNECTED);
 out:
+	gate_settle(l, v->settle); /* a view not taken: its failures answered all the same */
 	unhold(l);
 	return rc;
 }
 
 /* `failures`: this process's failures the command carries. Once Redis has
- * answered they are no longer on their way: f_done moves before the view
- * is adopted, so the gate (link_acquire) may briefly count them nowhere,
- * but never twice (in the count it adopts and as unconfirmed). */
+ * answered, the view's count takes them over from the gate's own part in
+ * one step (gate_set). */
 static int run_and_adopt_failures(rstore *s, rlink *l, int argc, const char **args,
 				  uint64_t failures)
 {
@@ -840,16 +871,15 @@ static int run_and_adopt_failures(rstore *s, rlink *l, int argc, const char **ar
 
 	if (!r)
 		return -1; /* the connection failed or timed out */
-	if (failures) {
-		l->f_popped -= failures;
-		atomic_fetch_add_explicit(&l->f_done, failures, memory_order_release);
-	}
+	l->f_popped -= failures;
 	if (parse_reply(r, &v) != 0) {
 		/* an error reply for this link (WRONGTYPE, OOM, READONLY, ...):
 		 * this link's trouble, not the connection's */
+		gate_settle(l, failures);
 		freeReplyObject(r);
 		return 1;
 	}
+	v.settle = failures;
 	freeReplyObject(r);
 	adopt_view(l, &v);
 	return 0;
@@ -1050,6 +1080,7 @@ static void on_message(rstore *s, const char *chan, size_t chan_len, const char 
 		v.rem_ms = (long long)rem;
 		v.lease_ms = 0;
 		v.granted = 0;
+		v.settle = 0;
 		/* the window's counts come with replies and polls, not messages */
 		v.wc = atomic_load(&l->w_calls);
 		v.wf = atomic_load(&l->w_failures);
@@ -1171,8 +1202,7 @@ static void settle_failures(rstore *s)
 {
 	rlink *l;
 	for (l = s->links; l; l = l->next) {
-		if (l->f_popped)
-			atomic_fetch_add_explicit(&l->f_done, l->f_popped, memory_order_release);
+		gate_settle(l, l->f_popped);
 		l->f_popped = 0;
 	}
 }
