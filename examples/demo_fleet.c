@@ -150,7 +150,7 @@ static void read_all(int fd, char *line, size_t size, int id)
 		if (!strncmp(p, "replica ", 8))
 			snprintf(line, size, "%s", p);
 		else if (strstr(p, "CHECK FAILED") || strstr(p, "not confirmed") ||
-			 strstr(p, "missing"))
+			 strstr(p, "missing") || strstr(p, "not found"))
 			fprintf(stderr, "  [replica %d] %s\n", id, p);
 	}
 }
