@@ -67,7 +67,7 @@ struct rlink {
 	char *key, *lease, *win, *quorum, *chan; /* "wms:{FLEET}:s:NAME", l:, w:, q:, c: */
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
 	char mode_c;              /* 'c' consecutive, 'n' count window, 't' time window */
-	int gated;                /* consecutive, no quorum: see link_acquire */
+	int gated;                /* consecutive mode without a quorum: see link_acquire */
 	uint32_t rate_pct, slow_pct, window, min_calls;
 
 	/* the mirror: written by the agent, read by callers */
@@ -266,7 +266,7 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 	st = atomic_load_explicit(&l->state, memory_order_acquire);
 	switch (st) {
 	case ST_CLOSED:
-		if (l->mode_c == 'c' && l->gated) {
+		if (l->gated) {
 			/* This process's own failures on their way to Redis would take
 			 * the fleet's count to the threshold: grant nothing until the
 			 * agent has its answer (a round trip), or the fleet would see
@@ -512,7 +512,7 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	l->mode_c = o->mode == WMS_BREAKER_MODE_COUNT_BASED  ? 'n'
 		    : o->mode == WMS_BREAKER_MODE_TIME_BASED ? 't'
 							     : 'c';
-	l->gated = s->quorum <= 1;
+	l->gated = l->mode_c == 'c' && s->quorum <= 1;
 	l->rate_pct = o->failure_rate_threshold;
 	l->slow_pct = o->slow_call_rate_threshold;
 	l->window = o->sliding_window_size;

@@ -260,3 +260,12 @@ void rs_stop(rs_server *s)
 		s->dir[0] = '\0';
 	}
 }
+
+long long rs_hget_int(const rs_server *s, const char *key, const char *field)
+{
+	redisReply *r = rs_cmd(s, "HGET %s %s", key, field);
+	long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+	if (r)
+		freeReplyObject(r);
+	return v;
+}

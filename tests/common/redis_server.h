@@ -45,6 +45,8 @@ void rs_freeze(rs_server *s);
 void rs_thaw(rs_server *s);
 /* A command on a fresh connection (NULL on failure); free the reply. */
 redisReply *rs_cmd(const rs_server *s, const char *fmt, ...);
+/* HGET KEY FIELD as a number; -1 when absent, not a string or no reply. */
+long long rs_hget_int(const rs_server *s, const char *key, const char *field);
 /* A connection of one's own (for MONITOR); NULL on failure. */
 redisContext *rs_connect(const rs_server *s);
 

@@ -195,13 +195,7 @@ static void fail_calls_shared(wms_breaker *b, int n)
 
 static long long hash_int(const rs_server *rs, const char *field)
 {
-	redisReply *r = rs_cmd(rs, "HGET wms:{fleet-test}:s:wms %s", field);
-	long long v = -1;
-	if (r && r->type == REDIS_REPLY_STRING)
-		v = atoll(r->str);
-	if (r)
-		freeReplyObject(r);
-	return v;
+	return rs_hget_int(rs, "wms:{fleet-test}:s:wms", field);
 }
 
 static void wait_hash_n(const rs_server *rs, const char *key, long long want);
@@ -759,10 +753,7 @@ static void wait_hash_n(const rs_server *rs, const char *key, long long want)
 	double t0 = now_ms();
 	long long n = -1;
 	for (;;) {
-		redisReply *r = rs_cmd(rs, "HGET %s n", key);
-		n = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
-		if (r)
-			freeReplyObject(r);
+		n = rs_hget_int(rs, key, "n");
 		if (n == want)
 			return;
 		if (now_ms() - t0 > limit(3000))

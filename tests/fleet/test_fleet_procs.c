@@ -497,13 +497,9 @@ static void reap_all(procs *p, double limit_ms)
 
 static long long hash_int(const rs_server *rs, const char *fleet, const char *field)
 {
-	redisReply *r = rs_cmd(rs, "HGET wms:{%s}:s:" BREAKER " %s", fleet, field);
-	long long v = -1;
-	if (r && r->type == REDIS_REPLY_STRING)
-		v = atoll(r->str);
-	if (r)
-		freeReplyObject(r);
-	return v;
+	char key[128];
+	snprintf(key, sizeof(key), "wms:{%s}:s:" BREAKER, fleet);
+	return rs_hget_int(rs, key, field);
 }
 
 /* Everything up to the end of the window: children forked, joined, the
