@@ -4,8 +4,8 @@
  *
  *     ninja -C build bench-run        (or ./build/bench/bench)
  *     ./build/bench/bench --quick     short runs, a smoke test
- *     ./build/bench/bench --only e2e  one group: breaker, client, envelope, e2e, shared
- *                                     (e.g. under `perf record`)
+ *     ./build/bench/bench --only e2e  one group: breaker, client, envelope, e2e, shared,
+ *                                     peers (e.g. under `perf record`)
  *
  * Targets: breaker <= 50 ns/call closed and open with 0 allocations;
  * CIRCUIT_OPEN from wms_submit_order <= 200 ns; end to end >= 0.9 x raw curl
@@ -256,31 +256,20 @@ static void bench_client_open(void)
 
 /* ---- envelopes --------------------------------------------------------- */
 
-static const char submit_reply[] =
+const char submit_reply[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	"<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\" "
 	"xmlns:wh=\"urn:libwms:warehouse:1\"><soap:Body><wh:SubmitOrderResponse>"
-	"<wh:clientOrderId>BENCH-1</wh:clientOrderId><wh:wmsReference>WMS-0000001</wh:wmsReference>"
-	"<wh:state>RECEIVED</wh:state><wh:duplicate>false</wh:duplicate>"
+	"<wh:clientOrderId>" BENCH_REPLY_ORDER_ID "</wh:clientOrderId>"
+	"<wh:wmsReference>" BENCH_REPLY_REFERENCE "</wh:wmsReference>"
+	"<wh:state>" BENCH_REPLY_STATE "</wh:state>"
+	"<wh:duplicate>" BENCH_REPLY_DUPLICATE "</wh:duplicate>"
 	"</wh:SubmitOrderResponse></soap:Body></soap:Envelope>\n";
+const size_t submit_reply_len = sizeof(submit_reply) - 1;
 
-/* Orders as a service sends them: NORDERS of them, each differing from
- * the one before in every field but the order id (the bench server's canned
- * reply names BENCH-1, and the client checks the reply answers its order),
- * all of one length, so that the bytes on the wire keep one size. */
-#define NORDERS 64
-#define MAX_LINES 50
+bench_order bench_orders[NORDERS];
 
-typedef struct bench_order {
-	wms_order order;
-	wms_order_line lines[MAX_LINES];
-	char skus[MAX_LINES][16];
-	char name[24], line1[24], city[16], postal[8];
-} bench_order;
-
-static bench_order bench_orders[NORDERS];
-
-static void make_orders(unsigned n)
+void make_orders(unsigned n)
 {
 	for (unsigned k = 0; k < NORDERS; k++) {
 		bench_order *b = &bench_orders[k];
@@ -294,7 +283,7 @@ static void make_orders(unsigned n)
 			b->lines[i].quantity = (uint32_t)((i + k) % 7 + 1);
 		}
 		b->order = (wms_order)WMS_ORDER_INIT;
-		b->order.order_id = "BENCH-1";
+		b->order.order_id = BENCH_REPLY_ORDER_ID;
 		b->order.ship_to = bench_address;
 		b->order.ship_to.name = b->name;
 		b->order.ship_to.line1 = b->line1;
@@ -324,7 +313,7 @@ static double envelope_run(wms__xml_ws *ws, int what, uint64_t iters)
 		}
 		if ((what & 2) &&
 		    wms__parse_reply_ws(ws, WMS__OP_SUBMIT_ORDER, &reply, submit_reply,
-					sizeof(submit_reply) - 1, "text/xml; charset=utf-8",
+					submit_reply_len, "text/xml; charset=utf-8",
 					WMS_DEFAULT_MAX_REPLY_BYTES, 0, &err) != WMS_OK)
 			die("wms__parse_reply_ws", err.message);
 	}
@@ -373,15 +362,9 @@ static size_t sink(char *data, size_t size, size_t n, void *ctx)
 	return wms__buf_append(b, data, size * n) == WMS_OK ? size * n : 0;
 }
 
-typedef struct raw_curl {
-	CURL *easy;
-	struct curl_slist *headers;
-	wms__buf reply;
-} raw_curl;
-
 /* One easy handle, the request libwms would send, byte for byte (its
  * correlation id is one of the same length: libwms numbers its calls). */
-static void raw_curl_init(raw_curl *rc, const char *url, const wms__buf *body)
+void raw_curl_init(raw_curl *rc, const char *url, const wms__buf *body)
 {
 	static const char *const headers[] = {
 		"Content-Type: text/xml; charset=utf-8",
@@ -413,14 +396,14 @@ static void raw_curl_init(raw_curl *rc, const char *url, const wms__buf *body)
 	curl_easy_setopt(rc->easy, CURLOPT_WRITEDATA, &rc->reply);
 }
 
-static void raw_curl_free(raw_curl *rc)
+void raw_curl_free(raw_curl *rc)
 {
 	curl_easy_cleanup(rc->easy);
 	curl_slist_free_all(rc->headers);
 	wms__buf_free(&rc->reply);
 }
 
-static void raw_curl_call(raw_curl *rc)
+void raw_curl_call(raw_curl *rc)
 {
 	long code = 0;
 	CURLcode cc;
@@ -430,11 +413,11 @@ static void raw_curl_call(raw_curl *rc)
 	if (cc != CURLE_OK)
 		die("raw curl", curl_easy_strerror(cc));
 	curl_easy_getinfo(rc->easy, CURLINFO_RESPONSE_CODE, &code);
-	if (code != 200 || rc->reply.len != sizeof(submit_reply) - 1)
+	if (code != 200 || rc->reply.len != submit_reply_len)
 		die("raw curl: unexpected reply", NULL);
 }
 
-static uint64_t thread_cpu_ns(void)
+uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -529,7 +512,7 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 
 	if (pin_to(server_cpu, saved) != 0)
 		die("cannot pin the server thread", tag);
-	srv = bench_server_start(submit_reply, sizeof(submit_reply) - 1);
+	srv = bench_server_start(submit_reply, submit_reply_len);
 	if (!srv)
 		die("cannot start the libmicrohttpd server on 127.0.0.1", NULL);
 	if (pin_to(client_cpu, saved) != 0)
@@ -626,6 +609,7 @@ int main(int argc, char **argv)
 		{ "envelope", bench_envelopes },
 		{ "e2e", bench_e2e },
 		{ "shared", bench_shared },
+		{ "peers", bench_peers },
 	};
 	const char *only = NULL;
 	int found = 0;
@@ -636,8 +620,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--only breaker|client|envelope|e2e|shared]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--quick] "
+				"[--only breaker|client|envelope|e2e|shared|peers]\n", argv[0]);
 			return 2;
 		}
 	}

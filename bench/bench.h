@@ -2,7 +2,11 @@
 #ifndef WMS_BENCH_H
 #define WMS_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <curl/curl.h>
+#include "wms/wms.h"
+#include "util/buf.h"
 
 #define REPS 7
 
@@ -11,13 +15,57 @@ extern int quick;
 /* Allocations made through libwms's allocator so far. */
 uint64_t allocs(void);
 uint64_t now_ns(void);
+/* CPU time of the calling thread. */
+uint64_t thread_cpu_ns(void);
 /* Sorts v. */
 double median(double *v, int n);
 void die(const char *what, const char *detail);
 /* One "name value" line. */
 void figure(const char *name, double value, int decimals);
 
+/* The bench server's one reply (SOAP 1.1) to every POST: a SubmitOrderResponse
+ * with these values. submit_reply_len excludes the NUL. */
+#define BENCH_REPLY_ORDER_ID "BENCH-1"
+#define BENCH_REPLY_REFERENCE "WMS-0000001"
+#define BENCH_REPLY_STATE "RECEIVED"
+#define BENCH_REPLY_DUPLICATE "false"
+extern const char submit_reply[];
+extern const size_t submit_reply_len;
+
+/* Orders as a service sends them: NORDERS of them, each differing from
+ * the one before in every field but the order id (the bench server's canned
+ * reply names BENCH-1, and the client checks the reply answers its order),
+ * all of one length, so that the bytes on the wire keep one size. */
+#define NORDERS 64
+#define MAX_LINES 50
+
+typedef struct bench_order {
+	wms_order order;
+	wms_order_line lines[MAX_LINES];
+	char skus[MAX_LINES][16];
+	char name[24], line1[24], city[16], postal[8];
+} bench_order;
+
+extern bench_order bench_orders[NORDERS];
+/* (Re)makes bench_orders with n lines each (n <= MAX_LINES). */
+void make_orders(unsigned n);
+
+/* Raw libcurl: one easy handle posting `body` (the request libwms would
+ * send, byte for byte) with libwms's headers; checks status and length. */
+typedef struct raw_curl {
+	CURL *easy;
+	struct curl_slist *headers;
+	wms__buf reply;
+} raw_curl;
+
+void raw_curl_init(raw_curl *rc, const char *url, const wms__buf *body);
+void raw_curl_free(raw_curl *rc);
+void raw_curl_call(raw_curl *rc);
+
 /* bench_shared.c: the breaker shared through Redis. */
 void bench_shared(void);
+
+/* bench_peers.c: libwms beside gSOAP and raw libcurl, one thread and eight. */
+void bench_peers(void);
 
 #endif
