@@ -24,6 +24,13 @@
  * and so the serialised bytes are the same; tests check both byte for byte.
  */
 
+/* One put of a tree walk: the element's name (the literal the walk passes)
+ * and whether it carries a value (a text node) or is a container. */
+typedef struct tput {
+	const char *name;
+	int valued;
+} tput;
+
 typedef struct envelope {
 	xmlDocPtr doc;
 	xmlNsPtr soap, wh;
@@ -36,6 +43,22 @@ typedef struct envelope {
 	char *frame;
 	size_t frame_len, frame_split;
 	size_t last_len; /* the last envelope's length: the next one's buffer */
+	/* A kept envelope's puts (see "The template"): this tree walk's and
+	 * the one before's (NULL until a walk is traced; `over` when a walk
+	 * had more than WMS__TEMPLATE_MAX_PUTS), and the template learnt for
+	 * one shape: its puts, its static parts back to back and where each
+	 * part ends (tpl_end[i], i = 0..slots). */
+	tput *trace, *prev;
+	size_t trace_n, prev_n;
+	int trace_over, prev_over;
+	tput *tpl_puts;
+	size_t tpl_n, tpl_slots;
+	char *tpl_bytes;
+	size_t *tpl_end;
+	/* while a template is written: the next put, the next slot */
+	int emitting;
+	size_t emit_put, emit_slot;
+	xmlOutputBufferPtr emit_out;
 } envelope;
 
 /* The builder's part of a workspace: each operation's last envelope. */
@@ -45,6 +68,9 @@ struct wms__build_ws {
 	 * of a serialisation); it writes into `sink`, handed to the caller. */
 	xmlSaveCtxtPtr save;
 	wms__buf sink;
+	/* An output buffer kept between calls that writes templates, values
+	 * escaped by libxml2 (xmlOutputBufferWriteEscape), into `sink` too. */
+	xmlOutputBufferPtr out;
 };
 
 /*
@@ -68,11 +94,25 @@ struct wms__build_ws {
  * (a 1000-line order must not pin its tree in a client's pool). */
 #define KEEP_BODY_BYTES 16384
 
+static void template_drop(envelope *e)
+{
+	wms__free(e->tpl_puts);
+	wms__free(e->tpl_bytes);
+	wms__free(e->tpl_end);
+	e->tpl_puts = NULL;
+	e->tpl_bytes = NULL;
+	e->tpl_end = NULL;
+	e->tpl_n = e->tpl_slots = 0;
+}
+
 static void envelope_drop(envelope *e)
 {
 	if (e->doc)
 		xmlFreeDoc(e->doc);
 	wms__free(e->frame);
+	template_drop(e);
+	wms__free(e->trace);
+	wms__free(e->prev);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -197,13 +237,27 @@ static int set_text(envelope *e, xmlNodePtr el, const char *value)
 
 /* <wh:name>value</wh:name> at s, reusing the element there if it has that
  * name. NULL (and e->failed) when libxml2 runs out of memory. */
+static xmlNodePtr emit_put(envelope *e, const char *name, const char *value);
+static void template_learn(envelope *e, wms__build_ws *ws, size_t len, wms__xml_quiet *quiet);
+
 static xmlNodePtr put(spot *s, const char *name, const char *value)
 {
 	envelope *e = s->e;
 	xmlNodePtr el = s->at;
 
+	if (e->emitting)
+		return emit_put(e, name, value);
 	if (e->failed)
 		return NULL;
+	if (e->trace) {
+		if (e->trace_n < WMS__TEMPLATE_MAX_PUTS) {
+			e->trace[e->trace_n].name = name;
+			e->trace[e->trace_n].valued = value != NULL;
+			e->trace_n++;
+		} else {
+			e->trace_over = 1;
+		}
+	}
 	if (el && el->type == XML_ELEMENT_NODE && el->ns == e->wh &&
 	    !strcmp((const char *)el->name, name)) {
 		s->at = el->next;
@@ -377,6 +431,8 @@ static wms_status finish(wms__buf *out, envelope *e, wms__build_ws *kept, wms_st
 	}
 	if (rc == WMS_OK && kept && !e->frame && !e->body->prev && body.len <= KEEP_BODY_BYTES)
 		learn_frame(e, kept, &body, quiet);
+	if (rc == WMS_OK && kept && !quiet->errors)
+		template_learn(e, kept, body.len, quiet);
 	if (!kept || rc != WMS_OK || quiet->errors || body.len > KEEP_BODY_BYTES)
 		envelope_drop(e);
 	wms__xml_quiet_end(quiet);
@@ -387,6 +443,223 @@ static wms_status finish(wms__buf *out, envelope *e, wms__build_ws *kept, wms_st
 	}
 	*out = body;
 	return WMS_OK;
+}
+
+/*
+ * The template. A kept envelope without a Header that has been built twice
+ * in a row with the same shape - the same puts, in order: which optional
+ * fields, how many lines or SKUs - learns what libxml2 writes for that
+ * shape: its tree is serialised whole (xmlSaveDoc, the kept save context)
+ * with every value's text swapped for "<", which libxml2 writes as "&lt;"
+ * and which nothing else in an envelope contains (names, prefixes, the two
+ * namespace URIs and the XML declaration have no '&'); the bytes between
+ * those are the template's static parts. While the shape stays the same a
+ * request is then written as those parts with each value between them,
+ * escaped by libxml2 (xmlOutputBufferWriteEscape with no escaping function
+ * is xmlEscapeContent, what the save context's text output calls with
+ * xmlSaveSetEscape(NULL) in a document declared UTF-8: markup escaped,
+ * other characters as they are). The same walk (submit_order_body and the
+ * rest) drives both: put() checks each put against the template's, and
+ * any difference - another field, one line more or fewer - stops the
+ * writing and the tree is walked as before. The shape of a walk is its
+ * puts alone: each operation nests its elements in one fixed way, so the
+ * same puts in the same order are the same tree. The bytes are xmlSaveDoc's
+ * of the same tree (test_build_diff compares 100 000 random requests).
+ * Shapes of more than WMS__TEMPLATE_MAX_PUTS puts, or envelopes over
+ * KEEP_BODY_BYTES, get none.
+ */
+
+static const xmlChar template_marker[] = "<";
+static const char template_marker_out[] = "&lt;";
+
+/* Put `name` (value: NULL for a container) while writing a template:
+ * the next put of the template's shape, or the end of the writing. */
+static xmlNodePtr emit_put(envelope *e, const char *name, const char *value)
+{
+	const tput *t = &e->tpl_puts[e->emit_put];
+	size_t from, to;
+
+	if (e->failed)
+		return NULL;
+	if (e->emit_put >= e->tpl_n || t->name != name || t->valued != (value != NULL)) {
+		e->failed = 2; /* another shape */
+		return NULL;
+	}
+	e->emit_put++;
+	if (!value)
+		return NULL;
+	from = e->tpl_end[e->emit_slot];
+	to = e->tpl_end[++e->emit_slot];
+	/* (libxml2 answers -1 for an empty string, and writes nothing for it) */
+	if ((*value && xmlOutputBufferWriteEscape(e->emit_out, X(value), NULL) < 0) ||
+	    xmlOutputBufferWrite(e->emit_out, (int)(to - from), e->tpl_bytes + from) < 0)
+		e->failed = 1;
+	return NULL;
+}
+
+static void walk_request(spot *s, const wms__request *r);
+
+/* Write request r from e's template into *out: 1 done, 0 another shape
+ * (nothing written, the tree is to be walked), -1 out of memory. */
+static int template_write(envelope *e, wms__build_ws *ws, const wms__request *r, wms__buf *out)
+{
+	spot s;
+	int rc;
+
+	if (!ws->out &&
+	    !(ws->out = xmlOutputBufferCreateIO(write_cb, close_cb, &ws->sink, NULL)))
+		return -1;
+	ws->sink.len = 0;
+	if (wms__buf_reserve(&ws->sink, e->last_len) != WMS_OK)
+		return -1;
+	e->emitting = 1;
+	e->emit_out = ws->out;
+	e->emit_put = 0;
+	e->emit_slot = 0;
+	e->failed = 0;
+	if (xmlOutputBufferWrite(ws->out, (int)e->tpl_end[0], e->tpl_bytes) < 0)
+		e->failed = 1;
+	s.e = e;
+	s.parent = s.at = NULL;
+	walk_request(&s, r);
+	if (!e->failed && e->emit_put != e->tpl_n)
+		e->failed = 2;
+	e->emitting = 0;
+	e->emit_out = NULL;
+	if (!e->failed && xmlOutputBufferFlush(ws->out) < 0)
+		e->failed = 1;
+	rc = e->failed == 0 ? 1 : e->failed == 2 ? 0 : -1;
+	e->failed = 0;
+	if (rc != 1) {
+		/* what it holds is not to be sent; an output buffer that failed
+		 * keeps its error: it goes */
+		if (rc < 0 || ws->out->error) {
+			xmlOutputBufferClose(ws->out);
+			ws->out = NULL;
+		} else {
+			xmlOutputBufferFlush(ws->out);
+		}
+		wms__buf_free(&ws->sink);
+		return rc;
+	}
+	*out = ws->sink;
+	memset(&ws->sink, 0, sizeof(ws->sink));
+	e->last_len = out->len;
+	return 1;
+}
+
+/* Field by field: a tput's padding is never written. */
+static int same_puts(const tput *a, const tput *b, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (a[i].name != b[i].name || a[i].valued != b[i].valued)
+			return 0;
+	return 1;
+}
+
+/* After a tree walk of e that was serialised into an envelope of `len`
+ * bytes: keep this walk's puts, and learn its template if the walk before
+ * had the same ones. What fails here costs only the template. */
+static void template_learn(envelope *e, wms__build_ws *ws, size_t len, wms__xml_quiet *quiet)
+{
+	wms__xml_quiet before = *quiet;
+	xmlChar **saved = NULL;
+	xmlNodePtr n;
+	tput *swap;
+	size_t slots = 0, texts = 0, i, k, at;
+	int same, found;
+
+	if (!e->trace)
+		return;
+	same = !e->trace_over && !e->prev_over && e->trace_n && e->trace_n == e->prev_n &&
+	       same_puts(e->trace, e->prev, e->trace_n) &&
+	       !(e->tpl_n == e->trace_n && same_puts(e->tpl_puts, e->trace, e->trace_n));
+	/* this walk becomes the one before */
+	swap = e->prev;
+	e->prev = e->trace;
+	e->trace = swap;
+	e->prev_n = e->trace_n;
+	e->prev_over = e->trace_over;
+	e->trace_n = 0;
+	e->trace_over = 0;
+	if (!same || e->body->prev || len > KEEP_BODY_BYTES || !ws->save)
+		return;
+	for (i = 0; i < e->prev_n; i++)
+		slots += e->prev[i].valued ? 1u : 0u;
+	template_drop(e);
+	if (!(saved = wms__calloc(slots ? slots : 1, sizeof(*saved))))
+		return;
+	/* every value's text, in document order, swapped for the marker */
+	for (n = e->request->children, k = 0; n;) {
+		if (n->type == XML_TEXT_NODE && texts++ < slots) {
+			saved[k++] = n->content;
+			n->content = (xmlChar *)(uintptr_t)template_marker;
+		}
+		if (n->children && n->type == XML_ELEMENT_NODE) {
+			n = n->children;
+			continue;
+		}
+		while (n && !n->next && n->parent != e->request)
+			n = n->parent;
+		n = n ? n->next : NULL;
+	}
+	ws->sink.len = 0;
+	found = xmlSaveDoc(ws->save, e->doc) >= 0 && xmlSaveFlush(ws->save) >= 0 &&
+		quiet->errors == before.errors;
+	/* the tree's own text back, whatever happened */
+	for (n = e->request->children, i = 0; n && i < k;) {
+		if (n->type == XML_TEXT_NODE)
+			n->content = saved[i++];
+		if (n->children && n->type == XML_ELEMENT_NODE) {
+			n = n->children;
+			continue;
+		}
+		while (n && !n->next && n->parent != e->request)
+			n = n->parent;
+		n = n ? n->next : NULL;
+	}
+	wms__free(saved);
+	if (!found) {
+		xmlSaveClose(ws->save); /* its output buffer's error sticks */
+		ws->save = NULL;
+		wms__buf_free(&ws->sink);
+		*quiet = before;
+		return;
+	}
+	if (texts != slots)
+		goto out;
+	e->tpl_bytes = wms__malloc(ws->sink.len + 1);
+	e->tpl_end = wms__malloc((slots + 1) * sizeof(*e->tpl_end));
+	e->tpl_puts = wms__malloc(e->prev_n * sizeof(*e->tpl_puts));
+	if (!e->tpl_bytes || !e->tpl_end || !e->tpl_puts)
+		goto out;
+	/* split at each marker: exactly one per value, and no other */
+	for (at = 0, i = 0, k = 0; at < ws->sink.len;) {
+		const char *m = wms__find(ws->sink.data + at, ws->sink.data + ws->sink.len,
+					  template_marker_out, sizeof(template_marker_out) - 1);
+		size_t part = m ? (size_t)(m - (ws->sink.data + at)) : ws->sink.len - at;
+		memcpy(e->tpl_bytes + i, ws->sink.data + at, part);
+		i += part;
+		at += part;
+		if (!m)
+			break;
+		if (k == slots)
+			goto out;
+		e->tpl_end[k++] = i;
+		at += sizeof(template_marker_out) - 1;
+	}
+	if (k != slots)
+		goto out;
+	e->tpl_end[slots] = i;
+	memcpy(e->tpl_puts, e->prev, e->prev_n * sizeof(*e->tpl_puts));
+	e->tpl_n = e->prev_n;
+	e->tpl_slots = slots;
+	wms__buf_free(&ws->sink);
+	return;
+out:
+	template_drop(e);
+	wms__buf_free(&ws->sink);
 }
 
 static wms_status check_args(const wms__buf *out, wms_soap_version v, wms_error *err)
@@ -450,6 +723,30 @@ static void stock_level_body(spot *s, const char *const *skus, size_t n)
 		put(s, "sku", skus[i]);
 }
 
+/* The request element's content: the tree walked over, or (e->emitting)
+ * the template written. */
+static void walk_request(spot *s, const wms__request *r)
+{
+	switch (r->op) {
+	case WMS__OP_SUBMIT_ORDER:
+		submit_order_body(s, r->order);
+		break;
+	case WMS__OP_GET_ORDER_STATUS:
+		put(s, "clientOrderId", r->order_id);
+		break;
+	case WMS__OP_CANCEL_ORDER:
+		put(s, "clientOrderId", r->order_id);
+		if (r->reason && *r->reason)
+			put(s, "reason", r->reason);
+		break;
+	case WMS__OP_GET_STOCK_LEVEL:
+		stock_level_body(s, r->skus, r->sku_count);
+		break;
+	case WMS__OP_COUNT:
+		break;
+	}
+}
+
 /* Validate (cheap, no allocation: no caller can make a builder emit an
  * envelope the WMS would reject as malformed), then build the request. */
 static wms_status build(wms__build_ws *bws, wms__buf *out, wms_soap_version v,
@@ -487,26 +784,32 @@ static wms_status build(wms__build_ws *bws, wms__buf *out, wms_soap_version v,
 	memset(&scratch, 0, sizeof(scratch));
 	wms__xml_quiet_begin(&quiet);
 	rc = envelope_get(&e, &scratch, bws, r->op, v, wsse);
+	if (rc == WMS_OK && e != &scratch && !e->body->prev) {
+		int w = e->tpl_n ? template_write(e, bws, r, out) : 0;
+		if (w > 0 && !quiet.errors) {
+			wms__xml_quiet_end(&quiet);
+			return WMS_OK;
+		}
+		if (w > 0)
+			wms__buf_free(out);
+		if (w != 0 || quiet.errors)
+			rc = quiet.nomem || w < 0 ? WMS_ERR_NOMEM : WMS_ERR_INTERNAL;
+		/* trace this walk's puts (no memory: no template, that is all) */
+		if (rc == WMS_OK && !e->trace) {
+			e->trace = wms__malloc(WMS__TEMPLATE_MAX_PUTS * sizeof(*e->trace));
+			e->prev = wms__malloc(WMS__TEMPLATE_MAX_PUTS * sizeof(*e->prev));
+			if (!e->trace || !e->prev) {
+				wms__free(e->trace);
+				wms__free(e->prev);
+				e->trace = e->prev = NULL;
+			}
+		}
+		e->trace_n = 0;
+		e->trace_over = 0;
+	}
 	if (rc == WMS_OK) {
 		s = enter(e, e->request);
-		switch (r->op) {
-		case WMS__OP_SUBMIT_ORDER:
-			submit_order_body(&s, r->order);
-			break;
-		case WMS__OP_GET_ORDER_STATUS:
-			put(&s, "clientOrderId", r->order_id);
-			break;
-		case WMS__OP_CANCEL_ORDER:
-			put(&s, "clientOrderId", r->order_id);
-			if (r->reason && *r->reason)
-				put(&s, "reason", r->reason);
-			break;
-		case WMS__OP_GET_STOCK_LEVEL:
-			stock_level_body(&s, r->skus, r->sku_count);
-			break;
-		case WMS__OP_COUNT:
-			break;
-		}
+		walk_request(&s, r);
 		leave(&s);
 	}
 	return finish(out, e, e != &scratch ? bws : NULL, rc, r->op, &quiet, err);
@@ -570,6 +873,8 @@ void wms__build_ws_free(wms__build_ws *ws)
 		envelope_drop(&ws->env[i]);
 	if (ws->save)
 		xmlSaveClose(ws->save);
+	if (ws->out)
+		xmlOutputBufferClose(ws->out);
 	wms__buf_free(&ws->sink);
 	wms__free(ws);
 }

@@ -26,6 +26,10 @@ typedef enum wms__op {
  * made costs only speed. A client keeps a pool of workspaces. */
 typedef struct wms__parse_ws wms__parse_ws; /* soap/parse.c */
 typedef struct wms__build_ws wms__build_ws; /* soap/build.c */
+/* The most puts (elements written inside the request element) a request
+ * shape may have for a workspace to keep its template (soap/build.c, "The
+ * template"); larger shapes are serialised from the tree every time. */
+#define WMS__TEMPLATE_MAX_PUTS 256
 typedef struct wms__xml_ws {
 	wms__parse_ws *parse;
 	wms__build_ws *build;

@@ -739,11 +739,15 @@ static void stock_sweep_tail(size_t sku_len, long *grow_failures, long *runs)
 {
 	static char skus[WMS_MAX_SKUS][64];
 	static const char *sku_ptrs[WMS_MAX_SKUS];
-	wms_order order = golden_order();
+	/* Two shapes of SubmitOrder in turn (line2 or not): never the same
+	 * twice in a row, so never a template (see workspace_template_*): the
+	 * framed tree, through the save context, every time. */
+	wms_order order = golden_order(), order2 = golden_order();
 	wms__request r = { WMS__OP_SUBMIT_ORDER, &order, NULL, NULL, NULL, 0 };
+	wms__request r2 = { WMS__OP_SUBMIT_ORDER, &order2, NULL, NULL, NULL, 0 };
 	wms__request big = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, sku_ptrs, WMS_MAX_SKUS };
 	wms__xml_ws probe = { NULL, NULL }, ws = { NULL, NULL };
-	wms__buf ref = { NULL, 0, 0 }, b = { NULL, 0, 0 };
+	wms__buf ref = { NULL, 0, 0 }, ref2 = { NULL, 0, 0 }, b = { NULL, 0, 0 };
 	long total, n;
 
 	for (size_t i = 0; i < WMS_MAX_SKUS; i++) {
@@ -753,7 +757,10 @@ static void stock_sweep_tail(size_t sku_len, long *grow_failures, long *runs)
 		sku_ptrs[i] = skus[i];
 	}
 	order.ship_to.name = "Z\xc3\xbcrich & <Hof> \xe2\x82\xac";
+	order2.ship_to.name = order.ship_to.name;
+	order2.ship_to.line2 = "Hinterhaus";
 	assert_int_equal(wms__build_request(&ref, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
+	assert_int_equal(wms__build_request(&ref2, WMS_SOAP_11, &r2, NULL, NULL), WMS_OK);
 	/* what a stock build from scratch allocates after a SubmitOrder */
 	assert_int_equal(wms__build_request_ws(&probe, &b, WMS_SOAP_11, &r, NULL, NULL), WMS_OK);
 	wms__buf_free(&b);
@@ -785,17 +792,19 @@ static void stock_sweep_tail(size_t sku_len, long *grow_failures, long *runs)
 			assert_int_equal(rc, WMS_ERR_NOMEM);
 			(*runs)++;
 		}
-		rc = wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, NULL);
+		rc = wms__build_request_ws(&ws, &b, WMS_SOAP_11, n % 2 ? &r2 : &r, NULL, NULL);
 		if (rc != WMS_OK)
 			fail_msg("SKUs of %zu bytes, after failing allocation %ld of %ld: %s", sku_len,
 				 n, total, wms_status_name(rc));
-		if (b.len != ref.len || memcmp(b.data, ref.data, b.len) != 0)
+		if (b.len != (n % 2 ? &ref2 : &ref)->len ||
+		    memcmp(b.data, (n % 2 ? &ref2 : &ref)->data, b.len) != 0)
 			fail_msg("SKUs of %zu bytes, after failing allocation %ld of %ld, other "
 				 "bytes:\n%s",
 				 sku_len, n, total, b.data);
 		wms__buf_free(&b);
 	}
 	wms__buf_free(&ref);
+	wms__buf_free(&ref2);
 	wms__build_ws_free(ws.build);
 }
 
@@ -807,6 +816,136 @@ static void workspace_frame_survives_a_failed_save_context(void **state)
 		stock_sweep_tail(len, &grow_failures, &runs);
 	assert_true(runs > 100);
 	assert_true(grow_failures > 0); /* the output buffer's growth was hit */
+}
+
+/* ---- the template: a shape built twice in a row is written from libxml2's
+ * bytes for it, values escaped by libxml2 (src/soap/build.c) */
+
+/* Build r through ws and from scratch; the same bytes. Returns how many
+ * libxml2 allocations the workspace's build made. */
+static long build_both(wms__xml_ws *ws, const wms__request *r, int k)
+{
+	wms__buf fresh = { NULL, 0, 0 }, kept = { NULL, 0, 0 };
+	long allocs;
+
+	assert_int_equal(wms__build_request(&fresh, WMS_SOAP_11, r, NULL, NULL), WMS_OK);
+	util_xml_mem_fail_at(0);
+	assert_int_equal(wms__build_request_ws(ws, &kept, WMS_SOAP_11, r, NULL, NULL), WMS_OK);
+	allocs = util_xml_mem_count();
+	util_xml_mem_reset();
+	if (fresh.len != kept.len || memcmp(fresh.data, kept.data, fresh.len) != 0)
+		fail_msg("build %d: other bytes from the workspace:\n%s\n-- vs --\n%s", k,
+			 fresh.data, kept.data);
+	wms__buf_free(&fresh);
+	wms__buf_free(&kept);
+	return allocs;
+}
+
+/* SubmitOrder with line2 and `lines` lines: 10 + 3 x lines puts. Every
+ * value differs from one build to the next (name, SKUs, quantities). */
+static void sized_order(wms_order *o, wms_order_line *lines, char (*skus)[24], char *name,
+			size_t lines_n, int k)
+{
+	size_t i;
+	*o = golden_order();
+	snprintf(name, 40, "Customer <%d> & Co", k);
+	o->ship_to.name = name;
+	o->ship_to.line2 = "Hinterhaus";
+	for (i = 0; i < lines_n; i++) {
+		snprintf(skus[i], 24, "SKU-%d-%d", k % 100000, (int)i);
+		lines[i].sku = skus[i];
+		lines[i].quantity = (uint32_t)(1 + (i + (size_t)k) % 9);
+	}
+	o->lines = lines;
+	o->line_count = lines_n;
+}
+
+/* From the third build of one shape on, a workspace writes the template:
+ * from the fourth (the third makes its output buffer, once) no libxml2
+ * allocation at all though every value changed (the tree path copies each
+ * new value into its node). At WMS__TEMPLATE_MAX_PUTS puts (82
+ * lines) it does; one put more (83 lines: 259) never: each shape four
+ * times in a row, twice, on one workspace; every build byte for byte. */
+static void workspace_template_is_used_up_to_its_limit(void **state)
+{
+	static wms_order_line lines[90];
+	static char skus[90][24];
+	char name[40];
+	wms_order o;
+	wms__request r = { WMS__OP_SUBMIT_ORDER, &o, NULL, NULL, NULL, 0 };
+	wms__xml_ws ws = { NULL, NULL };
+	static const size_t shapes[] = { 1, 82, 83, 82, 83, 1 };
+	int k = 0;
+	(void)state;
+
+	_Static_assert(10 + 3 * 82 == WMS__TEMPLATE_MAX_PUTS, "82 lines are the limit");
+	for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+		for (int i = 0; i < 4; i++, k++) {
+			long allocs;
+			sized_order(&o, lines, skus, name, shapes[sh], k);
+			allocs = build_both(&ws, &r, k);
+			if (i >= 3 && shapes[sh] * 3 + 10 <= WMS__TEMPLATE_MAX_PUTS && allocs != 0)
+				fail_msg("%zu lines, build %d of the shape: %ld libxml2 allocations "
+					 "(the template was not written)", shapes[sh], i + 1, allocs);
+			if (shapes[sh] * 3 + 10 > WMS__TEMPLATE_MAX_PUTS && allocs == 0)
+				fail_msg("%zu lines (over the limit), build %d: no allocation", shapes[sh],
+					 i + 1);
+		}
+	}
+	wms__build_ws_free(ws.build);
+}
+
+/* Each libxml2 allocation failed in turn while a template is learnt (the
+ * second build of a shape) and while it is first written (the third, with
+ * a new output buffer): the call fails with NOMEM, or goes through (a
+ * failed learning costs only the template); the builds after it, with
+ * other values, come out exact either way. */
+static void workspace_template_failed_allocation(void **state)
+{
+	static wms_order_line lines[4];
+	static char skus[4][24];
+	char name[40];
+	wms_order o;
+	wms__request r = { WMS__OP_SUBMIT_ORDER, &o, NULL, NULL, NULL, 0 };
+	long failed = 0, through = 0;
+	(void)state;
+
+	for (int stage = 1; stage <= 2; stage++) {
+		for (long n = 1;; n++) {
+			wms__xml_ws ws = { NULL, NULL };
+			wms__buf b = { NULL, 0, 0 };
+			wms_status rc;
+			int injected, k;
+
+			for (k = 0; k < stage; k++) {
+				sized_order(&o, lines, skus, name, 3, k);
+				build_both(&ws, &r, k);
+			}
+			sized_order(&o, lines, skus, name, 3, k++);
+			util_xml_mem_fail_at(n);
+			rc = wms__build_request_ws(&ws, &b, WMS_SOAP_11, &r, NULL, NULL);
+			injected = util_xml_mem_failed();
+			util_xml_mem_reset();
+			wms__buf_free(&b);
+			if (rc != WMS_OK) {
+				assert_true(injected);
+				assert_int_equal(rc, WMS_ERR_NOMEM);
+				failed++;
+			} else {
+				through++;
+			}
+			for (int after = 0; after < 4; after++, k++) {
+				sized_order(&o, lines, skus, name, 3, k);
+				build_both(&ws, &r, k);
+			}
+			wms__build_ws_free(ws.build);
+			if (!injected)
+				break;
+			assert_true(n < 1000);
+		}
+	}
+	assert_true(failed > 0);
+	assert_true(through > 1);
 }
 
 static int setup(void **state)
@@ -845,6 +984,8 @@ int main(void)
 		cmocka_unit_test(wsse_text_is_checked),
 		cmocka_unit_test(workspace_failed_allocation),
 		cmocka_unit_test(workspace_frame_survives_a_failed_save_context),
+		cmocka_unit_test(workspace_template_is_used_up_to_its_limit),
+		cmocka_unit_test(workspace_template_failed_allocation),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
 	regenerate = r && *r && strcmp(r, "0") != 0;
