@@ -548,6 +548,17 @@ static int template_write(envelope *e, wms__build_ws *ws, const wms__request *r,
 	return 1;
 }
 
+/* The node after n in document order among root's descendants; NULL after
+ * the last. */
+static xmlNodePtr next_under(xmlNodePtr n, xmlNodePtr root)
+{
+	if (n->children && n->type == XML_ELEMENT_NODE)
+		return n->children;
+	while (!n->next && n->parent != root)
+		n = n->parent;
+	return n->next;
+}
+
 /* Field by field: a tput's padding is never written. */
 static int same_puts(const tput *a, const tput *b, size_t n)
 {
@@ -591,34 +602,19 @@ static void template_learn(envelope *e, wms__build_ws *ws, size_t len, wms__xml_
 	if (!(saved = wms__calloc(slots ? slots : 1, sizeof(*saved))))
 		return;
 	/* every value's text, in document order, swapped for the marker */
-	for (n = e->request->children, k = 0; n;) {
+	for (n = e->request->children, k = 0; n; n = next_under(n, e->request)) {
 		if (n->type == XML_TEXT_NODE && texts++ < slots) {
 			saved[k++] = n->content;
 			n->content = (xmlChar *)(uintptr_t)template_marker;
 		}
-		if (n->children && n->type == XML_ELEMENT_NODE) {
-			n = n->children;
-			continue;
-		}
-		while (n && !n->next && n->parent != e->request)
-			n = n->parent;
-		n = n ? n->next : NULL;
 	}
 	ws->sink.len = 0;
 	found = xmlSaveDoc(ws->save, e->doc) >= 0 && xmlSaveFlush(ws->save) >= 0 &&
 		quiet->errors == before.errors;
 	/* the tree's own text back, whatever happened */
-	for (n = e->request->children, i = 0; n && i < k;) {
+	for (n = e->request->children, i = 0; n && i < k; n = next_under(n, e->request))
 		if (n->type == XML_TEXT_NODE)
 			n->content = saved[i++];
-		if (n->children && n->type == XML_ELEMENT_NODE) {
-			n = n->children;
-			continue;
-		}
-		while (n && !n->next && n->parent != e->request)
-			n = n->parent;
-		n = n ? n->next : NULL;
-	}
 	wms__free(saved);
 	if (!found) {
 		xmlSaveClose(ws->save); /* its output buffer's error sticks */
