@@ -950,13 +950,8 @@ static void workspace_template_failed_allocation(void **state)
 
 static int setup(void **state)
 {
-	xmlSchemaParserCtxtPtr pc;
 	(void)state;
-	pc = xmlSchemaNewParserCtxt(util_source_path("wsdl/warehouse.xsd"));
-	if (!pc)
-		return -1;
-	schema = xmlSchemaParse(pc);
-	xmlSchemaFreeParserCtxt(pc);
+	schema = util_schema_load();
 	return schema ? 0 : -1;
 }
 

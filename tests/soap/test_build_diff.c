@@ -1287,16 +1287,11 @@ static void random_runs_build_the_same_bytes(void **state)
 
 static int setup(void **state)
 {
-	xmlSchemaParserCtxtPtr pc;
 	const char *s = getenv("WMS_DIFF_SEED");
 	(void)state;
 	seed = s && *s ? strtoull(s, NULL, 0) : DEFAULT_SEED;
 	printf("test_build_diff: seed %llu (WMS_DIFF_SEED=%llu replays it)\n", seed, seed);
-	pc = xmlSchemaNewParserCtxt(util_source_path("wsdl/warehouse.xsd"));
-	if (!pc)
-		return -1;
-	schema = xmlSchemaParse(pc);
-	xmlSchemaFreeParserCtxt(pc);
+	schema = util_schema_load();
 	return schema ? 0 : -1;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <libxml/xmlschemas.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <libxml/xmlmemory.h>
@@ -161,4 +162,15 @@ size_t util_stderr_capture_end(char *buf, size_t size)
 	fclose(capture);
 	capture = NULL;
 	return (size_t)n;
+}
+
+void *util_schema_load(void)
+{
+	xmlSchemaParserCtxtPtr pc = xmlSchemaNewParserCtxt(util_source_path("wsdl/warehouse.xsd"));
+	xmlSchemaPtr schema;
+	if (!pc)
+		return NULL;
+	schema = xmlSchemaParse(pc);
+	xmlSchemaFreeParserCtxt(pc);
+	return schema;
 }

@@ -19,6 +19,8 @@ int util_under_valgrind(void);
 
 /* Monotonic milliseconds. */
 double util_now_ms(void);
+/* wsdl/warehouse.xsd parsed (an xmlSchemaPtr), NULL if it cannot be. */
+void *util_schema_load(void);
 
 /* Route libxml2's allocations through counting wrappers; must be called
  * before anything else touches libxml2. */
