@@ -1,5 +1,7 @@
-/* The pool of libxml2 workspaces a client keeps (src/soap/soap.h): a LIFO stack,
- * so that a caller gets the workspace used last, whose memory is warm.
+/* The pool of libxml2 workspaces a client keeps (src/soap/soap.h): a stack
+ * that gives a caller the workspace its own thread used last, or else the
+ * one used last by any (util/affine.h): a workspace's buffers stay on the
+ * thread that grew them, and its memory is warm.
  *
  * Lifetimes: a workspace taken belongs to one thread, the caller's, until
  * it is given back; nothing else reads it meanwhile. It is given back only
@@ -10,10 +12,11 @@
  * workspace is back, and any given back past max_idle. */
 #include <pthread.h>
 #include "soap/soap.h"
+#include "util/affine.h"
 
 struct wms__xml_pool {
 	pthread_mutex_t lock;
-	wms__xml_ws **idle; /* more concurrent callers make and free their own */
+	wms__affine_slot *idle; /* more concurrent callers make and free their own */
 	size_t count, max;
 };
 
@@ -52,7 +55,7 @@ void wms__xml_pool_free(wms__xml_pool *pool)
 	if (!pool)
 		return;
 	for (i = 0; i < pool->count; i++)
-		ws_free(pool->idle[i]);
+		ws_free(pool->idle[i].item);
 	pthread_mutex_destroy(&pool->lock);
 	wms__free(pool->idle);
 	wms__free(pool);
@@ -62,8 +65,7 @@ wms__xml_ws *wms__xml_pool_take(wms__xml_pool *pool)
 {
 	wms__xml_ws *ws = NULL;
 	pthread_mutex_lock(&pool->lock);
-	if (pool->count)
-		ws = pool->idle[--pool->count];
+	ws = wms__affine_take(pool->idle, &pool->count);
 	pthread_mutex_unlock(&pool->lock);
 	return ws ? ws : wms__calloc(1, sizeof(*ws));
 }
@@ -74,7 +76,7 @@ void wms__xml_pool_give(wms__xml_pool *pool, wms__xml_ws *ws)
 		return;
 	pthread_mutex_lock(&pool->lock);
 	if (pool->count < pool->max) {
-		pool->idle[pool->count++] = ws;
+		wms__affine_give(pool->idle, &pool->count, ws);
 		ws = NULL;
 	}
 	pthread_mutex_unlock(&pool->lock);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <curl/curl.h>
 #include "init.h"
+#include "util/affine.h"
 #include "internal.h"
 #include "wms/sys/transport.h"
 #include "transport/curl_int.h"
@@ -92,7 +93,7 @@ struct curl_transport {
 	int share_locks_ready;
 	pthread_mutex_t pool_lock;
 	int pool_lock_ready;
-	struct conn **idle;
+	wms__affine_slot *idle; /* thread-affine (util/affine.h) */
 	size_t idle_max;
 	size_t idle_count;
 };
@@ -256,10 +257,8 @@ static struct conn *pool_take(struct curl_transport *t)
 {
 	struct conn *k;
 	for (;;) {
-		k = NULL;
 		pthread_mutex_lock(&t->pool_lock);
-		if (t->idle_count)
-			k = t->idle[--t->idle_count];
+		k = wms__affine_take(t->idle, &t->idle_count);
 		pthread_mutex_unlock(&t->pool_lock);
 		if (!k)
 			return conn_new();
@@ -277,7 +276,7 @@ static void pool_give(struct curl_transport *t, struct conn *k)
 	k->c.resp = NULL;
 	pthread_mutex_lock(&t->pool_lock);
 	if (!k->broken && t->idle_count < t->idle_max) {
-		t->idle[t->idle_count++] = k;
+		wms__affine_give(t->idle, &t->idle_count, k);
 		kept = 1;
 	}
 	pthread_mutex_unlock(&t->pool_lock);
@@ -950,7 +949,7 @@ static void curl_transport_free(wms_transport *self)
 		return;
 	/* Every handle must leave the share before the share can go. */
 	for (i = 0; i < t->idle_count; i++)
-		conn_free(t->idle[i]);
+		conn_free(t->idle[i].item);
 	t->idle_count = 0;
 	if (t->share)
 		curl_share_cleanup(t->share);

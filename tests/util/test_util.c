@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <pthread.h>
 
+#include "util/affine.h"
 #include "util/alloc.h"
 #include "util/base64.h"
 #include "util/buf.h"
@@ -270,6 +272,76 @@ static void base64_across_a_chunk(void **state)
 	}
 }
 
+/* ---- thread-affine stacks ------------------------------------------------ */
+
+typedef struct affine_arg {
+	wms__affine_slot *slots;
+	size_t *count;
+	void *item; /* give this, or */
+	void *taken; /* what a take returned */
+	int take;
+} affine_arg;
+
+static void *affine_thread(void *p)
+{
+	affine_arg *a = p;
+	if (a->take)
+		a->taken = wms__affine_take(a->slots, a->count);
+	else
+		wms__affine_give(a->slots, a->count, a->item);
+	return NULL;
+}
+
+static void affine_other_thread(wms__affine_slot *slots, size_t *count, void *item, int take,
+				void **taken)
+{
+	pthread_t t;
+	affine_arg a = { slots, count, item, NULL, take };
+	assert_int_equal(pthread_create(&t, NULL, affine_thread, &a), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (taken)
+		*taken = a.taken;
+}
+
+static void affine_stacks(void **state)
+{
+	wms__affine_slot slots[4];
+	size_t count = 0;
+	int a1, a2, b1, b2;
+	void *got = NULL;
+	int round;
+	(void)state;
+
+	assert_null(wms__affine_take(slots, &count));
+	assert_int_equal(count, 0);
+	assert_true(wms__thread_tag() == wms__thread_tag());
+	/* twice on one stack: the preference is kept after a full cycle */
+	for (round = 0; round < 2; round++) {
+		/* this thread gives a1, a2; another b1, b2 on top */
+		wms__affine_give(slots, &count, &a1);
+		wms__affine_give(slots, &count, &a2);
+		affine_other_thread(slots, &count, &b1, 0, NULL);
+		affine_other_thread(slots, &count, &b2, 0, NULL);
+		assert_int_equal(count, 4);
+		/* this thread: its own, most recent first, under the other's */
+		assert_ptr_equal(wms__affine_take(slots, &count), &a2);
+		assert_int_equal(count, 3);
+		/* the rest kept their order: b2 still on top, a1 at the bottom */
+		assert_ptr_equal(slots[0].item, &a1);
+		assert_ptr_equal(slots[1].item, &b1);
+		assert_ptr_equal(slots[2].item, &b2);
+		assert_ptr_equal(wms__affine_take(slots, &count), &a1);
+		/* none of its own left: the top, then the next */
+		assert_ptr_equal(wms__affine_take(slots, &count), &b2);
+		/* a thread with none of its own (a new one) gets the top */
+		affine_other_thread(slots, &count, NULL, 1, &got);
+		assert_ptr_equal(got, &b1);
+		assert_int_equal(count, 0);
+		affine_other_thread(slots, &count, NULL, 1, &got);
+		assert_null(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +351,7 @@ int main(void)
 		cmocka_unit_test(buffers),
 		cmocka_unit_test(base64),
 		cmocka_unit_test(base64_across_a_chunk),
+		cmocka_unit_test(affine_stacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
