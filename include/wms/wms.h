@@ -12,6 +12,7 @@
 #include "client.h"
 #include "fixture.h"
 #include "health.h"
+#include "health_server.h"
 #include "config.h"
 
 #endif

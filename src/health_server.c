@@ -1,0 +1,363 @@
+/*
+ * The embedded /health and /metrics endpoint (wms/health_server.h): a
+ * libmicrohttpd daemon whose one thread renders breaker snapshots
+ * (src/health.c) and nothing else. libmicrohttpd appears in this file only;
+ * without it (WMS_HAVE_MHD 0) the functions exist and refuse to start.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "health_server_int.h"
+#include "internal.h"
+#include "wms/health.h"
+
+#if WMS_HAVE_MHD
+#include <microhttpd.h>
+#endif
+
+struct wms_health_server {
+#if WMS_HAVE_MHD
+	struct MHD_Daemon *daemon;
+#endif
+	wms_breaker **breakers;
+	size_t count;
+	char *prefix;
+	uint16_t port;
+};
+
+static wms_status bad_listen(wms_error *err, const char *where, const char *why)
+{
+	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			 "health server: listen address '%s': %s", where, why);
+}
+
+wms_status wms__health_listen_parse(struct sockaddr_storage *out, socklen_t *out_len,
+				   const char *where, wms_error *err)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *port, *p;
+	size_t host_len;
+	unsigned long v = 0;
+	int v6 = where[0] == '[';
+
+	if (!*where)
+		return bad_listen(err, where, "empty (ADDRESS:PORT)");
+	if (v6) {
+		const char *rb = strchr(where, ']');
+		if (!rb || rb[1] != ':')
+			return bad_listen(err, where, "an IPv6 address is [ADDRESS]:PORT");
+		host_len = (size_t)(rb - where - 1);
+		memcpy(host, where + 1, host_len < sizeof(host) ? host_len : 0);
+		port = rb + 2;
+	} else {
+		const char *colon = strrchr(where, ':');
+		if (!colon)
+			return bad_listen(err, where, "no port (ADDRESS:PORT)");
+		if (memchr(where, ':', (size_t)(colon - where)))
+			return bad_listen(err, where, "an IPv6 address goes in brackets: [ADDRESS]:PORT");
+		host_len = (size_t)(colon - where);
+		memcpy(host, where, host_len < sizeof(host) ? host_len : 0);
+		port = colon + 1;
+	}
+	if (host_len == 0 || host_len >= sizeof(host))
+		return bad_listen(err, where, v6 ? "not an IPv6 address"
+						  : "not an IPv4 address (no host names)");
+	host[host_len] = '\0';
+	/* at most 5 digits, so that "000065536" or a long run cannot wrap */
+	for (p = port; *p >= '0' && *p <= '9' && p - port < 6; p++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	if (p == port || *p || p - port > 5 || v > 65535)
+		return bad_listen(err, where, "the port is not a number 0-65535");
+	memset(out, 0, sizeof(*out));
+	if (v6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)out;
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return bad_listen(err, where, "not an IPv6 address");
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)v);
+		*out_len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)out;
+		/* inet_pton takes only the dotted quad: no "localhost", no "127.1" */
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return bad_listen(err, where, "not an IPv4 address (no host names)");
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)v);
+		*out_len = sizeof(*a);
+	}
+	return WMS_OK;
+}
+
+static void server_free(wms_health_server *srv)
+{
+	if (!srv)
+		return;
+	wms__free(srv->breakers);
+	wms__free(srv->prefix);
+	wms__free(srv);
+}
+
+#if WMS_HAVE_MHD
+
+/* Every breaker of every client, in order, in one array (one document). */
+static wms_status collect_breakers(wms_health_server *srv, wms_client *const *clients,
+				   size_t count)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < count; i++)
+		n += wms_client_breakers(NULL, 0, clients[i]);
+	srv->breakers = wms__calloc(n ? n : 1, sizeof(*srv->breakers));
+	if (!srv->breakers)
+		return WMS_ERR_NOMEM;
+	for (i = 0; i < count; i++)
+		srv->count += wms_client_breakers(srv->breakers + srv->count, n - srv->count,
+						  clients[i]);
+	return WMS_OK;
+}
+
+/* A listening socket made here rather than by MHD: its errors can name the
+ * address and errno, and getsockname tells a port of 0's pick. */
+static wms_status open_listener(int *out, uint16_t *port, const struct sockaddr_storage *addr,
+				socklen_t addr_len, const char *where, wms_error *err)
+{
+	struct sockaddr_storage bound;
+	socklen_t bound_len = sizeof(bound);
+	char why[128];
+	int one = 1, fd, e;
+	wms_status st = WMS_OK;
+
+	*out = -1;
+	fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		e = errno;
+		if (strerror_r(e, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "error %d", e);
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
+				 "health server: cannot make a socket for %s: %s", where, why);
+	}
+	/* a restart may rebind at once over connections in TIME_WAIT; a port
+	 * another socket listens on is still refused */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (addr->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)addr, addr_len) != 0 ||
+	    listen(fd, 64) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0) {
+		e = errno;
+		if (strerror_r(e, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "error %d", e);
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "health server: cannot listen on %s: %s", where, why);
+		close(fd);
+		return st;
+	}
+	*port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+						   : ((struct sockaddr_in *)&bound)->sin_port);
+	*out = fd;
+	return st;
+}
+
+static const char text_type[] = "text/plain; charset=utf-8";
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
+			     char *body, int owned, const char *allow)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ok = MHD_NO;
+
+	r = owned ? MHD_create_response_from_buffer_with_free_callback(strlen(body), body,
+									  wms__free)
+		  : MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		if (owned)
+			wms__free(body);
+		return MHD_NO; /* MHD closes the connection */
+	}
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_YES &&
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") == MHD_YES &&
+	    (!allow || MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) == MHD_YES))
+		ok = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static int has_body(struct MHD_Connection *conn)
+{
+	const char *len = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						      MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return (len && strspn(len, "0") != strlen(len)) ||
+	       MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+}
+
+/* Answered on MHD's first call for the request, from its headers: a body is
+ * never read (one that comes is refused, and MHD closes the connection). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **req_cls)
+{
+	wms_health_server *srv = cls;
+	int health = strcmp(url, "/health") == 0, down;
+	char *doc = NULL;
+	wms_status st;
+
+	if (!health && strcmp(url, "/metrics") != 0)
+		return reply(conn, MHD_HTTP_NOT_FOUND, text_type, (char *)"not found: /health or /metrics\n", 0, NULL);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, text_type,
+			     (char *)"method not allowed: GET or HEAD\n", 0, "GET, HEAD");
+	if (has_body(conn))
+		return reply(conn, MHD_HTTP_BAD_REQUEST, text_type,
+			     (char *)"a request body is not accepted\n", 0, NULL);
+	st = health ? wms_health_json(&doc, srv->breakers, srv->count)
+		    : wms_health_prometheus(&doc, srv->breakers, srv->count, srv->prefix);
+	if (st != WMS_OK)
+		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, text_type,
+			     (char *)"cannot render the document\n", 0, NULL);
+	if (!health)
+		return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", doc, 1,
+			     NULL);
+	/* wms/health.h: the document opens with the overall status */
+	down = strncmp(doc, "{\"status\":\"DOWN\"", 16) == 0;
+	return reply(conn, down ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, "application/json",
+		     doc, 1, NULL);
+}
+
+static wms_status start_daemon(wms_health_server *srv, int fd, const char *where,
+			       unsigned max_connections, unsigned timeout_s, wms_error *err)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+
+	flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL
+									 : MHD_USE_POLL;
+	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+				       MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				       MHD_OPTION_CONNECTION_LIMIT, max_connections,
+				       MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+				       MHD_OPTION_END);
+	if (!srv->daemon)
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
+				 "health server: libmicrohttpd cannot serve %s", where);
+	return WMS_OK;
+}
+
+#endif /* WMS_HAVE_MHD */
+
+wms_status wms__health_server_start_limits(wms_health_server **out, wms_client *const *clients,
+					   size_t count, const char *where,
+					   const char *metric_prefix, unsigned max_connections,
+					   unsigned timeout_s, wms_error *err)
+{
+	wms_health_server *srv = NULL;
+	struct sockaddr_storage addr;
+	socklen_t addr_len = 0;
+	char *probe = NULL;
+	wms_status st;
+	size_t i;
+
+	wms_error_clear(err);
+	if (!out)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "health server: out is NULL");
+	*out = NULL;
+#if !WMS_HAVE_MHD
+	(void)clients, (void)count, (void)where, (void)metric_prefix, (void)max_connections,
+		(void)timeout_s, (void)addr, (void)addr_len, (void)probe, (void)i, (void)st;
+	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			 "built without the health server (libmicrohttpd)");
+#else
+	int fd = -1;
+
+	if (!clients || !count)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "health server: no clients to serve");
+	for (i = 0; i < count; i++)
+		if (!clients[i])
+			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+					 "health server: clients[%zu] is NULL", i);
+	if (!max_connections || !timeout_s)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "health server: connection limit and timeout must be above 0");
+	/* a prefix wms_health_prometheus refuses is refused now, not per scrape */
+	st = wms_health_prometheus(&probe, NULL, 0, metric_prefix);
+	wms__free(probe);
+	if (st == WMS_ERR_INVALID_ARG)
+		return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
+				 "health server: metric prefix '%s' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63}",
+				 metric_prefix);
+	if (st != WMS_OK)
+		return wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "health server: %s",
+				 wms_strerror(st));
+	if (!where)
+		where = WMS_HEALTH_SERVER_DEFAULT_LISTEN;
+	st = wms__health_listen_parse(&addr, &addr_len, where, err);
+	if (st)
+		return st;
+
+	srv = wms__calloc(1, sizeof(*srv));
+	if (!srv || (metric_prefix && !(srv->prefix = wms__strdup(metric_prefix))) ||
+	    collect_breakers(srv, clients, count) != WMS_OK) {
+		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "health server: %s",
+			       wms_strerror(WMS_ERR_NOMEM));
+		goto done;
+	}
+	st = open_listener(&fd, &srv->port, &addr, addr_len, where, err);
+	if (st)
+		goto done;
+	/* From here MHD owns fd: it closes it on stop, and (we cannot tell
+	 * which) may or may not on a failed start, so a failed start leaks
+	 * it rather than risk closing a descriptor another thread reused. */
+	st = start_daemon(srv, fd, where, max_connections, timeout_s, err);
+	if (st)
+		goto done;
+	*out = srv;
+	srv = NULL;
+done:
+	server_free(srv);
+	return st;
+#endif
+}
+
+wms_status wms_health_server_start(wms_health_server **out, wms_client *const *clients,
+				   size_t count, const char *listen_addr,
+				   const char *metric_prefix, wms_error *err)
+{
+	return wms__health_server_start_limits(out, clients, count, listen_addr, metric_prefix,
+					       WMS_HEALTH_SERVER_MAX_CONNECTIONS,
+					       WMS_HEALTH_SERVER_TIMEOUT_S, err);
+}
+
+uint16_t wms_health_server_port(const wms_health_server *srv)
+{
+	return srv ? srv->port : 0;
+}
+
+unsigned wms__health_server_connections(const wms_health_server *srv)
+{
+#if WMS_HAVE_MHD
+	const union MHD_DaemonInfo *info;
+	if (!srv)
+		return 0;
+	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return info ? info->num_connections : 0;
+#else
+	(void)srv;
+	return 0;
+#endif
+}
+
+void wms_health_server_stop(wms_health_server *srv)
+{
+	if (!srv)
+		return;
+#if WMS_HAVE_MHD
+	MHD_stop_daemon(srv->daemon);
+#endif
+	server_free(srv);
+}
