@@ -41,7 +41,8 @@ static const char exit_codes_text[] =
 	"  10  health: DEGRADED, some breakers are not closed (the document is printed)\n"
 	"  11  health: DOWN, every breaker is open (the document is printed)\n"
 	"  load and breaker-sim exit 0 whenever they ran, whatever the calls did\n"
-	"  (2 on usage errors, a bad SLA file or a bad call log).\n";
+	"  (2 on usage errors, a bad SLA file, a bad call log, or a --health-listen\n"
+	"  address that is malformed or cannot be bound).\n";
 
 static const char sim_exit_text[] =
 	"Exit codes:\n"
@@ -111,7 +112,8 @@ static const command commands[] = {
 	{ "load", CMD_LOAD, ctl_run_load,
 	  "wmsctl load --endpoint URL --count N --interval-ms M [--timeout-ms N]\n"
 	  "            [--breaker-threshold N] [--open-ms N] [--call-log FILE]\n"
-	  "            [--order-prefix P] [--config FILE] [order options] [common options]",
+	  "            [--order-prefix P] [--health-listen ADDR:PORT] [--config FILE]\n"
+	  "            [order options] [common options]",
 	  "Submit N orders from one client (one breaker: SubmitOrder's with the SLA\n"
 	  "file's scope per_operation), one every M ms (a fixed\n"
 	  "schedule: a late call does not push the later ones back), ids P-1 ... P-N\n"
@@ -137,7 +139,15 @@ static const command commands[] = {
 	  "                            (CIRCUIT_OPEN calls were never made: not written;\n"
 	  "                            with retries, one line per call, not per attempt).\n"
 	  "                            `wmsctl breaker-sim --config F FILE` replays it\n"
-	  "  --order-prefix P          order id prefix\n" },
+	  "  --order-prefix P          order id prefix\n"
+	  "  --health-listen ADDR:PORT serve the breakers' health for the length of the run\n"
+	  "                            (from before the first call to after the summary):\n"
+	  "                            GET http://ADDR:PORT/health (JSON; 503 when it is\n"
+	  "                            open) and /metrics (Prometheus text), e.g.\n"
+	  "                            127.0.0.1:9464 or [::1]:9464 (an IP address and a\n"
+	  "                            port 1-65535; no host names); stderr says where.\n"
+	  "                            Exit 2, nothing sent, if it is malformed or cannot\n"
+	  "                            be bound (in use, not this host's address)\n" },
 	{ "health", CMD_HEALTH, run_health,
 	  "wmsctl health --endpoint URL [--config FILE] [--probe [--sku SKU]] [--prometheus]\n"
 	  "              [common options]",
@@ -246,6 +256,7 @@ static const option options[] = {
 	{ "--open-ms", K_U32, CMD_LOAD | CMD_SIM, OFF(open_ms), 1, 86400000 },
 	{ "--call-log", K_STR, CMD_LOAD, OFF(call_log), 0, 0 },
 	{ "--order-prefix", K_ID, CMD_LOAD, OFF(order_prefix), 0, 0 },
+	{ "--health-listen", K_STR, CMD_LOAD, OFF(health_listen), 0, 0 },
 	{ "--probe", K_FLAG, CMD_HEALTH, OFF(probe), 0, 0 },
 	{ "--prometheus", K_FLAG, CMD_HEALTH, OFF(prometheus), 0, 0 },
 };
@@ -473,6 +484,13 @@ static int check_args(ctl_config *cfg, const command *cmd)
 				return usage_error(cmd, "--order-prefix '%s' is too long for "
 						   "--count (ids are at most 64 characters)",
 						   cfg->order_prefix);
+		}
+		/* the library takes port 0 (any free port); a person could not find it */
+		if (cfg->health_listen) {
+			const char *port = strrchr(cfg->health_listen, ':');
+			if (port && port[1] && strspn(port + 1, "0") == strlen(port + 1))
+				return usage_error(cmd, "--health-listen '%s': give a port "
+						   "1-65535", cfg->health_listen);
 		}
 	}
 	return 0;

@@ -52,6 +52,7 @@ typedef struct ctl_config {
 	uint32_t open_ms;
 	const char *call_log;
 	const char *order_prefix;
+	const char *health_listen; /* --health-listen ADDR:PORT: serve /health, /metrics */
 	/* health */
 	int probe;
 	int prometheus;

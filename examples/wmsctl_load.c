@@ -159,6 +159,27 @@ static void print_summary(const load_run *run, uint64_t end_ns, wms_breaker *bre
 	fputs("}}\n", stdout);
 }
 
+/* --health-listen: served from before the first call until after the summary,
+ * so that a breaker opening can be watched with curl. */
+static int start_health(wms_health_server **out, wms_client *client, const char *listen_addr)
+{
+	const char *colon = strrchr(listen_addr, ':');
+	wms_error err;
+	wms_status st;
+
+	st = wms_health_server_start(out, &client, 1, listen_addr, NULL, &err);
+	if (st != WMS_OK) {
+		fputs("wmsctl: load: --health-listen: ", stderr);
+		ctl_put_safe(stderr, err.message[0] ? err.message : wms_strerror(st));
+		fputc('\n', stderr);
+		/* a malformed or unbindable address is the caller's; nothing was sent */
+		return st == WMS_ERR_INVALID_ARG ? CTL_EXIT_USAGE : CTL_EXIT_INTERNAL;
+	}
+	fprintf(stderr, "health endpoint: http://%.*s:%u/health and /metrics\n",
+		(int)(colon - listen_addr), listen_addr, (unsigned)wms_health_server_port(*out));
+	return CTL_EXIT_OK;
+}
+
 int ctl_run_load(const ctl_config *cfg)
 {
 	wms_breaker_options bo = WMS_BREAKER_OPTIONS_INIT;
@@ -166,6 +187,7 @@ int ctl_run_load(const ctl_config *cfg)
 	wms_order_line default_line = { "SKU-1", 1 }; /* in wms-sim's catalogue */
 	wms_order_line *lines = NULL;
 	wms_client *client = NULL;
+	wms_health_server *health = NULL;
 	wms_breaker *breaker;
 	FILE *call_log = NULL;
 	char prefix[32], id[WMS_ID_MAX + 1];
@@ -203,6 +225,11 @@ int ctl_run_load(const ctl_config *cfg)
 	if (!cfg->sku_count) {
 		order.lines = &default_line;
 		order.line_count = 1;
+	}
+	if (cfg->health_listen) {
+		rc = start_health(&health, client, cfg->health_listen);
+		if (rc != CTL_EXIT_OK)
+			goto done;
 	}
 	snprintf(prefix, sizeof(prefix), "load-%ld", (long)getpid());
 	order.order_id = id;
@@ -272,6 +299,7 @@ done:
 			rc = CTL_EXIT_INTERNAL;
 		}
 	}
+	wms_health_server_stop(health); /* before the client whose breakers it reads */
 	wms_client_free(client);
 	free(lines);
 	free(run.tr);

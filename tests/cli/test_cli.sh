@@ -4,6 +4,7 @@
 #
 # usage: test_cli.sh GROUP WMSCTL FIXTURES_DIR PYTHON3|none CHECK_LOAD_PY [WMS_SIM]
 #   GROUP: usage | fixtures | load | network | config | health | tuner |
+#          health-listen |
 #          live (against wms-sim)
 # shellcheck disable=SC2086 # $ORDER, $vg and $run_env are word lists on purpose
 set -u
@@ -734,6 +735,89 @@ live)
 		--qty 1 --timeout-ms 300
 	expect err '^wmsctl: SUBMIT: TIMEOUT: .*\(delivery UNKNOWN, cause TIMEOUT\)$' "TIMEOUT, delivery unknown"
 	stop_sim
+	;;
+
+health-listen)
+	# load --health-listen: refused before anything is sent when the address
+	# is bad or taken; served for the run, watched here as a person would
+	LF="--fixtures $fx --count 1 --interval-ms 0 --sku LOAD-OK --qty 1"
+	for bad in 127.0.0.1 127.0.0.1:65536 127.0.0.1:http localhost:9464 ::1:9464; do
+		run "load --health-listen $bad" 2 load $LF --health-listen "$bad"
+		expect err "^wmsctl: load: --health-listen: health server: listen address '$bad': " \
+			"says what is wrong with '$bad'"
+		expect_empty out
+	done
+	run "load --health-listen ''" 2 load $LF --health-listen ""
+	run "load --health-listen with port 0" 2 load $LF --health-listen 127.0.0.1:0
+	expect err "give a port 1-65535" "asks for a port a person can find"
+	run "help load" 0 help load
+	expect out -- '--health-listen ADDR:PORT' "load's help documents --health-listen"
+	expect out 'Exit 2, nothing sent' "and its exit code"
+	if [ "$python" = none ]; then
+		echo "# python3 not found: the served endpoint is not checked"
+	else
+		# a free port: bound by the kernel's choice, then let go
+		port=$("$python" -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+		rm -f "$tmp/out" "$tmp/err"
+		$vg "$wmsctl" load --fixtures "$fx" --count 100000 --interval-ms 20 --sku LOAD-FAIL \
+			--qty 1 --breaker-threshold 2 --open-ms 600000 \
+			--health-listen "127.0.0.1:$port" >"$tmp/out" 2>"$tmp/err" &
+		pid=$!
+		i=0
+		while ! grep -q '^health endpoint: ' "$tmp/err" 2>/dev/null && [ $i -lt 1200 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		expect err "^health endpoint: http://127.0.0.1:$port/health and /metrics\$" \
+			"stderr says where"
+		# the breaker opens after two failures: /health turns 503 DOWN
+		if "$python" - "$port" >"$tmp/check" 2>&1 <<'PY'
+import sys, time, urllib.request, urllib.error
+base = "http://127.0.0.1:%s" % sys.argv[1]
+def get(path):
+    try:
+        with urllib.request.urlopen(base + path, timeout=30) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read().decode()
+for _ in range(1200):
+    code, ctype, body = get("/health")
+    if code == 503:
+        break
+    time.sleep(0.05)
+assert code == 503 and ctype == "application/json", (code, ctype, body)
+assert body.startswith('{"status":"DOWN","breakers":[{"name":"wmsctl-load","state":"OPEN"'), body
+code, ctype, body = get("/metrics")
+assert code == 200 and ctype == "text/plain; version=0.0.4; charset=utf-8", (code, ctype)
+assert 'fulfillment_circuit_breaker_state{breaker="wmsctl-load"} 1\n' in body, body
+PY
+		then ok "/health 503 DOWN and /metrics state 1 once the breaker opens"
+		else not_ok "/health and /metrics while it runs" "$(cat "$tmp/check")"; fi
+		# the port is taken while it runs
+		env $vg "$wmsctl" load $LF --health-listen "127.0.0.1:$port" >"$tmp/out2" 2>"$tmp/err2"
+		got=$?
+		if [ "$got" -eq 2 ] && [ ! -s "$tmp/out2" ] &&
+			grep -q "cannot listen on 127.0.0.1:$port: Address already in use" "$tmp/err2"; then
+			ok "a second load on the same port: exit 2, nothing sent, says why"
+		else
+			not_ok "a second load on the same port" "exit $got: $(cat "$tmp/err2")"
+		fi
+		kill -TERM $pid
+		wait $pid
+		got=$?
+		if [ "$got" -eq 0 ]; then ok "load stopped by SIGTERM (exit 0)"; else
+			not_ok "load stopped by SIGTERM" "exit $got, expected 0"; fi
+		expect out '"interrupted":true\}\}$' "summary printed"
+		# stopped with the run: nothing listens on the port any more
+		if "$python" -c 'import socket, sys
+s = socket.socket()
+sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) != 0 else 1)' "$port"; then
+			ok "the endpoint is gone after the run"
+		else
+			not_ok "the endpoint is gone after the run"
+		fi
+	fi
 	;;
 
 *)
