@@ -22,6 +22,7 @@ int ctl_exit_code(wms_status st, const wms_error *err)
 	case WMS_ERR_CONFIG:
 		return CTL_EXIT_USAGE;
 	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_BULKHEAD_FULL:
 		return CTL_EXIT_CIRCUIT_OPEN;
 	case WMS_ERR_CONNECT:
 	case WMS_ERR_TLS:
@@ -53,6 +54,7 @@ const char *ctl_breaker_outcome(wms_status st, const wms_error *err)
 	case WMS_OK:
 		return "ok";
 	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_BULKHEAD_FULL:
 		return NULL;
 	case WMS_ERR_SOAP_FAULT:
 		return wms_error_outcome(err) == WMS_OUTCOME_FAILURE ? "fail" : "ignore";

@@ -39,6 +39,8 @@ enum key_id {
 	KC_TIMEOUT,
 	KC_STALL_TIMEOUT,
 	KC_MAX_REPLY,
+	KC_MAX_CONCURRENT,
+	KC_MAX_WAIT_SLOT,
 	KB_MODE,
 	KB_SCOPE,
 	KB_NAME,
@@ -117,6 +119,9 @@ static const key_def keys[] = {
 	{ KC_TIMEOUT, B_CLIENT, "timeout_ms", T_UINT, 1, 3600000, NULL, 0 },
 	{ KC_STALL_TIMEOUT, B_CLIENT, "stall_timeout_ms", T_UINT, 1, 3600000, NULL, 0 },
 	{ KC_MAX_REPLY, B_CLIENT, "max_reply_bytes", T_UINT, 1, 1073741824, NULL, 0 },
+	/* the bulkhead (wms_bulkhead_options): 0 is "off", as in the struct */
+	{ KC_MAX_CONCURRENT, B_CLIENT, "max_concurrent_calls", T_UINT, 0, 65536, NULL, 0 },
+	{ KC_MAX_WAIT_SLOT, B_CLIENT, "max_wait_for_slot_ms", T_UINT, 0, 3600000, NULL, 0 },
 	{ KB_MODE, B_BREAKER, "mode", T_ENUM, 0, 0, ENUM(mode_choices) },
 	{ KB_SCOPE, B_BREAKER, "scope", T_ENUM, 0, 0, ENUM(scope_choices) },
 	{ KB_NAME, B_BREAKER, "name", T_NAME, 1, MAX_NAME_BYTES, NULL, 0 },
@@ -1136,7 +1141,7 @@ wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 {
 	wms_status st;
 
-	if (!cfg || !opts || (opts->version != 2 && opts->version != WMS_CLIENT_OPTIONS_VERSION))
+	if (!cfg || !opts || opts->version < 2 || opts->version > WMS_CLIENT_OPTIONS_VERSION)
 		return WMS_ERR_INVALID_ARG;
 	/* Everything is checked before anything is written. Version 2 options
 	 * end before `shared`: never touched, and a shared block cannot go in. */
@@ -1144,6 +1149,9 @@ wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 		return WMS_ERR_INVALID_ARG;
 	if (is_set(cfg, KB_SHARED) &&
 	    (opts->version == 2 || opts->shared.version != WMS_SHARED_OPTIONS_VERSION))
+		return WMS_ERR_INVALID_ARG;
+	/* Versions 2 and 3 end before `bulkhead`. */
+	if ((is_set(cfg, KC_MAX_CONCURRENT) || is_set(cfg, KC_MAX_WAIT_SLOT)) && opts->version < 4)
 		return WMS_ERR_INVALID_ARG;
 	if (is_set(cfg, KB_SHARED)) {
 		st = wms_config_shared_options(cfg, &opts->shared);
@@ -1167,6 +1175,10 @@ wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 		opts->stall_timeout_ms = (uint32_t)cfg->value[KC_STALL_TIMEOUT];
 	if (is_set(cfg, KC_MAX_REPLY))
 		opts->max_reply_bytes = (size_t)cfg->value[KC_MAX_REPLY];
+	if (is_set(cfg, KC_MAX_CONCURRENT))
+		opts->bulkhead.max_concurrent_calls = (uint32_t)cfg->value[KC_MAX_CONCURRENT];
+	if (is_set(cfg, KC_MAX_WAIT_SLOT))
+		opts->bulkhead.max_wait_for_slot_ms = (uint32_t)cfg->value[KC_MAX_WAIT_SLOT];
 	if (is_set(cfg, KR_MAX_ATTEMPTS))
 		opts->retry.max_attempts = (uint32_t)cfg->value[KR_MAX_ATTEMPTS];
 	if (is_set(cfg, KR_INITIAL_BACKOFF))

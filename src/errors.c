@@ -27,6 +27,7 @@ const char *wms_strerror(wms_status status)
 	case WMS_ERR_FIXTURE: return "no recorded fixture matches the request";
 	case WMS_ERR_CONFIG: return "invalid configuration";
 	case WMS_ERR_INTERNAL: return "internal error in libwms";
+	case WMS_ERR_BULKHEAD_FULL: return "bulkhead full: too many calls in flight, call rejected without sending";
 	}
 	return "unknown status";
 }
@@ -52,6 +53,7 @@ const char *wms_status_name(wms_status status)
 	case WMS_ERR_FIXTURE: return "FIXTURE";
 	case WMS_ERR_CONFIG: return "CONFIG";
 	case WMS_ERR_INTERNAL: return "INTERNAL";
+	case WMS_ERR_BULKHEAD_FULL: return "BULKHEAD_FULL";
 	}
 	return "UNKNOWN_STATUS";
 }
@@ -111,6 +113,7 @@ int wms_error_is_retryable(const wms_error *err)
 		       err->http_status == 408;
 	case WMS_ERR_NOMEM:
 	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_BULKHEAD_FULL:
 	case WMS_ERR_CONNECT:
 	case WMS_ERR_TIMEOUT:
 	case WMS_ERR_TRANSPORT:

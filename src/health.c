@@ -103,7 +103,25 @@ static wms_status snapshots(wms_breaker_snapshot **out, wms_breaker *const *brea
 	return WMS_OK;
 }
 
-wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t count)
+/* A breaker's bulkhead, when it has one (a cap set), inside its object. */
+static wms_status json_bulkhead(wms__buf *b, const wms_bulkhead_snapshot *h)
+{
+	if (!h || !h->max_concurrent_calls)
+		return WMS_OK;
+	b->len--; /* reopen the breaker's object */
+	return putf(b,
+		    ",\"bulkhead\":{\"max_concurrent_calls\":%u,\"max_wait_for_slot_ms\":%u,"
+		    "\"in_flight\":%u,\"waiting\":%u,\"admitted\":%llu,\"waited\":%llu,"
+		    "\"rejected\":%llu}}",
+		    h->max_concurrent_calls, h->max_wait_for_slot_ms, h->in_flight, h->waiting,
+		    (unsigned long long)h->admitted, (unsigned long long)h->waited,
+		    (unsigned long long)h->rejected);
+}
+
+/* The document for `count` breakers; bulkheads[i] (bulkheads may be NULL)
+ * is the one guarding breakers[i]. */
+static wms_status render_json(char **out, wms_breaker *const *breakers,
+			      const wms_bulkhead_snapshot *bulkheads, size_t count)
 {
 	wms_breaker_snapshot *s = NULL;
 	wms__buf b = { 0 };
@@ -152,6 +170,8 @@ wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t coun
 							       ? (now - k->store_since_ns) / 1000000u
 							       : 0u));
 		}
+		if (!st)
+			st = json_bulkhead(&b, bulkheads ? &bulkheads[i] : NULL);
 	}
 	if (!st)
 		st = put(&b, "]}\n");
@@ -163,6 +183,11 @@ done:
 	wms__buf_free(&b);
 	wms__free(s);
 	return st;
+}
+
+wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t count)
+{
+	return render_json(out, breakers, NULL, count);
 }
 
 static wms_status prom_header(wms__buf *b, const char *prefix, const char *metric,
@@ -197,8 +222,59 @@ static int prefix_ok(const char *p)
 	return i <= 64;
 }
 
-wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_t count,
-				 const char *prefix)
+/* The bulkheads' samples (none when no breaker has one). */
+static wms_status prom_bulkheads(wms__buf *b, const char *prefix, const wms_breaker_snapshot *s,
+				 const wms_bulkhead_snapshot *h, size_t count)
+{
+	static const char *kinds[] = { "admitted", "waited", "rejected" };
+	wms_status st = WMS_OK;
+	size_t i, j, any = 0;
+
+	for (i = 0; h && i < count; i++)
+		any += h[i].max_concurrent_calls != 0;
+	if (!any)
+		return WMS_OK;
+	st = prom_header(b, prefix, "bulkhead_max_concurrent_calls", "gauge",
+			 "Calls the bulkhead lets be in flight at once.");
+	for (i = 0; !st && i < count; i++)
+		if (h[i].max_concurrent_calls)
+			st = prom_sample(b, prefix, "bulkhead_max_concurrent_calls", s[i].name, NULL,
+					 (double)h[i].max_concurrent_calls);
+	if (!st)
+		st = prom_header(b, prefix, "bulkhead_in_flight", "gauge",
+				 "Calls holding a bulkhead slot.");
+	for (i = 0; !st && i < count; i++)
+		if (h[i].max_concurrent_calls)
+			st = prom_sample(b, prefix, "bulkhead_in_flight", s[i].name, NULL,
+					 (double)h[i].in_flight);
+	if (!st)
+		st = prom_header(b, prefix, "bulkhead_waiting", "gauge",
+				 "Calls waiting for a bulkhead slot.");
+	for (i = 0; !st && i < count; i++)
+		if (h[i].max_concurrent_calls)
+			st = prom_sample(b, prefix, "bulkhead_waiting", s[i].name, NULL,
+					 (double)h[i].waiting);
+	if (!st)
+		st = prom_header(b, prefix, "bulkhead_calls_total", "counter",
+				 "Calls seen by the bulkhead: admitted (waited: of those, after a "
+				 "wait), rejected (BULKHEAD_FULL).");
+	for (i = 0; !st && i < count; i++) {
+		uint64_t v[3];
+		if (!h[i].max_concurrent_calls)
+			continue;
+		v[0] = h[i].admitted;
+		v[1] = h[i].waited;
+		v[2] = h[i].rejected;
+		for (j = 0; !st && j < 3; j++)
+			st = prom_sample(b, prefix, "bulkhead_calls_total", s[i].name, kinds[j],
+					 (double)v[j]);
+	}
+	return st;
+}
+
+static wms_status render_prometheus(char **out, wms_breaker *const *breakers,
+				    const wms_bulkhead_snapshot *bulkheads, size_t count,
+				    const char *prefix)
 {
 	static const char *kinds[] = { "permitted", "rejected", "successes", "failures", "slow",
 				       "ignored" };
@@ -265,6 +341,8 @@ wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_
 			st = prom_sample(&b, prefix, "circuit_breaker_store_state", s[i].name, NULL,
 					 (double)s[i].store_state);
 	}
+	if (!st)
+		st = prom_bulkheads(&b, prefix, s, bulkheads, count);
 	if (!st) {
 		*out = b.data ? b.data : wms__strdup("");
 		b.data = NULL;
@@ -276,22 +354,39 @@ wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_
 	return st;
 }
 
+wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_t count,
+				 const char *prefix)
+{
+	return render_prometheus(out, breakers, NULL, count, prefix);
+}
+
+#define CLIENT_MAX_BREAKERS 8
+
+/* A client's breakers, each with the bulkhead guarding it. */
+static size_t client_rows(wms_client *client, wms_breaker **b, wms_bulkhead_snapshot *h)
+{
+	size_t i, n = wms_client_breakers(b, CLIENT_MAX_BREAKERS, client);
+	if (n > CLIENT_MAX_BREAKERS)
+		n = CLIENT_MAX_BREAKERS;
+	for (i = 0; i < n; i++)
+		wms__client_bulkhead_at(&h[i], client, i);
+	return n;
+}
+
 wms_status wms_client_health_json(char **out, wms_client *client)
 {
-	wms_breaker *b[8];
-	size_t n;
+	wms_breaker *b[CLIENT_MAX_BREAKERS];
+	wms_bulkhead_snapshot h[CLIENT_MAX_BREAKERS];
 	if (!client)
 		return WMS_ERR_INVALID_ARG;
-	n = wms_client_breakers(b, 8, client);
-	return wms_health_json(out, b, n > 8 ? 8 : n);
+	return render_json(out, b, h, client_rows(client, b, h));
 }
 
 wms_status wms_client_health_prometheus(char **out, wms_client *client, const char *prefix)
 {
-	wms_breaker *b[8];
-	size_t n;
+	wms_breaker *b[CLIENT_MAX_BREAKERS];
+	wms_bulkhead_snapshot h[CLIENT_MAX_BREAKERS];
 	if (!client)
 		return WMS_ERR_INVALID_ARG;
-	n = wms_client_breakers(b, 8, client);
-	return wms_health_prometheus(out, b, n > 8 ? 8 : n, prefix);
+	return render_prometheus(out, b, h, client_rows(client, b, h), prefix);
 }

@@ -33,6 +33,12 @@ wms_status wms__vfail(wms_error *err, wms_status status, wms_delivery delivery,
  * Receiver, an empty or unknown code - is the WMS's trouble. */
 int wms__fault_is_request_error(const char *code);
 
+/* client/options.c: the bulkhead guarding a client's i-th breaker, in the
+ * order wms_client_breakers gives them (i < that count). */
+struct wms_client;
+struct wms_bulkhead_snapshot;
+void wms__client_bulkhead_at(struct wms_bulkhead_snapshot *out, struct wms_client *c, size_t i);
+
 /* transport/curl.c: the checks wms_curl_transport_create makes of its
  * options (the client makes them before it makes anything else). */
 struct wms_curl_transport_options;

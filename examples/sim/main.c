@@ -15,7 +15,7 @@
 #include "util/num.h"
 #include "wms_sim.h"
 
-#define SIM_VERSION "0.3.1"
+#define SIM_VERSION "0.3.2"
 
 static void usage(FILE *f)
 {

@@ -136,8 +136,35 @@ typedef struct wms_client_callbacks {
 
 #define WMS_CLIENT_CALLBACKS_INIT { NULL, NULL, NULL, NULL, { NULL } }
 
-/* 3 (0.3.1) added `shared`; a program built with version 2 keeps working. */
-#define WMS_CLIENT_OPTIONS_VERSION 3
+/**
+ * The bulkhead: a cap on the calls in flight at once, so that a WMS that
+ * answers slowly (inside the deadline, which never trips the breaker)
+ * cannot hold every caller thread. One bulkhead per breaker: the client's,
+ * or each operation's with per-operation breakers. A call over the cap gets
+ * WMS_ERR_BULKHEAD_FULL at once (delivery NOT_SENT, not counted by the
+ * breaker, retry_after_ms a hint), or first waits up to
+ * max_wait_for_slot_ms for a call to finish. The breaker is asked first:
+ * an open breaker rejects at once, without waiting for a slot. Since
+ * client options version 4 (0.3.2).
+ */
+typedef struct wms_bulkhead_options {
+	/** Calls in flight at once; 0 = no cap (the default: off, no cost).
+	 *  At most WMS_MAX_CONCURRENT_CALLS. */
+	uint32_t max_concurrent_calls;
+	/** How long a call over the cap waits for a slot; 0 = not at all.
+	 *  At most WMS_MAX_TIMEOUT_MS; the wait comes before, not out of, the
+	 *  call's own timeout_ms. */
+	uint32_t max_wait_for_slot_ms;
+	/** Room to grow; zero. */
+	uint32_t _reserved[6];
+} wms_bulkhead_options;
+
+#define WMS_BULKHEAD_OPTIONS_INIT { 0, 0, { 0 } }
+#define WMS_MAX_CONCURRENT_CALLS 65536u
+
+/* 3 (0.3.1) added `shared`, 4 (0.3.2) `bulkhead`; a program built with
+ * version 2 or 3 keeps working. */
+#define WMS_CLIENT_OPTIONS_VERSION 4
 
 #define WMS_DEFAULT_CONNECT_TIMEOUT_MS 2000u
 #define WMS_DEFAULT_TIMEOUT_MS 10000u
@@ -191,7 +218,8 @@ typedef struct wms_client_options {
 	wms_curl_transport_options curl;
 	/** WS-Security UsernameToken; default none. */
 	wms_wsse_options wsse;
-	/** Per-operation fallbacks run on CIRCUIT_OPEN; NULL = none. Copied. */
+	/** Per-operation fallbacks run on CIRCUIT_OPEN and BULKHEAD_FULL;
+	 *  NULL = none. Copied. */
 	const wms_fallbacks *fallbacks;
 	/** Prefix of metric names; NULL = "fulfillment" (the state gauge is then
 	 *  fulfillment.circuit_breaker_state). */
@@ -204,12 +232,14 @@ typedef struct wms_client_options {
 	 *  name) and frees it with the client. Ignored when `breaker` or
 	 *  breaker_options.store is set. Since version 3 (0.3.1). */
 	wms_shared_options shared;
+	/** The bulkhead; default off. Since version 4 (0.3.2). */
+	wms_bulkhead_options bulkhead;
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
 	WMS_BREAKER_OPTIONS_INIT, NULL, WMS_BREAKER_SCOPE_PER_CLIENT, WMS_RETRY_OPTIONS_INIT, NULL, \
 	WMS_CURL_TRANSPORT_OPTIONS_INIT, WMS_WSSE_OPTIONS_INIT, NULL, NULL, 0, \
-	WMS_CLIENT_CALLBACKS_INIT, WMS_SHARED_OPTIONS_INIT }
+	WMS_CLIENT_CALLBACKS_INIT, WMS_SHARED_OPTIONS_INIT, WMS_BULKHEAD_OPTIONS_INIT }
 
 WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
 
@@ -244,6 +274,25 @@ WMS_EXTERN(wms_breaker *) wms_client_breaker_for(wms_client *client, const char 
 
 /** Every breaker of the client: writes up to `max` into `out`, returns how many there are. */
 WMS_EXTERN(size_t) wms_client_breakers(wms_breaker **out, size_t max, wms_client *client);
+
+/** A bulkhead's figures at one moment (counts since the client was made). */
+typedef struct wms_bulkhead_snapshot {
+	uint32_t max_concurrent_calls; /**< 0: no cap (the counts below stay 0) */
+	uint32_t max_wait_for_slot_ms;
+	uint32_t in_flight;            /**< calls holding a slot */
+	uint32_t waiting;              /**< calls waiting for one */
+	uint64_t admitted;             /**< calls that got a slot */
+	uint64_t waited;               /**< of those, how many had to wait */
+	uint64_t rejected;             /**< calls refused: WMS_ERR_BULKHEAD_FULL */
+	/** Room to grow (caller-allocated); zero. */
+	uint64_t _reserved[4];
+} wms_bulkhead_snapshot;
+
+/** The bulkhead guarding `operation` ("SubmitOrder", ...; NULL: the
+ *  client's, SubmitOrder's with per-operation breakers). INVALID_ARG for
+ *  a NULL argument or an unknown operation. Since 0.3.2. */
+WMS_EXTERN(wms_status) wms_client_bulkhead_get(wms_bulkhead_snapshot *out, wms_client *client,
+					       const char *operation);
 
 /* ---- the WMS operations (wsdl/warehouse.wsdl) -------------------------- */
 
@@ -366,11 +415,13 @@ typedef struct wms_fallback_call {
 	const char *reason;           /**< CancelOrder */
 	const char *const *skus;      /**< GetStockLevel */
 	size_t sku_count;
-	const wms_error *error;       /**< why: CIRCUIT_OPEN, with retry_after_ms */
+	const wms_error *error;       /**< why: CIRCUIT_OPEN or BULKHEAD_FULL, with
+					   retry_after_ms */
 } wms_fallback_call;
 
 /**
  * Fallbacks, one per operation, run instead of failing with CIRCUIT_OPEN
+ * or (since 0.3.2) BULKHEAD_FULL, calls refused before anything was sent
  * (e.g. accept the order locally as pending). What a fallback returns is
  * what the call returns; the reply has `from_fallback` set and the error
  * detail has `fallback` set and delivery NOT_SENT, so it can never be taken

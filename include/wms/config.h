@@ -63,11 +63,12 @@ WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml,
  *  returns. Keys absent from the file leave opts alone; a key present
  *  always overwrites, even with a value such as `open_duration_jitter_pct:
  *  0`. `opts` must be initialised (WMS_CLIENT_OPTIONS_INIT or
- *  wms_client_options_init), version 2 or 3 (WMS_CLIENT_OPTIONS_VERSION);
- *  with a shared block in the file, version 3 with `shared` initialised
- *  (version 2 options have no room for it). WMS_ERR_INVALID_ARG, with
- *  nothing written, otherwise. Version 2 options are never read or written
- *  past their end (`shared`). */
+ *  wms_client_options_init), version 2 to 4 (WMS_CLIENT_OPTIONS_VERSION);
+ *  with a shared block in the file, version 3 or later with `shared`
+ *  initialised (version 2 options have no room for it); with the bulkhead
+ *  keys (client.max_concurrent_calls, client.max_wait_for_slot_ms),
+ *  version 4. WMS_ERR_INVALID_ARG, with nothing written, otherwise.
+ *  Options of an older version are never read or written past their end. */
 WMS_EXTERN(wms_status) wms_config_apply(const wms_config *cfg, wms_client_options *opts);
 
 /** The breaker options alone (for a standalone wms_breaker), on the same

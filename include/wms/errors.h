@@ -35,7 +35,10 @@ typedef enum wms_status {
 	WMS_ERR_TLS = 14,             /**< TLS handshake or certificate verification failed */
 	WMS_ERR_FIXTURE = 15,         /**< replay: no match or bad fixture; recording: file not written */
 	WMS_ERR_CONFIG = 16,          /**< configuration file invalid */
-	WMS_ERR_INTERNAL = 17         /**< a bug in libwms or a dependency; please report */
+	WMS_ERR_INTERNAL = 17,        /**< a bug in libwms or a dependency; please report */
+	WMS_ERR_BULKHEAD_FULL = 18    /**< as many calls in flight as the bulkhead allows: rejected
+					 at once (or after max_wait_for_slot_ms), nothing sent
+					 (0.3.2) */
 } wms_status;
 
 /** Whether the request may have reached the WMS. */
@@ -103,7 +106,9 @@ typedef struct wms_error {
 	 *  through (0 while trial calls are in flight). A breaker forced open gives
 	 *  its open_duration_ms, a hint only: no probe goes until it is reset or
 	 *  forced closed. Also set when retries stopped because the breaker
-	 *  opened; `status` is then the last attempt's. */
+	 *  opened; `status` is then the last attempt's. For
+	 *  WMS_ERR_BULKHEAD_FULL: the client's timeout_ms, by when every call
+	 *  now in flight has ended (an upper bound; a slot may free sooner). */
 	uint32_t retry_after_ms;
 	/** Name of the operation, e.g. "SubmitOrder"; empty if none. */
 	char operation[32];

@@ -1,8 +1,9 @@
 /*
- * One call: every operation is breaker -> validate -> build -> send ->
- * parse -> classify -> record, with optional retries inside the breaker.
- * The breaker is asked first, so an open breaker answers before any XML is
- * built or any socket touched.
+ * One call: every operation is breaker -> bulkhead -> validate -> build ->
+ * send -> parse -> classify -> record, with optional retries inside the
+ * breaker and the bulkhead's slot. The breaker is asked first, so an open
+ * breaker answers before any XML is built, any socket touched or any slot
+ * waited for.
  */
 #include <stdio.h>
 #include <string.h>
@@ -296,12 +297,25 @@ static wms_status build(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf 
 				     c->wsse.mode != WMS_WSSE_NONE ? &c->wsse : NULL, err);
 }
 
+/* A call the bulkhead refused: BULKHEAD_FULL, nothing sent. */
+static wms_status bulkhead_full(wms_client *c, const wms__bulkhead *bh, wms_error *err)
+{
+	wms__fail(err, WMS_ERR_BULKHEAD_FULL, WMS_DELIVERY_NOT_SENT,
+		  "bulkhead full: %u calls in flight (max_concurrent_calls), call rejected "
+		  "without sending%s",
+		  (unsigned)bh->max, bh->wait_ms ? " after waiting max_wait_for_slot_ms" : "");
+	err->retry_after_ms = c->timeout_ms;
+	return WMS_ERR_BULKHEAD_FULL;
+}
+
+/* Runs the operation's fallback, if any, on a call refused without being
+ * sent (CIRCUIT_OPEN, BULKHEAD_FULL: err->status); otherwise returns that. */
 static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 {
 	const wms_fallbacks *f = &c->fallbacks;
 	wms_fallback_call fc;
 	wms_error why = *err;
-	wms_status st = WMS_ERR_CIRCUIT_OPEN;
+	wms_status st = err->status;
 	int ran = 1;
 
 	memset(&fc, 0, sizeof(fc));
@@ -353,7 +367,8 @@ static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 	err->status = st;
 	err->delivery = WMS_DELIVERY_NOT_SENT;
 	err->fallback = 1;
-	snprintf(err->message, sizeof(err->message), "circuit breaker open: answered by the %s fallback (%s)",
+	snprintf(err->message, sizeof(err->message), "%s: answered by the %s fallback (%s)",
+		 why.status == WMS_ERR_BULKHEAD_FULL ? "bulkhead full" : "circuit breaker open",
 		 fc.operation, wms_status_name(st));
 	return st;
 }
@@ -361,6 +376,7 @@ static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 static wms_status perform(wms_client *c, const call *k, wms_error *err)
 {
 	wms_breaker *b = c->breakers[k->op];
+	wms__bulkhead *bh = &c->bulkheads[c->breaker_count > 1 ? k->op : 0];
 	wms_breaker_permit permit;
 	wms__buf body = { 0 };
 	wms__xml_ws *ws = NULL;
@@ -376,6 +392,12 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	st = ask_breaker(b, &permit, err);
 	if (st == WMS_ERR_CIRCUIT_OPEN)
 		return c->has_fallbacks ? run_fallback(c, k, err) : st;
+	if (!wms__bulkhead_enter(bh)) {
+		/* nothing was tried: the permit goes back unrecorded */
+		wms_breaker_release(b, &permit);
+		st = bulkhead_full(c, bh, err);
+		return c->has_fallbacks ? run_fallback(c, k, err) : st;
+	}
 	ws = wms__xml_pool_take(c->xml_pool);
 	st = build(c, ws, k, &body, err);
 	if (st != WMS_OK) {
@@ -455,6 +477,7 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 done:
 	wms__xml_pool_give(c->xml_pool, ws);
 	wms__buf_free(&body);
+	wms__bulkhead_leave(bh);
 	return st;
 }
 

@@ -3,6 +3,7 @@
 #ifndef WMS_CLIENT_CLIENT_H
 #define WMS_CLIENT_CLIENT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,29 @@
 #include "soap/soap.h"
 #include "wms/client.h"
 #include "wms/sys/transport.h"
+
+/* ---- bulkhead.c: a cap on the calls in flight ---------------------------- */
+
+/* One bulkhead (wms_bulkhead_options). With max 0 it is off: enter and
+ * leave touch nothing. A slot is an atomic count; only a call that has to
+ * wait takes the lock, and a leaving call takes it only while one waits. */
+typedef struct wms__bulkhead {
+	uint32_t max, wait_ms;
+	_Atomic uint32_t in_flight, waiting;
+	_Atomic uint64_t admitted, waited, rejected;
+	pthread_mutex_t lock;
+	pthread_cond_t freed; /* on CLOCK_MONOTONIC */
+	int ready;            /* lock and freed were made */
+} wms__bulkhead;
+
+/* WMS_OK, or NOMEM/INTERNAL when the lock cannot be made. */
+wms_status wms__bulkhead_init(wms__bulkhead *b, const wms_bulkhead_options *o);
+void wms__bulkhead_destroy(wms__bulkhead *b);
+/* 1: the caller holds a slot (always, when off); 0: full, after waiting
+ * at most wait_ms. */
+int wms__bulkhead_enter(wms__bulkhead *b);
+void wms__bulkhead_leave(wms__bulkhead *b);
+void wms__bulkhead_snapshot(wms_bulkhead_snapshot *out, wms__bulkhead *b);
 
 /* What the state-change hook of one breaker needs. */
 typedef struct breaker_hook {
@@ -35,6 +59,9 @@ struct wms_client {
 	breaker_hook hooks[WMS__OP_COUNT];
 	size_t breaker_count;
 	int own_breakers;
+	/* bulkheads[i] guards breakers[i] (i < breaker_count); an operation's
+	 * is bulkheads[breaker_count > 1 ? op : 0] */
+	wms__bulkhead bulkheads[WMS__OP_COUNT];
 	wms_breaker_store *store; /* made from options.shared, freed after the breakers */
 	wms_transport *transport;
 	wms_retry_options retry;

@@ -11,15 +11,22 @@
 #include "wms/sys/breaker_store.h"
 
 /* The bytes of the options a caller built for `version` (2 ends before
- * `shared`). */
+ * `shared`, 3 before `bulkhead`). */
 static size_t options_size(unsigned version)
 {
-	return version == 2 ? offsetof(wms_client_options, shared) : sizeof(wms_client_options);
+	return version == 2   ? offsetof(wms_client_options, shared)
+	       : version == 3 ? offsetof(wms_client_options, bulkhead)
+			      : sizeof(wms_client_options);
+}
+
+static int version_known(unsigned version)
+{
+	return version >= 2 && version <= WMS_CLIENT_OPTIONS_VERSION;
 }
 
 wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
 {
-	if (!opts || (version != 2 && version != WMS_CLIENT_OPTIONS_VERSION))
+	if (!opts || !version_known(version))
 		return WMS_ERR_INVALID_ARG;
 	memset(opts, 0, options_size(version));
 	opts->version = version;
@@ -48,6 +55,8 @@ void wms_client_free(wms_client *c)
 			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
 				wms_breaker_free(c->breakers[i]);
 	wms_breaker_store_free(c->store); /* after its breakers */
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		wms__bulkhead_destroy(&c->bulkheads[i]);
 	wms__free(c->endpoint);
 	wms__free(c->state_metric);
 	wms__free(c->wsse_username);
@@ -239,7 +248,7 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	const char *set;
 	wms_status st;
 
-	if (opts->version != 2 && opts->version != WMS_CLIENT_OPTIONS_VERSION)
+	if (!version_known(opts->version))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "options version %u is not supported (this libwms knows 2-%u)",
 				 opts->version, WMS_CLIENT_OPTIONS_VERSION);
@@ -264,6 +273,16 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	if (opts->max_reply_bytes > (size_t)1 << 30)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "max_reply_bytes must be at most 1 GiB");
+	if (opts->version >= 4 &&
+	    opts->bulkhead.max_concurrent_calls > WMS_MAX_CONCURRENT_CALLS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "bulkhead.max_concurrent_calls must be at most %u (got %u)",
+				 WMS_MAX_CONCURRENT_CALLS,
+				 (unsigned)opts->bulkhead.max_concurrent_calls);
+	if (opts->version >= 4 && opts->bulkhead.max_wait_for_slot_ms > WMS_MAX_TIMEOUT_MS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "bulkhead.max_wait_for_slot_ms must be at most %u (got %u)",
+				 WMS_MAX_TIMEOUT_MS, (unsigned)opts->bulkhead.max_wait_for_slot_ms);
 	*retry = opts->retry;
 	if ((st = check_retry(retry, err)) != WMS_OK)
 		return st;
@@ -386,6 +405,12 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 		if (st != WMS_OK)
 			goto fail;
 	}
+	if (opts->version >= 4)
+		for (i = 0; i < c->breaker_count; i++)
+			if ((st = wms__bulkhead_init(&c->bulkheads[i], &opts->bulkhead)) != WMS_OK) {
+				wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the bulkhead");
+				goto fail;
+			}
 	wms__xml_init();
 	st = wms__xml_pool_new(&c->xml_pool, opts->max_idle_connections);
 	if (st != WMS_OK) {
@@ -428,6 +453,28 @@ wms_breaker *wms_client_breaker_for(wms_client *c, const char *operation)
 		if (strcmp(operation, wms__op_name((wms__op)i)) == 0)
 			return c->breakers[i];
 	return NULL;
+}
+
+void wms__client_bulkhead_at(wms_bulkhead_snapshot *out, wms_client *c, size_t i)
+{
+	wms__bulkhead_snapshot(out, &c->bulkheads[i < c->breaker_count ? i : 0]);
+}
+
+wms_status wms_client_bulkhead_get(wms_bulkhead_snapshot *out, wms_client *c,
+				   const char *operation)
+{
+	size_t i = 0;
+	if (!out || !c)
+		return WMS_ERR_INVALID_ARG;
+	if (operation) {
+		for (i = 0; i < WMS__OP_COUNT; i++)
+			if (strcmp(operation, wms__op_name((wms__op)i)) == 0)
+				break;
+		if (i == WMS__OP_COUNT)
+			return WMS_ERR_INVALID_ARG;
+	}
+	wms__client_bulkhead_at(out, c, i);
+	return WMS_OK;
 }
 
 size_t wms_client_breakers(wms_breaker **out, size_t max, wms_client *c)

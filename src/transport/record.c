@@ -489,6 +489,7 @@ static wms_status record_send(wms_transport *self, const wms_http_request *req,
 	case WMS_ERR_INVALID_ARG:
 	case WMS_ERR_NOMEM:
 	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_BULKHEAD_FULL:
 	case WMS_ERR_HTTP:
 	case WMS_ERR_SOAP_FAULT:
 	case WMS_ERR_NOT_XML:

@@ -185,7 +185,7 @@ static int libcurl_misreport(wms_status st, const wms_error *err)
 
 /* ---- the loop ---------------------------------------------------------- */
 
-#define STATUS_SLOTS (WMS_ERR_INTERNAL + 1)
+#define STATUS_SLOTS (WMS_ERR_BULKHEAD_FULL + 1)
 #define RESTART_EVERY 100 /* the loopback server joins its threads on stop */
 #define MAX_RUNS 200000
 #define MISSES_TO_STOP 5 /* runs in a row that did not reach the N-th allocation */

@@ -502,11 +502,12 @@ static void every_status_has_a_name_and_text(void **state)
 {
 	int s;
 	(void)state;
-	for (s = WMS_OK; s <= WMS_ERR_INTERNAL; s++) {
+	for (s = WMS_OK; s <= WMS_ERR_BULKHEAD_FULL; s++) {
 		assert_string_not_equal(wms_status_name((wms_status)s), "UNKNOWN_STATUS");
 		assert_string_not_equal(wms_strerror((wms_status)s), "unknown status");
 	}
 	assert_string_equal(wms_status_name(WMS_ERR_CIRCUIT_OPEN), "CIRCUIT_OPEN");
+	assert_string_equal(wms_status_name(WMS_ERR_BULKHEAD_FULL), "BULKHEAD_FULL");
 	assert_string_equal(wms_delivery_name(WMS_DELIVERY_UNKNOWN), "UNKNOWN");
 	assert_string_equal(wms_status_name((wms_status)999), "UNKNOWN_STATUS");
 	assert_string_equal(wms_version(), WMS_VERSION);

@@ -29,6 +29,8 @@ int cfg_describe(const wms_client_options *o, const char *key, char *buf, size_t
 		{ "client.timeout_ms", o->timeout_ms },
 		{ "client.stall_timeout_ms", o->stall_timeout_ms },
 		{ "client.max_reply_bytes", o->max_reply_bytes },
+		{ "client.max_concurrent_calls", o->bulkhead.max_concurrent_calls },
+		{ "client.max_wait_for_slot_ms", o->bulkhead.max_wait_for_slot_ms },
 		{ "circuit_breaker.failure_threshold", b->failure_threshold },
 		{ "circuit_breaker.failure_rate_threshold", b->failure_rate_threshold },
 		{ "circuit_breaker.slow_call_rate_threshold", b->slow_call_rate_threshold },

@@ -213,6 +213,10 @@ static const key_case key_cases[] = {
 	  { "1", "700", "3600000" } },
 	{ "client", "max_reply_bytes", K_INT, 1, 1073741824, { "1", "65536", "1073741824" },
 	  { "1", "65536", "1073741824" } },
+	{ "client", "max_concurrent_calls", K_INT, 0, 65536, { "0", "1", "16", "65536" },
+	  { "0", "1", "16", "65536" } },
+	{ "client", "max_wait_for_slot_ms", K_INT, 0, 3600000, { "0", "1", "250", "3600000" },
+	  { "0", "1", "250", "3600000" } },
 	{ "circuit_breaker", "mode", K_ENUM, 0, 0, { "consecutive", "count_based", "\"time_based\"" },
 	  { "consecutive", "count_based", "time_based" } },
 	{ "circuit_breaker", "scope", K_ENUM, 0, 0, { "per_client", "per_operation" },
@@ -1109,7 +1113,7 @@ static void shared_apply(void **state)
 	(void)state;
 
 	cfg = load_ok(full, &o);
-	assert_int_equal(o.version, 3);
+	assert_int_equal(o.version, WMS_CLIENT_OPTIONS_VERSION);
 	assert_int_equal(o.shared.version, WMS_SHARED_OPTIONS_VERSION);
 	assert_string_equal(o.shared.redis_url, "redis://:pw@10.0.0.5:6379/2");
 	assert_string_equal(o.shared.name, "fulfillment");
@@ -1169,7 +1173,7 @@ static void shared_apply(void **state)
 		copy = o3;
 		assert_int_equal(wms_config_apply(cfg, &o3), WMS_ERR_INVALID_ARG);
 		assert_memory_equal(&copy, &o3, sizeof(o3));
-		o3.version = 4;
+		o3.version = WMS_CLIENT_OPTIONS_VERSION + 1;
 		copy = o3;
 		assert_int_equal(wms_config_apply(cfg, &o3), WMS_ERR_INVALID_ARG);
 		assert_memory_equal(&copy, &o3, sizeof(o3));
@@ -1233,8 +1237,9 @@ static void shared_apply_v2_exact_size(void **state)
 	int round;
 	(void)state;
 
-	/* the version 2 end is where `shared` starts, the struct's last member */
-	assert_int_equal(V2_SIZE + sizeof(wms_shared_options), sizeof(wms_client_options));
+	/* the version 2 end is where `shared` starts, version 3's last member */
+	assert_int_equal(V2_SIZE + sizeof(wms_shared_options),
+			 offsetof(wms_client_options, bulkhead));
 	assert_int_equal(offsetof(v2_with_canary, canary), V2_SIZE);
 	for (round = 0; round < 2; round++) {
 		v2_with_canary *block = malloc(sizeof(*block));
@@ -1873,6 +1878,40 @@ static void client_from_file(void **state)
 	wms_client_free(c);
 }
 
+/* The bulkhead keys go into version 4 options; a version 3 struct has no
+ * room for them: refused, nothing written, nothing read past its end. */
+static void bulkhead_apply_needs_version_4(void **state)
+{
+	const char *yaml = "client:\n  timeout_ms: 5000\n  max_concurrent_calls: 8\n"
+			   "  max_wait_for_slot_ms: 20\n";
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	unsigned char *mem = malloc(sizeof(wms_client_options));
+	unsigned char *before = malloc(sizeof(wms_client_options));
+	wms_client_options *v3 = (wms_client_options *)(void *)mem;
+	wms_config *cfg = load_ok(yaml, &o);
+	(void)state;
+
+	assert_int_equal(o.bulkhead.max_concurrent_calls, 8);
+	assert_int_equal(o.bulkhead.max_wait_for_slot_ms, 20);
+	assert_int_equal(o.timeout_ms, 5000);
+	memset(mem, 0x5a, sizeof(wms_client_options));
+	assert_int_equal(wms_client_options_init(v3, 3), WMS_OK);
+	memcpy(before, mem, sizeof(wms_client_options));
+	assert_int_equal(wms_config_apply(cfg, v3), WMS_ERR_INVALID_ARG);
+	assert_memory_equal(mem, before, sizeof(wms_client_options));
+	wms_config_free(cfg);
+	/* without the keys, version 3 applies and stays within its bytes */
+	cfg = load_ok("client:\n  timeout_ms: 5000\n", NULL);
+	assert_int_equal(wms_config_apply(cfg, v3), WMS_OK);
+	assert_int_equal(v3->timeout_ms, 5000);
+	assert_memory_equal(mem + offsetof(wms_client_options, bulkhead),
+			    before + offsetof(wms_client_options, bulkhead),
+			    sizeof(wms_client_options) - offsetof(wms_client_options, bulkhead));
+	wms_config_free(cfg);
+	free(mem);
+	free(before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1896,6 +1935,7 @@ int main(void)
 		cmocka_unit_test(shared_redis_url_forms),
 		cmocka_unit_test(shared_redis_url_password_never_shown),
 		cmocka_unit_test(shared_apply),
+		cmocka_unit_test(bulkhead_apply_needs_version_4),
 		cmocka_unit_test(shared_apply_v2_exact_size),
 		cmocka_unit_test(shared_options_function),
 		cmocka_unit_test(shared_client_from_file),

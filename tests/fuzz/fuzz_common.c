@@ -522,6 +522,7 @@ static void check_result(wms__op op, wms_status st, const reply_out *o, const wm
 	case WMS_ERR_INVALID_ARG:
 	case WMS_ERR_NOMEM:
 	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_BULKHEAD_FULL:
 	case WMS_ERR_CONNECT:
 	case WMS_ERR_TRANSPORT:
 	case WMS_ERR_HTTP:

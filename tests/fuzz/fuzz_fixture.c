@@ -213,6 +213,7 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 	case WMS_ERR_INVALID_ARG:
 	case WMS_ERR_NOMEM:
 	case WMS_ERR_CIRCUIT_OPEN:
+	case WMS_ERR_BULKHEAD_FULL:
 	case WMS_ERR_HTTP:
 	case WMS_ERR_SOAP_FAULT:
 	case WMS_ERR_NOT_XML:

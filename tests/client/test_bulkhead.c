@@ -1,0 +1,647 @@
+/*
+ * The bulkhead (wms_bulkhead_options): a cap on the calls in flight.
+ *
+ * A gate transport holds every call that reaches it until the test opens
+ * the gate, and counts how many were inside at once; so the calls over the
+ * cap are told apart from those that got a slot without timing anything.
+ * The last test does the same over real sockets: 16 threads against a
+ * loopback WMS that never answers, cap 4.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "wms/wms.h"
+#include "wms/sys/transport.h"
+#include <time.h>
+#include "internal.h" /* wms__now_ns */
+#include "loopback.h"
+
+static const char submit_ok[] =
+	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
+	"<s:Body><SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
+	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
+	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
+	"</s:Body></s:Envelope>";
+
+static const char status_ok[] =
+	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
+	"<s:Body><GetOrderStatusResponse xmlns=\"urn:libwms:warehouse:1\">"
+	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
+	"<state>PICKING</state><updatedAt>2026-12-04T10:00:00Z</updatedAt></GetOrderStatusResponse>"
+	"</s:Body></s:Envelope>";
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* ---- a transport that holds calls until the test lets them go ---------- */
+
+typedef struct gate {
+	wms_transport parent;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	int open;          /* calls inside may answer */
+	unsigned inside;   /* calls in send() now */
+	unsigned most;     /* the most there were at once */
+	unsigned sends;
+} gate;
+
+static wms_status gate_send(wms_transport *self, const wms_http_request *req,
+			    wms_http_response *resp, wms_error *err)
+{
+	gate *g = (gate *)self;
+	const char *body = strcmp(req->operation, "GetOrderStatus") == 0 ? status_ok : submit_ok;
+	(void)err;
+	pthread_mutex_lock(&g->lock);
+	g->sends++;
+	if (++g->inside > g->most)
+		g->most = g->inside;
+	pthread_cond_broadcast(&g->changed);
+	while (!g->open)
+		pthread_cond_wait(&g->changed, &g->lock);
+	g->inside--;
+	pthread_cond_broadcast(&g->changed);
+	pthread_mutex_unlock(&g->lock);
+	resp->status = 200;
+	if (wms_http_response_set_content_type(resp, "text/xml", 8) != WMS_OK)
+		return WMS_ERR_NOMEM;
+	return wms_http_response_append(resp, body, strlen(body));
+}
+
+static void gate_free(wms_transport *self)
+{
+	gate *g = (gate *)self;
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->changed);
+	free(g);
+}
+
+static gate *gate_new(void)
+{
+	gate *g = calloc(1, sizeof(*g));
+	assert_non_null(g);
+	g->parent.version = WMS_TRANSPORT_VERSION;
+	g->parent.send = gate_send;
+	g->parent.free = gate_free;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->changed, NULL);
+	return g;
+}
+
+static void gate_set(gate *g, int open)
+{
+	pthread_mutex_lock(&g->lock);
+	g->open = open;
+	if (!open)
+		g->most = g->inside; /* count afresh from here */
+	pthread_cond_broadcast(&g->changed);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Wait until `n` calls are inside the gate (the test fails after 30 s). */
+static void gate_wait_inside(gate *g, unsigned n)
+{
+	uint64_t until = wms__now_ns() + 30000000000ull;
+	pthread_mutex_lock(&g->lock);
+	while (g->inside != n && wms__now_ns() < until) {
+		pthread_mutex_unlock(&g->lock);
+		sleep_ms(1);
+		pthread_mutex_lock(&g->lock);
+	}
+	assert_int_equal(g->inside, n);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- clients and callers ----------------------------------------------- */
+
+static wms_client *client_with(wms_transport *t, const char *endpoint, uint32_t cap,
+			       uint32_t wait_ms, wms_breaker_scope scope, uint32_t timeout_ms)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_error err;
+	o.endpoint = endpoint ? endpoint : "http://wms.invalid/ws";
+	o.transport = t;
+	o.breaker_scope = scope;
+	o.timeout_ms = timeout_ms;
+	o.bulkhead.max_concurrent_calls = cap;
+	o.bulkhead.max_wait_for_slot_ms = wait_ms;
+	if (wms_client_new(&c, &o, &err) != WMS_OK)
+		fail_msg("wms_client_new: %s", err.message);
+	return c;
+}
+
+static const wms_order_line line1 = { "SKU-1", 2 };
+
+static wms_order an_order(void)
+{
+	wms_order o = WMS_ORDER_INIT;
+	o.order_id = "ORD-1";
+	o.ship_to.name = "Ada";
+	o.ship_to.line1 = "1 Loop St";
+	o.ship_to.city = "Springfield";
+	o.ship_to.postal_code = "12345";
+	o.ship_to.country = "US";
+	o.lines = &line1;
+	o.line_count = 1;
+	return o;
+}
+
+typedef struct caller {
+	wms_client *client;
+	int status_call; /* GetOrderStatus instead of SubmitOrder */
+	pthread_t thread;
+	wms_status st;
+	wms_error err;
+	uint64_t ns; /* how long the call took */
+	atomic_int *done;
+} caller;
+
+static void *call_thread(void *arg)
+{
+	caller *k = arg;
+	uint64_t t0 = wms__now_ns();
+	if (k->status_call) {
+		wms_status_reply r;
+		k->st = wms_get_order_status(&r, k->client, "ORD-1", &k->err);
+	} else {
+		wms_order order = an_order();
+		wms_submit_reply r;
+		k->st = wms_submit_order(&r, k->client, &order, &k->err);
+	}
+	k->ns = wms__now_ns() - t0;
+	if (k->done)
+		atomic_fetch_add(k->done, 1);
+	return NULL;
+}
+
+static void start(caller *k, wms_client *c, int status_call, atomic_int *done)
+{
+	memset(k, 0, sizeof(*k));
+	k->client = c;
+	k->status_call = status_call;
+	k->done = done;
+	assert_int_equal(pthread_create(&k->thread, NULL, call_thread, k), 0);
+}
+
+static void wait_done(atomic_int *done, int n)
+{
+	uint64_t until = wms__now_ns() + 30000000000ull;
+	while (atomic_load(done) < n && wms__now_ns() < until)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(done), n);
+}
+
+static void assert_full(const caller *k, uint32_t timeout_ms)
+{
+	assert_int_equal(k->st, WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(k->err.status, WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(k->err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(k->err.retry_after_ms, timeout_ms);
+	assert_int_equal(k->err.attempts, 0);
+	assert_int_equal(k->err.fallback, 0);
+	assert_non_null(strstr(k->err.message, "bulkhead full"));
+	assert_true(wms_error_is_retryable(&k->err));
+	assert_int_equal(wms_error_outcome(&k->err), WMS_OUTCOME_IGNORED);
+}
+
+static void assert_bulkhead(wms_client *c, const char *op, uint32_t in_flight, uint64_t admitted,
+			    uint64_t waited, uint64_t rejected)
+{
+	wms_bulkhead_snapshot s;
+	assert_int_equal(wms_client_bulkhead_get(&s, c, op), WMS_OK);
+	assert_int_equal(s.in_flight, in_flight);
+	assert_int_equal(s.admitted, admitted);
+	assert_int_equal(s.waited, waited);
+	assert_int_equal(s.rejected, rejected);
+}
+
+/* ---- the tests ----------------------------------------------------------- */
+
+#define THREADS 16
+
+/* 16 callers, cap 4: 4 reach the transport, 12 are refused without it,
+ * nothing of it reaches the breaker; twice in a row on one client. */
+static void cap_holds_and_rejects(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 4, 0, WMS_BREAKER_SCOPE_PER_CLIENT, 10000);
+	wms_breaker_snapshot bs;
+	caller k[THREADS];
+	(void)state;
+
+	for (int round = 1; round <= 2; round++) {
+		atomic_int done = 0;
+		int full = 0, ok = 0;
+		uint64_t worst = 0;
+		gate_set(g, 0);
+		for (int i = 0; i < THREADS; i++)
+			start(&k[i], c, 0, &done);
+		/* 4 inside, the 12 others back, while the 4 are still held */
+		wait_done(&done, THREADS - 4);
+		gate_wait_inside(g, 4);
+		assert_bulkhead(c, NULL, 4, (uint64_t)round * 4, 0, (uint64_t)round * 12);
+		gate_set(g, 1);
+		for (int i = 0; i < THREADS; i++) {
+			assert_int_equal(pthread_join(k[i].thread, NULL), 0);
+			if (k[i].st == WMS_OK) {
+				ok++;
+				continue;
+			}
+			assert_full(&k[i], 10000);
+			full++;
+			if (k[i].ns > worst)
+				worst = k[i].ns;
+		}
+		assert_int_equal(ok, 4);
+		assert_int_equal(full, 12);
+		assert_int_equal(g->most, 4);
+		assert_int_equal(g->sends, (unsigned)round * 4);
+		/* told at once: far inside the call's own deadline */
+		assert_true(worst < 1000000000ull);
+		print_message("round %d: the slowest of 12 refusals took %.3f ms\n", round,
+			      (double)worst / 1e6);
+		assert_bulkhead(c, NULL, 0, (uint64_t)round * 4, 0, (uint64_t)round * 12);
+		/* the breaker saw 4 successes and no refusal, no failure */
+		wms_breaker_snapshot_get(&bs, wms_client_breaker(c));
+		assert_int_equal(bs.successes, (uint64_t)round * 4);
+		assert_int_equal(bs.failures, 0);
+		assert_int_equal(bs.rejected, 0);
+		assert_int_equal(bs.half_open_in_flight, 0);
+		assert_int_equal(bs.state, WMS_BREAKER_STATE_CLOSED);
+	}
+	wms_client_free(c);
+}
+
+/* A cap of 1 crossed both ways, twice: one at a time goes through, a
+ * second at once does not; calls in a row each get the slot back. */
+static void cap_of_one(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 0, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	caller a, b;
+	(void)state;
+
+	for (int round = 1; round <= 2; round++) {
+		atomic_int done = 0;
+		gate_set(g, 0);
+		start(&a, c, 0, NULL);
+		gate_wait_inside(g, 1);
+		start(&b, c, 0, &done);
+		wait_done(&done, 1);
+		assert_int_equal(pthread_join(b.thread, NULL), 0);
+		assert_full(&b, 5000);
+		gate_set(g, 1);
+		assert_int_equal(pthread_join(a.thread, NULL), 0);
+		assert_int_equal(a.st, WMS_OK);
+		/* in a row: each finds the slot free */
+		for (int i = 0; i < 3; i++) {
+			start(&a, c, 0, NULL);
+			assert_int_equal(pthread_join(a.thread, NULL), 0);
+			assert_int_equal(a.st, WMS_OK);
+		}
+	}
+	assert_bulkhead(c, NULL, 0, 8, 0, 2);
+	wms_client_free(c);
+}
+
+/* With max_wait_for_slot_ms, a call over the cap waits and gets the slot
+ * a finishing call frees; twice in a row. */
+static void waits_for_a_freed_slot(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 60000, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	wms_bulkhead_snapshot s;
+	caller a, b;
+	(void)state;
+
+	for (int round = 1; round <= 2; round++) {
+		uint64_t until = wms__now_ns() + 30000000000ull;
+		gate_set(g, 0);
+		start(&a, c, 0, NULL);
+		gate_wait_inside(g, 1);
+		start(&b, c, 0, NULL);
+		do { /* b is waiting for the slot */
+			sleep_ms(1);
+			assert_int_equal(wms_client_bulkhead_get(&s, c, NULL), WMS_OK);
+		} while (s.waiting != 1 && wms__now_ns() < until);
+		assert_int_equal(s.waiting, 1);
+		assert_int_equal(s.max_wait_for_slot_ms, 60000);
+		gate_set(g, 1);
+		assert_int_equal(pthread_join(a.thread, NULL), 0);
+		assert_int_equal(pthread_join(b.thread, NULL), 0);
+		assert_int_equal(a.st, WMS_OK);
+		assert_int_equal(b.st, WMS_OK);
+		assert_int_equal(g->most, 1);
+	}
+	assert_bulkhead(c, NULL, 0, 4, 2, 0);
+	wms_client_free(c);
+}
+
+/* A wait that no call ends in time: BULKHEAD_FULL after max_wait. */
+static void a_wait_runs_out(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 50, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	caller a, b;
+	(void)state;
+
+	gate_set(g, 0);
+	start(&a, c, 0, NULL);
+	gate_wait_inside(g, 1);
+	for (int round = 0; round < 2; round++) {
+		start(&b, c, 0, NULL);
+		assert_int_equal(pthread_join(b.thread, NULL), 0);
+		assert_full(&b, 5000);
+		assert_non_null(strstr(b.err.message, "after waiting"));
+		assert_true(b.ns >= 50000000ull); /* it did wait */
+	}
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_bulkhead(c, NULL, 0, 1, 0, 2);
+	wms_client_free(c);
+}
+
+/* The breaker comes first: an open breaker refuses at once, even with
+ * every slot taken and a long wait allowed; the bulkhead counts nothing. */
+static void open_breaker_before_bulkhead(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 60000, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	caller a, b;
+	(void)state;
+
+	gate_set(g, 0);
+	start(&a, c, 0, NULL);
+	gate_wait_inside(g, 1);
+	wms_breaker_force_open(wms_client_breaker(c));
+	start(&b, c, 0, NULL);
+	assert_int_equal(pthread_join(b.thread, NULL), 0);
+	assert_int_equal(b.st, WMS_ERR_CIRCUIT_OPEN);
+	assert_bulkhead(c, NULL, 1, 1, 0, 0);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	wms_client_free(c);
+}
+
+/* Per-operation breakers: a bulkhead each. SubmitOrder's full does not
+ * touch GetOrderStatus. */
+static void one_bulkhead_per_operation(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 0, WMS_BREAKER_SCOPE_PER_OPERATION, 5000);
+	wms_bulkhead_snapshot s;
+	caller a, b, d;
+	atomic_int done = 0;
+	(void)state;
+
+	gate_set(g, 0);
+	start(&a, c, 0, NULL);
+	gate_wait_inside(g, 1);
+	start(&b, c, 0, &done);       /* SubmitOrder: full */
+	start(&d, c, 1, NULL);        /* GetOrderStatus: its own slot */
+	wait_done(&done, 1);
+	gate_wait_inside(g, 2);
+	assert_int_equal(pthread_join(b.thread, NULL), 0);
+	assert_full(&b, 5000);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(pthread_join(d.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	assert_int_equal(d.st, WMS_OK);
+	assert_bulkhead(c, "SubmitOrder", 0, 1, 0, 1);
+	assert_bulkhead(c, NULL, 0, 1, 0, 1); /* NULL: SubmitOrder's */
+	assert_bulkhead(c, "GetOrderStatus", 0, 1, 0, 0);
+	assert_bulkhead(c, "CancelOrder", 0, 0, 0, 0);
+	assert_int_equal(wms_client_bulkhead_get(&s, c, "NoSuchOperation"), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_client_bulkhead_get(NULL, c, NULL), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_client_bulkhead_get(&s, NULL, NULL), WMS_ERR_INVALID_ARG);
+	wms_client_free(c);
+}
+
+static atomic_int fallback_runs;
+static wms_status last_why;
+
+static wms_status submit_fallback(wms_submit_reply *out, const wms_fallback_call *call,
+				  void *payload)
+{
+	(void)payload;
+	last_why = call->error->status;
+	atomic_fetch_add(&fallback_runs, 1);
+	snprintf(out->order_id, sizeof(out->order_id), "%s", call->order_id);
+	out->state = WMS_ORDER_STATE_RECEIVED;
+	return WMS_OK;
+}
+
+/* A fallback stands in for a refused call, told why. */
+static void fallback_on_full(void **state)
+{
+	gate *g = gate_new();
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_fallbacks fb = { submit_fallback, NULL, NULL, NULL, NULL, { NULL } };
+	wms_client *c;
+	wms_error err;
+	caller a, b;
+	(void)state;
+
+	o.endpoint = "http://wms.invalid/ws";
+	o.transport = &g->parent;
+	o.fallbacks = &fb;
+	o.bulkhead.max_concurrent_calls = 1;
+	assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
+	gate_set(g, 0);
+	start(&a, c, 0, NULL);
+	gate_wait_inside(g, 1);
+	start(&b, c, 0, NULL);
+	assert_int_equal(pthread_join(b.thread, NULL), 0);
+	assert_int_equal(b.st, WMS_OK);
+	assert_int_equal(b.err.fallback, 1);
+	assert_int_equal(b.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_non_null(strstr(b.err.message, "bulkhead full: answered by the SubmitOrder fallback"));
+	assert_int_equal(atomic_load(&fallback_runs), 1);
+	assert_int_equal(last_why, WMS_ERR_BULKHEAD_FULL);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	assert_int_equal(g->sends, 1);
+	wms_client_free(c);
+}
+
+/* Every option bound on both sides; older option versions carry none. */
+static void option_bounds(void **state)
+{
+	static const struct {
+		uint32_t cap, wait;
+		int ok;
+	} cases[] = {
+		{ 0, 0, 1 },          { 1, 0, 1 },          { 65536, 0, 1 },  { 65537, 0, 0 },
+		{ 4, 3600000, 1 },    { 4, 3600001, 0 },    { 0, 3600000, 1 }, { UINT32_MAX, 0, 0 },
+	};
+	wms_client_options o;
+	wms_client *c;
+	wms_error err;
+	wms_bulkhead_snapshot s;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		gate *g = gate_new();
+		wms_client_options_init(&o, WMS_CLIENT_OPTIONS_VERSION);
+		o.endpoint = "http://wms.invalid/ws";
+		o.transport = &g->parent;
+		o.bulkhead.max_concurrent_calls = cases[i].cap;
+		o.bulkhead.max_wait_for_slot_ms = cases[i].wait;
+		if (cases[i].ok) {
+			assert_int_equal(wms_client_new(&c, &o, &err), WMS_OK);
+			assert_int_equal(wms_client_bulkhead_get(&s, c, NULL), WMS_OK);
+			assert_int_equal(s.max_concurrent_calls, cases[i].cap);
+			/* no cap: no wait either */
+			assert_int_equal(s.max_wait_for_slot_ms, cases[i].cap ? cases[i].wait : 0);
+			wms_client_free(c);
+		} else {
+			assert_int_equal(wms_client_new(&c, &o, &err), WMS_ERR_INVALID_ARG);
+			assert_null(c);
+			assert_non_null(strstr(err.message,
+					       cases[i].wait > 3600000 ? "bulkhead.max_wait_for_slot_ms"
+								       : "bulkhead.max_concurrent_calls"));
+		}
+	}
+	/* A version-3 struct ends before `bulkhead`: what lies past it is not
+	 * read (a canary that would be a cap of 1). */
+	{
+		unsigned char *mem = malloc(sizeof(wms_client_options));
+		wms_client_options *v3 = (wms_client_options *)(void *)mem;
+		gate *g = gate_new();
+		memset(mem, 0x01, sizeof(wms_client_options));
+		assert_int_equal(wms_client_options_init(v3, 3), WMS_OK);
+		for (size_t i = offsetof(wms_client_options, bulkhead); i < sizeof(*v3); i++)
+			assert_int_equal(mem[i], 0x01);
+		v3->endpoint = "http://wms.invalid/ws";
+		v3->transport = &g->parent;
+		assert_int_equal(wms_client_new(&c, v3, &err), WMS_OK);
+		assert_int_equal(wms_client_bulkhead_get(&s, c, NULL), WMS_OK);
+		assert_int_equal(s.max_concurrent_calls, 0);
+		wms_client_free(c);
+		free(mem);
+	}
+	assert_int_equal(wms_client_options_init(&o, 5), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_client_options_init(&o, 4), WMS_OK);
+	assert_int_equal(o.bulkhead.max_concurrent_calls, 0);
+}
+
+/* The health document and the metrics show a capped client's bulkhead,
+ * and nothing of it for a client without one. */
+static void health_and_metrics(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 3, 25, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	gate *g2 = gate_new();
+	wms_client *plain = client_with(&g2->parent, NULL, 0, 0, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	char *doc = NULL;
+	caller a;
+	(void)state;
+
+	gate_set(g, 0);
+	start(&a, c, 0, NULL);
+	gate_wait_inside(g, 1);
+	assert_int_equal(wms_client_health_json(&doc, c), WMS_OK);
+	assert_non_null(strstr(doc, ",\"bulkhead\":{\"max_concurrent_calls\":3,"
+				    "\"max_wait_for_slot_ms\":25,\"in_flight\":1,\"waiting\":0,"
+				    "\"admitted\":1,\"waited\":0,\"rejected\":0}}]}"));
+	wms_free(doc);
+	assert_int_equal(wms_client_health_prometheus(&doc, c, "shop"), WMS_OK);
+	assert_non_null(strstr(doc, "shop_bulkhead_max_concurrent_calls{breaker=\"wms\"} 3\n"));
+	assert_non_null(strstr(doc, "shop_bulkhead_in_flight{breaker=\"wms\"} 1\n"));
+	assert_non_null(strstr(doc, "shop_bulkhead_waiting{breaker=\"wms\"} 0\n"));
+	assert_non_null(strstr(doc, "shop_bulkhead_calls_total{breaker=\"wms\",kind=\"admitted\"} 1\n"));
+	assert_non_null(strstr(doc, "shop_bulkhead_calls_total{breaker=\"wms\",kind=\"rejected\"} 0\n"));
+	wms_free(doc);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+
+	assert_int_equal(wms_client_health_json(&doc, plain), WMS_OK);
+	assert_null(strstr(doc, "bulkhead"));
+	wms_free(doc);
+	assert_int_equal(wms_client_health_prometheus(&doc, plain, NULL), WMS_OK);
+	assert_null(strstr(doc, "bulkhead"));
+	wms_free(doc);
+	wms_client_free(c);
+	wms_client_free(plain);
+}
+
+/* Over real sockets: 16 threads against a WMS that accepts and never
+ * answers, cap 4: 4 connections reach it, the 12 other calls come back
+ * BULKHEAD_FULL without one. */
+static void hanging_wms_over_sockets(void **state)
+{
+	lb_script script;
+	lb_server *srv;
+	wms_client *c;
+	caller k[THREADS];
+	atomic_int done = 0;
+	int full = 0, other = 0;
+	uint64_t worst = 0, sum = 0;
+	(void)state;
+
+	memset(&script, 0, sizeof(script));
+	script.no_read = 1;
+	srv = lb_start(&script);
+	assert_non_null(srv);
+	c = client_with(NULL, lb_url(srv), 4, 0, WMS_BREAKER_SCOPE_PER_CLIENT, 60000);
+	for (int i = 0; i < THREADS; i++)
+		start(&k[i], c, 0, &done);
+	wait_done(&done, THREADS - 4);
+	{
+		uint64_t until = wms__now_ns() + 30000000000ull;
+		while (lb_accepted(srv) < 4 && wms__now_ns() < until)
+			sleep_ms(1);
+	}
+	assert_int_equal(lb_accepted(srv), 4);
+	assert_bulkhead(c, NULL, 4, 4, 0, 12);
+	/* the hanging WMS goes away: the 4 calls held there end */
+	lb_stop(srv);
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(k[i].thread, NULL), 0);
+		if (k[i].st == WMS_ERR_BULKHEAD_FULL) {
+			assert_full(&k[i], 60000);
+			full++;
+			sum += k[i].ns;
+			if (k[i].ns > worst)
+				worst = k[i].ns;
+		} else {
+			other++;
+		}
+	}
+	assert_int_equal(full, 12);
+	assert_int_equal(other, 4);
+	assert_true(worst < 1000000000ull);
+	print_message("12 refusals: mean %.3f ms, slowest %.3f ms; 4 connections reached the WMS\n",
+		      (double)sum / 12 / 1e6, (double)worst / 1e6);
+	wms_client_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(cap_holds_and_rejects),
+		cmocka_unit_test(cap_of_one),
+		cmocka_unit_test(waits_for_a_freed_slot),
+		cmocka_unit_test(a_wait_runs_out),
+		cmocka_unit_test(open_breaker_before_bulkhead),
+		cmocka_unit_test(one_bulkhead_per_operation),
+		cmocka_unit_test(fallback_on_full),
+		cmocka_unit_test(option_bounds),
+		cmocka_unit_test(health_and_metrics),
+		cmocka_unit_test(hanging_wms_over_sockets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
