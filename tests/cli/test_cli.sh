@@ -128,6 +128,17 @@ check_health() {
 	fi
 }
 
+# sigterm_load PID: a load running in the background stops on SIGTERM, exit
+# 0, its summary saying so
+sigterm_load() {
+	kill -TERM "$1"
+	wait "$1"
+	got=$?
+	if [ "$got" -eq 0 ]; then ok "load stopped by SIGTERM (exit 0)"; else
+		not_ok "load stopped by SIGTERM" "exit $got, expected 0"; fi
+	expect out '"interrupted":true\}\}$' "summary says it was interrupted"
+}
+
 need_python() {
 	if [ "$python" = none ]; then
 		echo "1..0 # SKIP python3 not found: cannot check the JSON"
@@ -359,12 +370,7 @@ load)
 		sleep 0.05
 		i=$((i + 1))
 	done
-	kill -TERM $pid
-	wait $pid
-	got=$?
-	if [ "$got" -eq 0 ]; then ok "load stopped by SIGTERM (exit 0)"; else
-		not_ok "load stopped by SIGTERM" "exit $got, expected 0"; fi
-	expect out '"interrupted":true\}\}$' "summary says it was interrupted"
+	sigterm_load $pid
 	check_load "and is consistent with the calls made"
 	;;
 
@@ -803,12 +809,7 @@ PY
 		else
 			not_ok "a second load on the same port" "exit $got: $(cat "$tmp/err2")"
 		fi
-		kill -TERM $pid
-		wait $pid
-		got=$?
-		if [ "$got" -eq 0 ]; then ok "load stopped by SIGTERM (exit 0)"; else
-			not_ok "load stopped by SIGTERM" "exit $got, expected 0"; fi
-		expect out '"interrupted":true\}\}$' "summary printed"
+		sigterm_load $pid
 		# stopped with the run: nothing listens on the port any more
 		if "$python" -c 'import socket, sys
 s = socket.socket()

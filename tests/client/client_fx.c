@@ -37,3 +37,21 @@ fx setup_client(wms_soap_version v)
 	o.breaker_options.open_duration_ms = 30000;
 	return setup_client_with(&o);
 }
+
+void fx_refused_submits(fx *x, int calls)
+{
+	wms_order_line line = { "SKU-1", 1 };
+	wms_order o = WMS_ORDER_INIT;
+	int i;
+	o.order_id = "ORD-1";
+	o.ship_to.name = "A";
+	o.ship_to.line1 = "B";
+	o.ship_to.city = "C";
+	o.ship_to.postal_code = "D";
+	o.ship_to.country = "GB";
+	o.lines = &line;
+	o.line_count = 1;
+	x->t->next.fail = WMS_ERR_CONNECT;
+	for (i = 0; i < calls; i++)
+		wms_submit_order(NULL, x->c, &o, NULL);
+}

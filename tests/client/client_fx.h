@@ -19,4 +19,8 @@ extern uint64_t clock_now;
 fx setup_client_with(wms_client_options *o);
 fx setup_client(wms_soap_version v);
 
+/* `calls` SubmitOrders of a valid one-line order that the fake transport
+ * refuses (CONNECT): five open a default breaker, the next are rejected. */
+void fx_refused_submits(fx *x, int calls);
+
 #endif

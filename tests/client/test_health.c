@@ -12,23 +12,10 @@
 #include "wms/health.h"
 #include "wms/breaker.h"
 
+/* Five failures open the breaker; the sixth call is rejected. */
 static void trip_submit(fx *x)
 {
-	wms_order_line line = { "SKU-1", 1 };
-	wms_order o = WMS_ORDER_INIT;
-	int i;
-	o.order_id = "ORD-1";
-	o.ship_to.name = "A";
-	o.ship_to.line1 = "B";
-	o.ship_to.city = "C";
-	o.ship_to.postal_code = "D";
-	o.ship_to.country = "GB";
-	o.lines = &line;
-	o.line_count = 1;
-	x->t->next.fail = WMS_ERR_CONNECT;
-	for (i = 0; i < 5; i++)
-		wms_submit_order(NULL, x->c, &o, NULL);
-	wms_submit_order(NULL, x->c, &o, NULL); /* rejected */
+	fx_refused_submits(x, 6);
 }
 
 static void json_document(void **state)

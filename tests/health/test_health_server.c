@@ -178,63 +178,63 @@ static fx client_named(const char *name, wms_breaker_scope scope)
 	return setup_client_with(&o);
 }
 
-/* Five refused connections open the default breaker (threshold 5). */
-static void trip(fx *x)
+/* A server for one client ("wms", one breaker), stopped by the teardown. */
+typedef struct served {
+	fx x;
+	wms_health_server *srv;
+	uint16_t port;
+} served;
+
+static int serve_one(void **state)
 {
-	wms_order_line line = { "SKU-1", 1 };
-	wms_order o = WMS_ORDER_INIT;
-	int i;
-	o.order_id = "ORD-1";
-	o.ship_to.name = "A";
-	o.ship_to.line1 = "B";
-	o.ship_to.city = "C";
-	o.ship_to.postal_code = "D";
-	o.ship_to.country = "GB";
-	o.lines = &line;
-	o.line_count = 1;
-	x->t->next.fail = WMS_ERR_CONNECT;
-	x->t->next.delivery = WMS_DELIVERY_NOT_SENT;
-	for (i = 0; i < 5; i++)
-		wms_submit_order(NULL, x->c, &o, NULL);
+	served *s = test_calloc(1, sizeof(*s));
+	s->x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
+	s->srv = start(&s->x.c, 1, NULL);
+	s->port = wms_health_server_port(s->srv);
+	*state = s;
+	return 0;
+}
+
+static int unserve(void **state)
+{
+	served *s = *state;
+	wms_health_server_stop(s->srv);
+	wms_client_free(s->x.c);
+	test_free(s);
+	return 0;
 }
 
 /* ---- the documents ----------------------------------------------------- */
 
 static void health_of_a_closed_breaker(void **state)
 {
-	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
-	wms_health_server *srv = start(&x.c, 1, NULL);
+	served *s = *state;
 	http_reply r;
-	(void)state;
 
-	r = http("GET", wms_health_server_port(srv), "/health", NULL);
+	r = http("GET", s->port, "/health", NULL);
 	assert_int_equal(r.code, 200);
 	assert_string_equal(r.ctype, "application/json");
 	assert_non_null(strstr(r.body, "{\"status\":\"UP\",\"breakers\":[{\"name\":\"wms\","
 				       "\"state\":\"CLOSED\""));
 	/* HEAD: the same status and headers, no body */
-	r = http("HEAD", wms_health_server_port(srv), "/health", NULL);
+	r = http("HEAD", s->port, "/health", NULL);
 	assert_int_equal(r.code, 200);
 	assert_string_equal(r.ctype, "application/json");
 	assert_int_equal(r.len, 0);
-	wms_health_server_stop(srv);
-	wms_client_free(x.c);
 }
 
 static void open_breaker_is_down_503_and_metrics_show_it(void **state)
 {
-	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
-	wms_health_server *srv = start(&x.c, 1, NULL);
-	uint16_t port = wms_health_server_port(srv);
+	served *s = *state;
+	uint16_t port = s->port;
 	http_reply r;
-	(void)state;
 
 	r = http("GET", port, "/metrics", NULL);
 	assert_int_equal(r.code, 200);
 	assert_string_equal(r.ctype, "text/plain; version=0.0.4; charset=utf-8");
 	assert_non_null(strstr(r.body, "fulfillment_circuit_breaker_state{breaker=\"wms\"} 0\n"));
 
-	trip(&x);
+	fx_refused_submits(&s->x, 5); /* the default threshold: open */
 	r = http("GET", port, "/health", NULL);
 	assert_int_equal(r.code, 503);
 	assert_string_equal(r.ctype, "application/json");
@@ -248,15 +248,13 @@ static void open_breaker_is_down_503_and_metrics_show_it(void **state)
 	assert_int_equal(r.code, 503);
 	assert_int_equal(r.len, 0);
 
-	wms_breaker_force_open(wms_client_breaker(x.c));
+	wms_breaker_force_open(wms_client_breaker(s->x.c));
 	r = http("GET", port, "/health", NULL);
 	assert_int_equal(r.code, 503);
 	assert_non_null(strstr(r.body, "\"state\":\"FORCED_OPEN\""));
-	wms_breaker_force_closed(wms_client_breaker(x.c));
+	wms_breaker_force_closed(wms_client_breaker(s->x.c));
 	r = http("GET", port, "/health", NULL);
 	assert_int_equal(r.code, 200);
-	wms_health_server_stop(srv);
-	wms_client_free(x.c);
 }
 
 static void metric_prefix_is_the_callers(void **state)
@@ -331,11 +329,9 @@ static void two_clients_in_one_document(void **state)
 
 static void other_methods_paths_and_bodies_are_refused(void **state)
 {
-	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
-	wms_health_server *srv = start(&x.c, 1, NULL);
-	uint16_t port = wms_health_server_port(srv);
+	served *s = *state;
+	uint16_t port = s->port;
 	http_reply r;
-	(void)state;
 
 	r = http("POST", port, "/health", "x=1");
 	assert_int_equal(r.code, 405);
@@ -359,8 +355,6 @@ static void other_methods_paths_and_bodies_are_refused(void **state)
 	/* and the server still answers */
 	r = http("GET", port, "/health", NULL);
 	assert_int_equal(r.code, 200);
-	wms_health_server_stop(srv);
-	wms_client_free(x.c);
 }
 
 /* ---- listen addresses -------------------------------------------------- */
@@ -637,12 +631,12 @@ static void stop_with_connections_open(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(health_of_a_closed_breaker),
-		cmocka_unit_test(open_breaker_is_down_503_and_metrics_show_it),
+		cmocka_unit_test_setup_teardown(health_of_a_closed_breaker, serve_one, unserve),
+		cmocka_unit_test_setup_teardown(open_breaker_is_down_503_and_metrics_show_it, serve_one, unserve),
 		cmocka_unit_test(metric_prefix_is_the_callers),
 		cmocka_unit_test(one_operation_open_is_degraded_200),
 		cmocka_unit_test(two_clients_in_one_document),
-		cmocka_unit_test(other_methods_paths_and_bodies_are_refused),
+		cmocka_unit_test_setup_teardown(other_methods_paths_and_bodies_are_refused, serve_one, unserve),
 		cmocka_unit_test(bad_listen_strings_are_refused),
 		cmocka_unit_test(good_listen_strings_parse_at_the_bounds),
 		cmocka_unit_test(ipv6_loopback_serves),
