@@ -147,6 +147,14 @@ size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, siz
 struct wms__xml_scan;
 wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, size_t len);
 
+/* soap/tree.c: parse `len` bytes into a tree with no network, no entity
+ * substitution, no DTD loading and no DOCTYPE at all, within the
+ * structural limits of soap/limits.h (checked before libxml2 reads a
+ * byte); `encoding` NULL: as the document says. NULL with `why` set on
+ * failure. The tree's names live in the document's dictionary. */
+struct _xmlDoc *wms__xml_safe_parse(const char *buf, size_t len, const char *url,
+				    const char *encoding, char *why, size_t why_size);
+
 /* The WS-Security (UsernameToken) namespace: built in soap/build.c, its
  * secrets redacted by soap/redact.c. */
 #define WMS__WSSE_NS \

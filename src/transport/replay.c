@@ -15,6 +15,7 @@
 #include "transport/replay.h"
 #include "wms/fixture.h"
 #include "fixture/fixture.h"
+#include "soap/soap.h" /* wms__xml_safe_parse */
 
 static void sleep_ms(uint32_t ms)
 {
@@ -323,7 +324,7 @@ static wms_status replay_send(wms_transport *self, const wms_http_request *req,
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "replay transport: NULL request or response");
 	action = req->soap_action ? req->soap_action : "";
-	doc = wms__fx_safe_parse(req->body, req->body_len, "request", why, sizeof(why));
+	doc = wms__xml_safe_parse(req->body, req->body_len, "request", NULL, why, sizeof(why));
 	if (!doc) {
 		st = wms__fail(err, WMS_ERR_FIXTURE, WMS_DELIVERY_NOT_SENT,
 			       "%s request body cannot be matched: %s", op_name(req), why);
