@@ -247,12 +247,10 @@ static wms_status start_daemon(wms_health_server *srv, int fd, const char *where
 	return WMS_OK;
 }
 
-#endif /* WMS_HAVE_MHD */
-
-wms_status wms__health_server_start_limits(wms_health_server **out, wms_client *const *clients,
-					   size_t count, const char *where,
-					   const char *metric_prefix, unsigned max_connections,
-					   unsigned timeout_s, wms_error *err)
+/* The checks and the start, once `out` is known good. */
+static wms_status start_server(wms_health_server **out, wms_client *const *clients, size_t count,
+			       const char *where, const char *metric_prefix,
+			       unsigned max_connections, unsigned timeout_s, wms_error *err)
 {
 	wms_health_server *srv = NULL;
 	struct sockaddr_storage addr;
@@ -260,18 +258,6 @@ wms_status wms__health_server_start_limits(wms_health_server **out, wms_client *
 	char *probe = NULL;
 	wms_status st;
 	size_t i;
-
-	wms_error_clear(err);
-	if (!out)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "health server: out is NULL");
-	*out = NULL;
-#if !WMS_HAVE_MHD
-	(void)clients, (void)count, (void)where, (void)metric_prefix, (void)max_connections,
-		(void)timeout_s, (void)addr, (void)addr_len, (void)probe, (void)i, (void)st;
-	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-			 "built without the health server (libmicrohttpd)");
-#else
 	int fd = -1;
 
 	if (!clients || !count)
@@ -321,6 +307,26 @@ wms_status wms__health_server_start_limits(wms_health_server **out, wms_client *
 done:
 	server_free(srv);
 	return st;
+}
+
+#endif /* WMS_HAVE_MHD */
+
+wms_status wms__health_server_start_limits(wms_health_server **out, wms_client *const *clients,
+					   size_t count, const char *where,
+					   const char *metric_prefix, unsigned max_connections,
+					   unsigned timeout_s, wms_error *err)
+{
+	wms_error_clear(err);
+	if (!out)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "health server: out is NULL");
+	*out = NULL;
+#if WMS_HAVE_MHD
+	return start_server(out, clients, count, where, metric_prefix, max_connections, timeout_s,
+			    err);
+#else
+	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			 "built without the health server (libmicrohttpd)");
 #endif
 }
 
