@@ -13,6 +13,7 @@
 #include "fixture.h"
 #include "health.h"
 #include "health_server.h"
+#include "call.h"
 #include "config.h"
 
 #endif

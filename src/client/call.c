@@ -56,10 +56,11 @@ static const char *reason_phrase(long status)
 }
 
 /* Interpret an HTTP reply: a SOAP answer, a SOAP fault, or an HTTP error. */
-static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
-			    const wms_http_response *resp, size_t max, uint64_t deadline_ns,
-			    wms_error *err)
+static wms_status interpret(wms__xml_ws *ws, const call *k, const wms_http_response *resp,
+			    size_t max, uint64_t deadline_ns, wms_error *err)
 {
+	wms__op op = k->op;
+	void *out = k->out;
 	wms_status st;
 	long code = resp->status;
 	int ok_status = code >= 200 && code < 300;
@@ -68,8 +69,21 @@ static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
 		return wms__fail(err, WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN,
 				 "reply exceeds max_reply_bytes (%zu)", max);
 	if (ok_status || (code >= 400 && resp->body_len)) {
-		st = wms__parse_reply_ws(ws, op, out, resp->body ? resp->body : "", resp->body_len,
-					 resp->content_type, max, deadline_ns, err);
+		if (k->g) {
+			st = wms__parse_generic_ws(k->g->out, ws, k->g->opts->reply_namespace,
+						   k->g->opts->reply_element,
+						   resp->body ? resp->body : "", resp->body_len,
+						   resp->content_type, max, deadline_ns, err);
+			/* an answer with an error status is no answer */
+			if (st == WMS_OK && !ok_status) {
+				wms__xml_doc_free(*k->g->out);
+				*k->g->out = NULL;
+			}
+		} else {
+			st = wms__parse_reply_ws(ws, op, out, resp->body ? resp->body : "",
+						 resp->body_len, resp->content_type, max,
+						 deadline_ns, err);
+		}
 		if (st == WMS_ERR_SOAP_FAULT) {
 			err->delivery = WMS_DELIVERY_ANSWERED;
 			err->http_status = code;
@@ -87,7 +101,7 @@ static wms_status interpret(wms__xml_ws *ws, wms__op op, void *out,
 			return st;
 		}
 		/* An error status whose body is no SOAP fault: an HTTP error. */
-		if (st == WMS_OK && op == WMS__OP_GET_STOCK_LEVEL && out) {
+		if (st == WMS_OK && !k->g && op == WMS__OP_GET_STOCK_LEVEL && out) {
 			wms_stock_reply_free(*(wms_stock_reply **)out);
 			*(wms_stock_reply **)out = NULL;
 		}
@@ -134,8 +148,8 @@ static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_
 	wms__buf_free(&clean);
 }
 
-static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms__buf *body,
-			   void *out, uint32_t timeout_ms, wms_error *err)
+static wms_status exchange(wms_client *c, wms__xml_ws *ws, const call *k, const wms__buf *body,
+			   uint32_t timeout_ms, wms_error *err)
 {
 	wms_http_request req;
 	wms_http_response resp;
@@ -147,10 +161,16 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 	memset(&resp, 0, sizeof(resp));
 	resp.max_body = c->max_reply_bytes;
 	req.url = c->endpoint;
-	req.operation = wms__op_name(op);
-	req.soap_action = wms__op_action(op);
+	if (k->g) {
+		req.operation = k->g->opts->operation;
+		req.soap_action = k->g->opts->soap_action ? k->g->opts->soap_action : "";
+		req.content_type = k->g->content_type;
+	} else {
+		req.operation = wms__op_name(k->op);
+		req.soap_action = wms__op_action(k->op);
+		req.content_type = wms__op_content_type(k->op, c->soap_version);
+	}
 	req.soap_version = c->soap_version;
-	req.content_type = wms__op_content_type(op, c->soap_version);
 	req.body = body->data;
 	req.body_len = body->len;
 	req.timeout_ms = timeout_ms;
@@ -165,7 +185,7 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, wms__op op, const wms
 	start = c->cb.on_wire ? wms__now_ns() : 0;
 	st = c->transport->send(c->transport, &req, &resp, err);
 	if (st == WMS_OK)
-		st = interpret(ws, op, out, &resp, c->max_reply_bytes, deadline, err);
+		st = interpret(ws, k, &resp, c->max_reply_bytes, deadline, err);
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
 	if (c->cb.on_wire)
@@ -185,6 +205,8 @@ static wms_status correlate(const call *k, wms_error *err)
 	const char *got = NULL, *want = NULL;
 	size_t i;
 
+	if (k->g)
+		return WMS_OK; /* the caller reads its own reply */
 	switch (k->op) {
 	case WMS__OP_SUBMIT_ORDER:
 		got = ((const wms_submit_reply *)k->out)->order_id;
@@ -286,6 +308,12 @@ static wms_status build(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf 
 			wms_error *err)
 {
 	wms__request r;
+	if (k->g) {
+		wms__buf_free(body);
+		return wms__build_generic(body, c->soap_version, k->g->body,
+					  c->wsse.mode != WMS_WSSE_NONE ? &c->wsse : NULL, err);
+	}
+	(void)ws;
 	r.op = k->op;
 	r.order = k->order;
 	r.order_id = k->order_id;
@@ -373,10 +401,12 @@ static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 	return st;
 }
 
-static wms_status perform(wms_client *c, const call *k, wms_error *err)
+wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 {
-	wms_breaker *b = c->breakers[k->op];
-	wms__bulkhead *bh = &c->bulkheads[c->breaker_count > 1 ? k->op : 0];
+	size_t slot = k->g ? k->slot : wms__client_slot(c, k->op);
+	wms_breaker *b = c->breakers[slot];
+	wms__bulkhead *bh = &c->bulkheads[slot];
+	const char *opname = k->g ? k->g->opts->operation : wms__op_name(k->op);
 	wms_breaker_permit permit;
 	wms__buf body = { 0 };
 	wms__xml_ws *ws = NULL;
@@ -388,15 +418,15 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 	wms_status st;
 
 	wms_error_clear(err);
-	wms__strlcpy(err->operation, wms__op_name(k->op), sizeof(err->operation));
+	wms__strlcpy(err->operation, opname, sizeof(err->operation));
 	st = ask_breaker(b, &permit, err);
 	if (st == WMS_ERR_CIRCUIT_OPEN)
-		return c->has_fallbacks ? run_fallback(c, k, err) : st;
+		return c->has_fallbacks && !k->g ? run_fallback(c, k, err) : st;
 	if (!wms__bulkhead_enter(bh)) {
 		/* nothing was tried: the permit goes back unrecorded */
 		wms_breaker_release(b, &permit);
 		st = bulkhead_full(c, bh, err);
-		return c->has_fallbacks ? run_fallback(c, k, err) : st;
+		return c->has_fallbacks && !k->g ? run_fallback(c, k, err) : st;
 	}
 	ws = wms__xml_pool_take(c->xml_pool);
 	st = build(c, ws, k, &body, err);
@@ -430,7 +460,7 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 				 wms_status_name(prev));
 			break;
 		}
-		st = exchange(c, ws, k->op, &body, k->out, timeout, err);
+		st = exchange(c, ws, k, &body, timeout, err);
 		if (st == WMS_OK)
 			st = correlate(k, err);
 		delivery = wms__merge_delivery(attempt == 1 ? WMS_DELIVERY_NOT_SENT : delivery,
@@ -438,7 +468,10 @@ static wms_status perform(wms_client *c, const call *k, wms_error *err)
 		err->delivery = delivery;
 		outcome = tell_breaker(c, b, &permit, err, &recorded);
 		if (attempt >= c->retry.max_attempts ||
-		    !wms__retryable(&c->retry, st, outcome, recorded, delivery))
+		    !wms__retryable(&c->retry, st, outcome, recorded, delivery) ||
+		    /* a request not known to be idempotent goes again only if it
+		     * provably did not leave */
+		    (k->g && !k->g->opts->idempotent && delivery != WMS_DELIVERY_NOT_SENT))
 			break;
 		/* If this attempt opened the breaker, the retry would be refused:
 		 * stop now rather than after the pause (or at the deadline check). */
@@ -492,13 +525,13 @@ wms_status wms_submit_order(wms_submit_reply *out, wms_client *c, const wms_orde
 {
 	wms_submit_reply tmp;
 	wms_error local;
-	call k = { WMS__OP_SUBMIT_ORDER, NULL, NULL, NULL, NULL, 0, NULL };
+	call k = { WMS__OP_SUBMIT_ORDER, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL };
 
 	if (!c || !order)
 		return NULL_ARG(err, c ? "order" : "client");
 	k.order = order;
 	k.out = out ? out : &tmp;
-	return perform(c, &k, err ? err : &local);
+	return wms__perform(c, &k, err ? err : &local);
 }
 
 wms_status wms_get_order_status(wms_status_reply *out, wms_client *c, const char *order_id,
@@ -506,13 +539,13 @@ wms_status wms_get_order_status(wms_status_reply *out, wms_client *c, const char
 {
 	wms_status_reply tmp;
 	wms_error local;
-	call k = { WMS__OP_GET_ORDER_STATUS, NULL, NULL, NULL, NULL, 0, NULL };
+	call k = { WMS__OP_GET_ORDER_STATUS, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL };
 
 	if (!c)
 		return NULL_ARG(err, "client");
 	k.order_id = order_id;
 	k.out = out ? out : &tmp;
-	return perform(c, &k, err ? err : &local);
+	return wms__perform(c, &k, err ? err : &local);
 }
 
 wms_status wms_cancel_order(wms_cancel_reply *out, wms_client *c, const char *order_id,
@@ -520,14 +553,14 @@ wms_status wms_cancel_order(wms_cancel_reply *out, wms_client *c, const char *or
 {
 	wms_cancel_reply tmp;
 	wms_error local;
-	call k = { WMS__OP_CANCEL_ORDER, NULL, NULL, NULL, NULL, 0, NULL };
+	call k = { WMS__OP_CANCEL_ORDER, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL };
 
 	if (!c)
 		return NULL_ARG(err, "client");
 	k.order_id = order_id;
 	k.reason = reason;
 	k.out = out ? out : &tmp;
-	return perform(c, &k, err ? err : &local);
+	return wms__perform(c, &k, err ? err : &local);
 }
 
 wms_status wms_get_stock_level(wms_stock_reply **out, wms_client *c, const char *const *skus,
@@ -536,7 +569,7 @@ wms_status wms_get_stock_level(wms_stock_reply **out, wms_client *c, const char 
 	wms_stock_reply *reply = NULL;
 	wms_error local;
 	wms_status st;
-	call k = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, NULL, 0, NULL };
+	call k = { WMS__OP_GET_STOCK_LEVEL, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL };
 
 	if (out)
 		*out = NULL;
@@ -545,7 +578,7 @@ wms_status wms_get_stock_level(wms_stock_reply **out, wms_client *c, const char 
 	k.skus = skus;
 	k.sku_count = sku_count;
 	k.out = &reply;
-	st = perform(c, &k, err ? err : &local);
+	st = wms__perform(c, &k, err ? err : &local);
 	if (st == WMS_OK)
 		*out = reply;
 	else

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "soap/soap.h"
 #include "wms/client.h"
+#include "wms/call.h"
 #include "wms/sys/transport.h"
 
 /* ---- bulkhead.c: a cap on the calls in flight ---------------------------- */
@@ -47,6 +48,10 @@ typedef struct breaker_hook {
 	wms_breaker_callbacks user;
 } breaker_hook;
 
+/* Breakers (and bulkheads) a client may hold: the typed operations', then
+ * one per generic operation with per-operation breakers (wms/call.h). */
+#define WMS__CLIENT_SLOTS (WMS__OP_COUNT + WMS_MAX_CALL_OPERATIONS)
+
 struct wms_client {
 	char *endpoint;
 	wms_soap_version soap_version;
@@ -54,14 +59,23 @@ struct wms_client {
 	uint32_t timeout_ms;
 	uint32_t stall_timeout_ms;
 	size_t max_reply_bytes;
-	/* breakers[op]: the same pointer for every op in PER_CLIENT scope */
-	wms_breaker *breakers[WMS__OP_COUNT];
-	breaker_hook hooks[WMS__OP_COUNT];
-	size_t breaker_count;
+	/* breakers[op]: the same pointer for every op in PER_CLIENT scope; past
+	 * WMS__OP_COUNT, the generic operations' (call_names), made on first
+	 * use under calls_lock and published by breaker_count */
+	wms_breaker *breakers[WMS__CLIENT_SLOTS];
+	breaker_hook hooks[WMS__CLIENT_SLOTS];
+	_Atomic size_t breaker_count;
 	int own_breakers;
-	/* bulkheads[i] guards breakers[i] (i < breaker_count); an operation's
-	 * is bulkheads[breaker_count > 1 ? op : 0] */
-	wms__bulkhead bulkheads[WMS__OP_COUNT];
+	wms_breaker_options bo; /* what the client's breakers are made from */
+	char *breaker_base;     /* bo.name's copy: "<base>.<operation>" names */
+	pthread_mutex_t calls_lock;
+	int calls_lock_ready;
+	char *call_names[WMS_MAX_CALL_OPERATIONS];
+	size_t call_count;
+	/* bulkheads[i] guards breakers[i] (i < breaker_count): an operation's
+	 * slot (wms__client_slot) indexes both */
+	wms__bulkhead bulkheads[WMS__CLIENT_SLOTS];
+	wms_bulkhead_options bulkhead_opts;
 	wms_breaker_store *store; /* made from options.shared, freed after the breakers */
 	wms_transport *transport;
 	wms_retry_options retry;
@@ -81,9 +95,26 @@ struct wms_client {
 	wms__xml_pool *xml_pool;
 };
 
+/* The breaker and bulkhead slot of a typed operation. */
+size_t wms__client_slot(wms_client *c, wms__op op);
+/* The slot of a generic operation (options.c): its typed namesake's, the
+ * client's one, or one made on first use (per-operation breakers). */
+wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *out,
+				 wms_error *err);
+
+/* A generic call (generic.c): its options, body and where the reply goes. */
+typedef struct generic_call {
+	const wms_call_options *opts;
+	const struct _xmlNode *body;
+	struct _xmlDoc **out;
+	char content_type[640];
+} generic_call;
+
 /* One call's arguments, as the operations pass them on. */
 typedef struct call {
-	wms__op op;
+	wms__op op;            /* typed calls */
+	const generic_call *g; /* generic calls (op unused) */
+	size_t slot;           /* its breaker and bulkhead */
 	const wms_order *order;
 	const char *order_id;
 	const char *reason;
@@ -91,6 +122,10 @@ typedef struct call {
 	size_t sku_count;
 	void *out; /* the reply struct, or wms_stock_reply ** */
 } call;
+
+/* call.c: one call, typed or generic (k->g), through breaker, bulkhead,
+ * retries and the transport. */
+wms_status wms__perform(wms_client *c, const call *k, wms_error *err);
 
 /* ---- classify.c: what counts as a failure, what may be tried again ------ */
 

@@ -51,12 +51,17 @@ void wms_client_free(wms_client *c)
 		c->transport->free(c->transport);
 	wms__xml_pool_free(c->xml_pool);
 	if (c->own_breakers)
-		for (i = 0; i < WMS__OP_COUNT; i++)
+		for (i = 0; i < WMS__CLIENT_SLOTS; i++)
 			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
 				wms_breaker_free(c->breakers[i]);
 	wms_breaker_store_free(c->store); /* after its breakers */
-	for (i = 0; i < WMS__OP_COUNT; i++)
+	for (i = 0; i < WMS__CLIENT_SLOTS; i++)
 		wms__bulkhead_destroy(&c->bulkheads[i]);
+	for (i = 0; i < WMS_MAX_CALL_OPERATIONS; i++)
+		wms__free(c->call_names[i]);
+	if (c->calls_lock_ready)
+		pthread_mutex_destroy(&c->calls_lock);
+	wms__free(c->breaker_base);
 	wms__free(c->endpoint);
 	wms__free(c->state_metric);
 	wms__free(c->wsse_username);
@@ -108,36 +113,60 @@ static uint64_t hooked_clock(void *payload)
 	return h->user.clock(h->user.payload);
 }
 
+/* Breaker `i` of the client, for `operation` (NULL: the client's one),
+ * named "<base>.<operation>", from the options kept in c->bo; its hook
+ * says each transition to the metrics callback. */
+static wms_status make_breaker(wms_client *c, size_t i, const char *operation)
+{
+	wms_breaker_options bo = c->bo;
+	breaker_hook *h = &c->hooks[i];
+	char name[160];
+	wms_status st;
+
+	h->client = c;
+	h->operation = operation;
+	h->user = c->bo.callbacks;
+	if (operation) {
+		/* a long base is cut on a whole character, as a name must be */
+		snprintf(name, sizeof(name), "%s.%s", c->breaker_base, operation);
+		name[wms__utf8_whole(name, strlen(name))] = '\0';
+		bo.name = name;
+	} else {
+		bo.name = c->breaker_base;
+	}
+	bo.callbacks.on_state_change = on_breaker_event;
+	bo.callbacks.clock = h->user.clock ? hooked_clock : NULL;
+	bo.callbacks.payload = h;
+	if ((st = wms_breaker_new(&c->breakers[i], &bo)) != WMS_OK)
+		return st;
+	atomic_store(&h->breaker, c->breakers[i]);
+	return WMS_OK;
+}
+
+static void first_sample(wms_client *c, size_t i)
+{
+	wms_breaker_snapshot snap;
+	wms_breaker_snapshot_get(&snap, c->breakers[i]);
+	emit_state(c, &c->hooks[i], snap.state, snap.name);
+}
+
 static wms_status make_breakers(wms_client *c, const wms_client_options *opts, wms_error *err)
 {
-	wms_breaker_options bo = opts->breaker_options;
-	char name[96];
-	const char *base = bo.name ? bo.name : "wms";
 	size_t i, n = opts->breaker_scope == WMS_BREAKER_SCOPE_PER_OPERATION ? WMS__OP_COUNT : 1;
 	wms_status st;
 
-	if (!bo.store && opts->version >= 3 && opts->shared.redis_url) {
+	c->bo = opts->breaker_options;
+	if (dup_opt(&c->breaker_base, c->bo.name ? c->bo.name : "wms") != WMS_OK)
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+	c->bo.name = c->breaker_base;
+	if (!c->bo.store && opts->version >= 3 && opts->shared.redis_url) {
 		st = wms_redis_store_new(&c->store, &opts->shared, err);
 		if (st != WMS_OK)
 			return st;
-		bo.store = c->store;
+		c->bo.store = c->store;
 	}
-
 	for (i = 0; i < n; i++) {
-		breaker_hook *h = &c->hooks[i];
-		h->client = c;
-		h->operation = n > 1 ? wms__op_name((wms__op)i) : NULL;
-		h->user = opts->breaker_options.callbacks;
-		if (n > 1) {
-			/* a long base is cut on a whole character, as a name must be */
-			snprintf(name, sizeof(name), "%s.%s", base, h->operation);
-			name[wms__utf8_whole(name, strlen(name))] = '\0';
-			bo.name = name;
-		}
-		bo.callbacks.on_state_change = on_breaker_event;
-		bo.callbacks.clock = h->user.clock ? hooked_clock : NULL;
-		bo.callbacks.payload = h;
-		st = wms_breaker_new(&c->breakers[i], &bo);
+		st = make_breaker(c, i, n > 1 ? wms__op_name((wms__op)i) : NULL);
 		if (st != WMS_OK) {
 			/* own_breakers is not set yet, so wms_client_free will not
 			 * free the ones already made: free them here */
@@ -149,7 +178,6 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 					 st != WMS_ERR_INVALID_ARG ? "cannot create the breaker"
 								   : "breaker_options: a value is out of range");
 		}
-		atomic_store(&h->breaker, c->breakers[i]);
 	}
 	for (; i < WMS__OP_COUNT; i++) {
 		c->breakers[i] = c->breakers[0];
@@ -160,12 +188,71 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 	}
 	c->breaker_count = n;
 	c->own_breakers = 1;
-	for (i = 0; i < n; i++) {
-		wms_breaker_snapshot snap;
-		wms_breaker_snapshot_get(&snap, c->breakers[i]);
-		emit_state(c, &c->hooks[i], snap.state, snap.name);
-	}
+	for (i = 0; i < n; i++)
+		first_sample(c, i);
 	return WMS_OK;
+}
+
+size_t wms__client_slot(wms_client *c, wms__op op)
+{
+	return c->breaker_count > 1 ? (size_t)op : 0;
+}
+
+wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *out,
+				 wms_error *err)
+{
+	size_t i, n;
+	wms_status st = WMS_OK;
+
+	*out = 0;
+	if (c->breaker_count == 1)
+		return WMS_OK; /* one breaker (and bulkhead) for every operation */
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		if (strcmp(operation, wms__op_name((wms__op)i)) == 0) {
+			*out = i;
+			return WMS_OK;
+		}
+	pthread_mutex_lock(&c->calls_lock);
+	n = c->call_count;
+	for (i = 0; i < n && strcmp(c->call_names[i], operation) != 0; i++)
+		;
+	if (i < n) {
+		*out = WMS__OP_COUNT + i;
+		goto done;
+	}
+	if (n == WMS_MAX_CALL_OPERATIONS) {
+		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			       "operation '%s': this client already keeps breakers for %u other "
+			       "operations (WMS_MAX_CALL_OPERATIONS)",
+			       operation, (unsigned)WMS_MAX_CALL_OPERATIONS);
+		goto done;
+	}
+	i = WMS__OP_COUNT + n;
+	if (dup_opt(&c->call_names[n], operation) != WMS_OK ||
+	    wms__bulkhead_init(&c->bulkheads[i], &c->bulkhead_opts) != WMS_OK) {
+		wms__free(c->call_names[n]);
+		c->call_names[n] = NULL;
+		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
+			       "operation '%s': no memory for its breaker", operation);
+		goto done;
+	}
+	if ((st = make_breaker(c, i, c->call_names[n])) != WMS_OK) {
+		wms__bulkhead_destroy(&c->bulkheads[i]);
+		memset(&c->bulkheads[i], 0, sizeof(c->bulkheads[i]));
+		wms__free(c->call_names[n]);
+		c->call_names[n] = NULL;
+		st = wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "operation '%s': cannot create its breaker",
+			       operation);
+		goto done;
+	}
+	c->call_count = n + 1;
+	/* published last: readers of breaker_count see the slot made */
+	atomic_store(&c->breaker_count, i + 1);
+	first_sample(c, i);
+	*out = i;
+done:
+	pthread_mutex_unlock(&c->calls_lock);
+	return st;
 }
 
 static wms_status check_retry(wms_retry_options *r, wms_error *err)
@@ -394,6 +481,13 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 		goto fail;
 	}
 	make_id_prefix(c);
+	if (pthread_mutex_init(&c->calls_lock, NULL) != 0) {
+		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+		goto fail;
+	}
+	c->calls_lock_ready = 1;
+	if (opts->version >= 4)
+		c->bulkhead_opts = opts->bulkhead;
 	if (opts->breaker) {
 		for (i = 0; i < WMS__OP_COUNT; i++) {
 			c->breakers[i] = opts->breaker;
@@ -444,15 +538,31 @@ wms_breaker *wms_client_breaker(wms_client *c)
 	return c ? c->breakers[0] : NULL;
 }
 
+/* The slot of a typed operation, or of a generic one this client has
+ * called; 0 when it has neither. */
+static int known_slot(wms_client *c, const char *operation, size_t *out)
+{
+	size_t i;
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		if (strcmp(operation, wms__op_name((wms__op)i)) == 0) {
+			*out = wms__client_slot(c, (wms__op)i);
+			return 1;
+		}
+	pthread_mutex_lock(&c->calls_lock);
+	for (i = 0; i < c->call_count && strcmp(c->call_names[i], operation) != 0; i++)
+		;
+	*out = WMS__OP_COUNT + i;
+	i = i < c->call_count;
+	pthread_mutex_unlock(&c->calls_lock);
+	return (int)i;
+}
+
 wms_breaker *wms_client_breaker_for(wms_client *c, const char *operation)
 {
 	size_t i;
-	if (!c || !operation)
+	if (!c || !operation || !known_slot(c, operation, &i))
 		return NULL;
-	for (i = 0; i < WMS__OP_COUNT; i++)
-		if (strcmp(operation, wms__op_name((wms__op)i)) == 0)
-			return c->breakers[i];
-	return NULL;
+	return c->breakers[i];
 }
 
 void wms__client_bulkhead_at(wms_bulkhead_snapshot *out, wms_client *c, size_t i)
@@ -464,15 +574,8 @@ wms_status wms_client_bulkhead_get(wms_bulkhead_snapshot *out, wms_client *c,
 				   const char *operation)
 {
 	size_t i = 0;
-	if (!out || !c)
+	if (!out || !c || (operation && !known_slot(c, operation, &i)))
 		return WMS_ERR_INVALID_ARG;
-	if (operation) {
-		for (i = 0; i < WMS__OP_COUNT; i++)
-			if (strcmp(operation, wms__op_name((wms__op)i)) == 0)
-				break;
-		if (i == WMS__OP_COUNT)
-			return WMS_ERR_INVALID_ARG;
-	}
 	wms__client_bulkhead_at(out, c, i);
 	return WMS_OK;
 }

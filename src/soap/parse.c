@@ -541,19 +541,26 @@ static size_t out_size(wms__op op)
 	return 0;
 }
 
-static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const char *buf, size_t len,
-			      const char *content_type, size_t max_bytes, uint64_t deadline_ns,
-			      wms_error *err)
+/* What a reply must be checked for: a typed operation's (gen NULL), or a
+ * generic call's, whose answer is read from a tree into *gen->out. */
+typedef struct generic_want {
+	const char *ns, *name;
+	struct _xmlDoc **out;
+} generic_want;
+
+static wms_status parse_reply(wms__parse_ws *ws, wms__op op, const generic_want *gen, void *out,
+			      const char *buf, size_t len, const char *content_type,
+			      size_t max_bytes, uint64_t deadline_ns, wms_error *err)
 {
 	char charset[WMS__SNIFF_CHARSET_MAX];
 	const char *encoding = NULL;
 	int html_type;
 	wms_status rc;
 
-	if ((int)op < 0 || op >= WMS__OP_COUNT)
+	if (!gen && ((int)op < 0 || op >= WMS__OP_COUNT))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_ANSWERED,
 				 "parsing a reply: unknown operation %d", (int)op);
-	if (out)
+	if (!gen && out)
 		memset(out, 0, out_size(op));
 	if (!buf && len)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_ANSWERED,
@@ -572,7 +579,12 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, void *out, const ch
 		return rc;
 	if ((rc = parse_xml(ws, buf, len, encoding, html_type, deadline_ns, err)) != WMS_OK)
 		return rc;
-	return wms__check_reply(op, out, &ws->st.els[0], html_type, err);
+	if (!gen)
+		return wms__check_reply(op, out, &ws->st.els[0], html_type, err);
+	if ((rc = wms__check_generic(&ws->st.els[0], html_type, gen->ns, gen->name, err)) != WMS_OK)
+		return rc;
+	/* Checked whole (limits, safety, envelope, fault): now the tree. */
+	return wms__generic_answer(gen->out, buf, len, encoding, err);
 }
 
 wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
@@ -590,8 +602,32 @@ wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const cha
 		memset(&tmp, 0, sizeof(tmp));
 		p = &tmp;
 	}
-	rc = parse_reply(p, op, out, buf, len, content_type, max_bytes, deadline_ns, err);
+	rc = parse_reply(p, op, NULL, out, buf, len, content_type, max_bytes, deadline_ns, err);
 	/* Every reader of the parse's names and arrays has returned. */
+	release(p, p == &tmp);
+	return rc;
+}
+
+wms_status wms__parse_generic_ws(struct _xmlDoc **out, wms__xml_ws *ws, const char *want_ns,
+				 const char *want_name, const char *buf, size_t len,
+				 const char *content_type, size_t max_bytes, uint64_t deadline_ns,
+				 wms_error *err)
+{
+	generic_want gen = { want_ns, want_name, out };
+	wms__parse_ws tmp, *p = NULL;
+	wms_status rc;
+
+	*out = NULL;
+	if (ws && !ws->parse)
+		ws->parse = wms__calloc(1, sizeof(*ws->parse));
+	if (ws)
+		p = ws->parse;
+	if (!p) {
+		memset(&tmp, 0, sizeof(tmp));
+		p = &tmp;
+	}
+	rc = parse_reply(p, WMS__OP_COUNT, &gen, NULL, buf, len, content_type, max_bytes,
+			 deadline_ns, err);
 	release(p, p == &tmp);
 	return rc;
 }

@@ -42,4 +42,10 @@ struct rel {
  * text/html. */
 wms_status wms__check_reply(wms__op op, void *out, const rel *doc, int html_type, wms_error *err);
 
+/* The same checks for a generic call's reply: the Body holds exactly one
+ * element, {want_ns}want_name (NULL: any), or a fault (its fields into
+ * err). Only the check: soap/generic.c reads the element from a tree. */
+wms_status wms__check_generic(const rel *doc, int html_type, const char *want_ns,
+			      const char *want_name, wms_error *err);
+
 #endif

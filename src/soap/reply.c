@@ -550,18 +550,18 @@ static wms_status parse_fault(const rel *fault, wms_error *err)
 
 /* ---- entry point ------------------------------------------------------------ */
 
-wms_status wms__check_reply(wms__op op, void *out, const rel *doc, int html_type, wms_error *err)
+/* The answer in a parsed reply: the Body's one element, checked to be
+ * {want_ns}want_name (want_ns NULL: any namespace, "" none; want_name
+ * NULL: any element). A SOAP fault's fields go into err
+ * (WMS_ERR_SOAP_FAULT); anything else is refused with a message. */
+static wms_status answer_of(const rel **out, const rel *doc, int html_type, const char *want_ns,
+			    const char *want_name, wms_error *err)
 {
 	const rel *root = doc->children, *body = NULL, *first, *c;
 	const char *soap_ns;
 	int soap11;
-	union {
-		wms_submit_reply submit;
-		wms_status_reply status;
-		wms_cancel_reply cancel;
-	} r;
-	wms_status rc;
 
+	*out = NULL;
 	if (!root)
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED, "reply has no root element");
 	if ((soap11 = is_el(root, WMS__SOAP11_NS, "Envelope")) != 0)
@@ -598,8 +598,9 @@ wms_status wms__check_reply(wms__op op, void *out, const rel *doc, int html_type
 	}
 	first = body->children;
 	if (!first)
-		return unexpected(err, "expected {%s}%s in the SOAP Body, found an empty Body", WMS__NS,
-				  wms__op_get(op)->response);
+		return unexpected(err, "expected %s%s%s%s in the SOAP Body, found an empty Body",
+				  want_name && want_ns ? "{" : "", want_name && want_ns ? want_ns : "",
+				  want_name && want_ns ? "}" : "", want_name ? want_name : "an element");
 	/* document/literal: one Body child. A second one (another answer, a
 	 * fault after the answer) makes the reply ambiguous: refuse it. */
 	if ((c = first->next) != NULL)
@@ -611,9 +612,38 @@ wms_status wms__check_reply(wms__op op, void *out, const rel *doc, int html_type
 	if (is_el(first, soap11 ? WMS__SOAP12_NS : WMS__SOAP11_NS, "Fault"))
 		return unexpected(err, "Body/Fault: a SOAP %s {%s}Fault in a SOAP %s Envelope",
 				  soap11 ? "1.2" : "1.1", ns_uri(first), soap11 ? "1.1" : "1.2");
-	if (!is_el(first, WMS__NS, wms__op_get(op)->response))
-		return unexpected(err, "expected {%s}%s in the SOAP Body, found {%s}%s", WMS__NS,
-				  wms__op_get(op)->response, ns_uri(first), S(first->name));
+	if ((want_name && strcmp(S(first->name), want_name) != 0) ||
+	    (want_ns && strcmp(ns_uri(first), want_ns) != 0))
+		return unexpected(err, "expected {%s}%s in the SOAP Body, found {%s}%s",
+				  want_ns ? want_ns : "*", want_name ? want_name : "*", ns_uri(first),
+				  S(first->name));
+	*out = first;
+	return WMS_OK;
+}
+
+wms_status wms__check_generic(const rel *doc, int html_type, const char *want_ns,
+			      const char *want_name, wms_error *err)
+{
+	const rel *first;
+	return answer_of(&first, doc, html_type, want_ns, want_name, err);
+}
+
+wms_status wms__check_reply(wms__op op, void *out, const rel *doc, int html_type, wms_error *err)
+{
+	const rel *first;
+	union {
+		wms_submit_reply submit;
+		wms_status_reply status;
+		wms_cancel_reply cancel;
+	} r;
+	wms_status rc;
+
+	if ((int)op < 0 || op >= WMS__OP_COUNT)
+		return wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_ANSWERED, "bad operation %d",
+				 (int)op);
+	if ((rc = answer_of(&first, doc, html_type, WMS__NS, wms__op_get(op)->response, err)) !=
+	    WMS_OK)
+		return rc;
 
 	memset(&r, 0, sizeof(r));
 	switch (op) {

@@ -124,6 +124,41 @@ wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const cha
 			       size_t len, const char *content_type, size_t max_bytes,
 			       uint64_t deadline_ns, wms_error *err);
 
+/* ---- soap/generic.c: a generic call (wms/call.h) ----------------------------- */
+
+struct _xmlDoc;
+struct _xmlNode;
+
+/* The request envelope around a copy of `body` (an element), with a
+ * WS-Security header when wsse asks for one; within soap/limits.h's
+ * structural limits, or INVALID_ARG. */
+wms_status wms__build_generic(wms__buf *out, wms_soap_version v, const struct _xmlNode *body,
+			      const wms__wsse *wsse, wms_error *err);
+/* A caller's body given as bytes: one element, parsed by wms__xml_safe_parse;
+ * INVALID_ARG saying why not. */
+wms_status wms__generic_body_parse(struct _xmlDoc **out, const char *buf, size_t len,
+				   wms_error *err);
+/* The Content-Type of a generic request: SOAP 1.1 "text/xml;
+ * charset=utf-8", 1.2 with the action parameter. INVALID_ARG if it does
+ * not fit `size`. */
+wms_status wms__generic_content_type(char *dst, size_t size, wms_soap_version v,
+				     const char *action, wms_error *err);
+/* The answer of a reply the parser has checked whole: the Body's element,
+ * copied into a document of its own (*out). */
+wms_status wms__generic_answer(struct _xmlDoc **out, const char *buf, size_t len,
+			       const char *encoding, wms_error *err);
+/* xmlFreeDoc and xmlDocGetRootElement, for the files that do not speak
+ * libxml2. NULL-safe. */
+void wms__xml_doc_free(struct _xmlDoc *doc);
+struct _xmlNode *wms__xml_doc_root(struct _xmlDoc *doc);
+/* wms__parse_reply_ws for a generic call's reply: the same checks and
+ * errors, the Body's element {want_ns}want_name (NULL: any) handed back
+ * as a document in *out (NULL on failure). */
+wms_status wms__parse_generic_ws(struct _xmlDoc **out, wms__xml_ws *ws, const char *want_ns,
+				 const char *want_name, const char *buf, size_t len,
+				 const char *content_type, size_t max_bytes, uint64_t deadline_ns,
+				 wms_error *err);
+
 /* Past these, a workspace gives back what a parse grew, after the parse,
  * so that one large reply does not pin memory in a client's pool: element
  * (and text run) arrays past KEEP_ELS entries, a text array past KEEP_TEXT

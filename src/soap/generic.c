@@ -1,0 +1,207 @@
+/* A generic call's XML (wms/call.h): the envelope around a body the caller
+ * built, and the reply's Body element handed back as a document of its own.
+ * The reply has first been through the reply parser whole (limits, DOCTYPE,
+ * envelope, fault: soap/parse.c), so the tree read here is of bytes known
+ * to be safe and small enough; that second parse is the price of giving
+ * the caller a tree of an element libwms does not know. */
+#include <stdio.h>
+#include <string.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include "soap/soap.h"
+#include "soap/limits.h"
+#include "soap/wsse.h"
+
+#define X(s) ((const xmlChar *)(s))
+
+wms_status wms__build_generic(wms__buf *out, wms_soap_version v, const xmlNode *body,
+			      const wms__wsse *wsse, wms_error *err)
+{
+	xmlDocPtr doc = NULL;
+	xmlNodePtr root, header, bodyel, copy;
+	xmlNsPtr soap;
+	xmlChar *mem = NULL;
+	int size = 0;
+	wms__xml_quiet quiet;
+	wms__xml_scan scan;
+	wms_status rc = WMS_ERR_NOMEM;
+
+	wms__xml_init();
+	if (!body || body->type != XML_ELEMENT_NODE)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "body must be an element node");
+	if (body->ns && (xmlStrEqual(body->ns->href, X(WMS__SOAP11_NS)) ||
+			 xmlStrEqual(body->ns->href, X(WMS__SOAP12_NS))))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "body is a SOAP {%s}%s: pass the Body's content, libwms writes "
+				 "the envelope", (const char *)body->ns->href, (const char *)body->name);
+	if ((rc = wms__wsse_check(wsse, err)) != WMS_OK)
+		return rc;
+	rc = WMS_ERR_NOMEM;
+	wms__xml_quiet_begin(&quiet);
+	if (!(doc = xmlNewDoc(X("1.0"))) || !(doc->encoding = xmlStrdup(X("UTF-8"))) ||
+	    !(root = xmlNewDocNode(doc, NULL, X("Envelope"), NULL)))
+		goto done;
+	xmlDocSetRootElement(doc, root);
+	soap = v == WMS_SOAP_12 ? xmlNewNs(root, X(WMS__SOAP12_NS), X("soap12"))
+				: xmlNewNs(root, X(WMS__SOAP11_NS), X("soap"));
+	if (!soap)
+		goto done;
+	xmlSetNs(root, soap);
+	if (wsse && wsse->mode != WMS_WSSE_NONE) {
+		if (!(header = xmlNewChild(root, soap, X("Header"), NULL)))
+			goto done;
+		if ((rc = wms__wsse_add(header, soap, wsse)) != WMS_OK)
+			goto done;
+		rc = WMS_ERR_NOMEM;
+	}
+	if (!(bodyel = xmlNewChild(root, soap, X("Body"), NULL)))
+		goto done;
+	/* A copy: the caller keeps its node; namespaces declared above it in
+	 * its own tree are declared on the copy. */
+	if (!(copy = xmlDocCopyNode((xmlNodePtr)body, doc, 1)))
+		goto done;
+	if (!xmlAddChild(bodyel, copy)) {
+		xmlFreeNode(copy);
+		goto done;
+	}
+	xmlDocDumpMemoryEnc(doc, &mem, &size, "UTF-8");
+	if (!mem || size <= 0 || quiet.errors) {
+		rc = quiet.errors && !quiet.nomem ? WMS_ERR_INTERNAL : WMS_ERR_NOMEM;
+		goto done;
+	}
+	/* What a WMS is sent keeps the limits libwms holds replies to. */
+	if ((rc = wms__xml_check_limits(&scan, (const char *)mem, (size_t)size)) != WMS_OK) {
+		if (rc != WMS_ERR_NOMEM)
+			rc = WMS_ERR_INTERNAL; /* libxml2 wrote UTF-8: nothing else to refuse */
+		goto done;
+	}
+	if (scan.limit) {
+		char why[160];
+		wms__xml_scan_describe(&scan, why, sizeof(why));
+		rc = WMS_ERR_INVALID_ARG;
+		wms__fail(err, rc, WMS_DELIVERY_NOT_SENT, "body refused: %s", why);
+		goto done;
+	}
+	out->len = 0;
+	rc = wms__buf_append(out, mem, (size_t)size);
+done:
+	wms__xml_quiet_end(&quiet);
+	if (mem)
+		xmlFree(mem);
+	if (doc)
+		xmlFreeDoc(doc);
+	if (rc == WMS_ERR_NOMEM || rc == WMS_ERR_INTERNAL)
+		wms__fail(err, rc, WMS_DELIVERY_NOT_SENT, "building the request: %s",
+			  wms_strerror(rc));
+	return rc;
+}
+
+wms_status wms__generic_body_parse(xmlDocPtr *out, const char *buf, size_t len, wms_error *err)
+{
+	char why[200];
+
+	*out = NULL;
+	if (!buf || !len)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "body is empty");
+	*out = wms__xml_safe_parse(buf, len, "body", NULL, why, sizeof(why));
+	if (!*out)
+		return wms__fail(err, strcmp(why, "out of memory") == 0 ? WMS_ERR_NOMEM
+									 : WMS_ERR_INVALID_ARG,
+				 WMS_DELIVERY_NOT_SENT, "body: %s", why);
+	return WMS_OK;
+}
+
+wms_status wms__generic_content_type(char *dst, size_t size, wms_soap_version v,
+				     const char *action, wms_error *err)
+{
+	int n = v == WMS_SOAP_12
+			? snprintf(dst, size, "application/soap+xml; charset=utf-8; action=\"%s\"",
+				   action ? action : "")
+			: snprintf(dst, size, "text/xml; charset=utf-8");
+	if (n < 0 || (size_t)n >= size)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "soap_action too long");
+	return WMS_OK;
+}
+
+/* The element child of `parent` named {ns}name, after `after`. */
+static xmlNodePtr element(xmlNodePtr parent, const char *ns, const char *name)
+{
+	xmlNodePtr c;
+	for (c = parent ? parent->children : NULL; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE && c->ns && xmlStrEqual(c->ns->href, X(ns)) &&
+		    xmlStrEqual(c->name, X(name)))
+			return c;
+	return NULL;
+}
+
+static xmlNodePtr first_element(xmlNodePtr parent)
+{
+	xmlNodePtr c;
+	for (c = parent ? parent->children : NULL; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE)
+			return c;
+	return NULL;
+}
+
+void wms__xml_doc_free(xmlDocPtr doc)
+{
+	if (doc)
+		xmlFreeDoc(doc);
+}
+
+xmlNodePtr wms__xml_doc_root(xmlDocPtr doc)
+{
+	return doc ? xmlDocGetRootElement(doc) : NULL;
+}
+
+wms_status wms__generic_answer(xmlDocPtr *out, const char *buf, size_t len, const char *encoding,
+			       wms_error *err)
+{
+	xmlDocPtr doc, answer = NULL;
+	xmlNodePtr root, first, copy;
+	const char *soap_ns;
+	char why[200];
+	wms__xml_quiet quiet;
+	wms_status rc = WMS_ERR_NOMEM;
+
+	*out = NULL;
+	doc = wms__xml_safe_parse(buf, len, "reply", encoding, why, sizeof(why));
+	if (!doc)
+		return wms__fail(err, strcmp(why, "out of memory") == 0 ? WMS_ERR_NOMEM
+									 : WMS_ERR_INTERNAL,
+				 WMS_DELIVERY_ANSWERED, "reading the reply's Body: %s", why);
+	root = xmlDocGetRootElement(doc);
+	soap_ns = root && root->ns && xmlStrEqual(root->ns->href, X(WMS__SOAP12_NS))
+			  ? WMS__SOAP12_NS
+			  : WMS__SOAP11_NS;
+	/* The reply parser has checked this very shape: Envelope, Body, one
+	 * element. Anything else here is libwms's own mistake. */
+	first = first_element(element(root, soap_ns, "Body"));
+	if (!first) {
+		rc = wms__fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_ANSWERED,
+			       "reading the reply's Body: no element where the parser found one");
+		goto done;
+	}
+	wms__xml_quiet_begin(&quiet);
+	if ((answer = xmlNewDoc(X("1.0"))) != NULL &&
+	    (copy = xmlDocCopyNode(first, answer, 1)) != NULL) {
+		xmlDocSetRootElement(answer, copy);
+		rc = WMS_OK;
+	}
+	if (rc == WMS_OK && quiet.errors)
+		rc = WMS_ERR_NOMEM;
+	wms__xml_quiet_end(&quiet);
+	if (rc != WMS_OK) {
+		if (answer)
+			xmlFreeDoc(answer);
+		rc = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
+			       "copying the reply's Body element: out of memory");
+		goto done;
+	}
+	*out = answer;
+done:
+	xmlFreeDoc(doc);
+	return rc;
+}

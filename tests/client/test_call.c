@@ -1,0 +1,455 @@
+/*
+ * The generic call (wms/call.h) over the fake transport: what is sent, what
+ * comes back, and that every protection of a typed call applies (breaker,
+ * per-operation breakers and their bound, retries and idempotency,
+ * WS-Security, the reply limits, hostile replies).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include <libxml/tree.h>
+
+#include "client_fx.h"
+#include "wms/call.h"
+
+#define ENV11 "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\""
+#define SHIP_NS "urn:example:wms:shipping"
+
+static const char ship_reply[] =
+	ENV11 " xmlns:sh=\"" SHIP_NS "\"><s:Body><sh:GetShipmentStatusResponse carrier=\"DHL\">"
+	"<sh:shipmentId>SHP-7</sh:shipmentId><sh:state>IN_TRANSIT</sh:state>"
+	"</sh:GetShipmentStatusResponse></s:Body></s:Envelope>";
+
+static const char ship_body[] =
+	"<sh:GetShipmentStatus xmlns:sh=\"" SHIP_NS "\"><sh:shipmentId>SHP-7</sh:shipmentId>"
+	"</sh:GetShipmentStatus>";
+
+static const char server_fault[] =
+	ENV11 "><s:Body><s:Fault><faultcode>s:Server</faultcode><faultstring>database down"
+	"</faultstring><detail><w:WmsFault xmlns:w=\"urn:libwms:warehouse:1\"><w:code>INTERNAL"
+	"</w:code></w:WmsFault></detail></s:Fault></s:Body></s:Envelope>";
+
+static wms_call_options ship_call(void)
+{
+	wms_call_options o = WMS_CALL_OPTIONS_INIT;
+	o.operation = "GetShipmentStatus";
+	o.soap_action = "urn:example:wms/GetShipmentStatus";
+	o.reply_namespace = SHIP_NS;
+	o.reply_element = "GetShipmentStatusResponse";
+	o.idempotent = 1;
+	return o;
+}
+
+static void answer(fx *x, const char *body)
+{
+	x->t->next.status = 200;
+	x->t->next.content_type = "text/xml; charset=utf-8";
+	x->t->next.body = body;
+	x->t->next.fail = WMS_OK;
+}
+
+static char *child_text(xmlNodePtr parent, const char *name)
+{
+	for (xmlNodePtr c = parent->children; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0)
+			return (char *)xmlNodeGetContent(c);
+	return NULL;
+}
+
+/* Bytes in, the Body's element out as a document of its own, with its
+ * namespace and attributes, and the request as a SOAP 1.1 envelope. */
+static void bytes_round_trip(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_call_options op = ship_call();
+	xmlDocPtr reply = NULL;
+	xmlNodePtr root;
+	wms_error err;
+	char *v;
+	(void)state;
+
+	answer(&x, ship_reply);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+				 WMS_OK);
+		assert_non_null(reply);
+		root = xmlDocGetRootElement(reply);
+		assert_string_equal((const char *)root->name, "GetShipmentStatusResponse");
+		assert_non_null(root->ns);
+		assert_string_equal((const char *)root->ns->href, SHIP_NS);
+		v = (char *)xmlGetProp(root, (const xmlChar *)"carrier");
+		assert_string_equal(v, "DHL");
+		xmlFree(v);
+		v = child_text(root, "state");
+		assert_string_equal(v, "IN_TRANSIT");
+		xmlFree(v);
+		xmlFreeDoc(reply);
+		assert_int_equal(err.status, WMS_OK);
+		assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+		assert_string_equal(err.operation, "GetShipmentStatus");
+		assert_int_equal(err.attempts, 1);
+	}
+	assert_string_equal(x.t->last_action, "urn:example:wms/GetShipmentStatus");
+	assert_string_equal(x.t->last_ctype, "text/xml; charset=utf-8");
+	assert_non_null(strstr(x.t->last_body, "<soap:Envelope xmlns:soap=\"http://schemas.xmlsoap."
+					      "org/soap/envelope/\"><soap:Body><sh:GetShipmentStatus"));
+	assert_non_null(strstr(x.t->last_body, "<sh:shipmentId>SHP-7</sh:shipmentId>"));
+	assert_int_equal(x.t->sends, 2);
+	wms_client_free(x.c);
+}
+
+/* A node the caller built, in SOAP 1.2: the action goes into the
+ * Content-Type; the caller keeps its node. */
+static void node_soap12(void **state)
+{
+	fx x = setup_client(WMS_SOAP_12);
+	wms_call_options op = ship_call();
+	xmlDocPtr mine = xmlNewDoc((const xmlChar *)"1.0"), reply = NULL;
+	xmlNodePtr n = xmlNewDocNode(mine, NULL, (const xmlChar *)"GetShipmentStatus", NULL);
+	xmlNsPtr ns = xmlNewNs(n, (const xmlChar *)SHIP_NS, (const xmlChar *)"x");
+	wms_error err;
+	(void)state;
+
+	xmlSetNs(n, ns);
+	xmlDocSetRootElement(mine, n);
+	xmlNewTextChild(n, ns, (const xmlChar *)"shipmentId", (const xmlChar *)"A&B <7>");
+	answer(&x, "<?xml version=\"1.0\"?><e:Envelope xmlns:e=\"http://www.w3.org/2003/05/"
+		   "soap-envelope\"><e:Body><GetShipmentStatusResponse xmlns=\"" SHIP_NS "\"/>"
+		   "</e:Body></e:Envelope>");
+	assert_int_equal(wms_call(&reply, x.c, &op, n, &err), WMS_OK);
+	assert_string_equal(x.t->last_ctype, "application/soap+xml; charset=utf-8; "
+					     "action=\"urn:example:wms/GetShipmentStatus\"");
+	assert_non_null(strstr(x.t->last_body, "<x:shipmentId>A&amp;B &lt;7&gt;</x:shipmentId>"));
+	assert_non_null(strstr(x.t->last_body, "http://www.w3.org/2003/05/soap-envelope"));
+	assert_string_equal((const char *)xmlDocGetRootElement(reply)->name,
+			    "GetShipmentStatusResponse");
+	xmlFreeDoc(reply);
+	assert_ptr_equal(xmlDocGetRootElement(mine), n); /* still the caller's */
+	xmlFreeDoc(mine);
+	wms_client_free(x.c);
+}
+
+/* The reply must be the element asked for; a fault is a fault; hostile
+ * replies are refused as a typed call's are. Nothing is handed out. */
+static void replies_refused(void **state)
+{
+	static const struct {
+		const char *body;
+		long status;
+		wms_status want;
+		const char *part;
+	} cases[] = {
+		{ ENV11 "><s:Body><Other xmlns=\"" SHIP_NS "\"/></s:Body></s:Envelope>", 200,
+		  WMS_ERR_UNEXPECTED_REPLY, "expected {" SHIP_NS "}GetShipmentStatusResponse" },
+		{ ENV11 "><s:Body><GetShipmentStatusResponse/></s:Body></s:Envelope>", 200,
+		  WMS_ERR_UNEXPECTED_REPLY, "found {}GetShipmentStatusResponse" },
+		{ ENV11 "><s:Body></s:Body></s:Envelope>", 200, WMS_ERR_UNEXPECTED_REPLY,
+		  "found an empty Body" },
+		{ ENV11 "><s:Body><a xmlns=\"" SHIP_NS "\"/><b/></s:Body></s:Envelope>", 200,
+		  WMS_ERR_UNEXPECTED_REPLY, "expected one element" },
+		{ "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY a \"b\">]><x/>", 200,
+		  WMS_ERR_UNSAFE_XML, "DOCTYPE" },
+		{ "<html><body>Bad gateway</body></html>", 502, WMS_ERR_HTTP, "HTTP 502" },
+		{ ENV11 "><s:Body><GetShipmentStatusResponse xmlns=\"" SHIP_NS "\">", 200,
+		  WMS_ERR_TRUNCATED, "ends early" },
+		{ server_fault, 500, WMS_ERR_SOAP_FAULT, "database down" },
+		{ ship_reply, 500, WMS_ERR_HTTP, "HTTP 500" },
+	};
+	fx x = setup_client(WMS_SOAP_11);
+	wms_call_options op = ship_call();
+	wms_error err;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		xmlDocPtr reply = (xmlDocPtr)&err; /* must come back NULL */
+		answer(&x, cases[i].body);
+		x.t->next.status = cases[i].status;
+		assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+				 cases[i].want);
+		assert_null(reply);
+		if (!strstr(err.message, cases[i].part) && !strstr(err.fault_string, cases[i].part))
+			fail_msg("case %zu: '%s' not in: %s", i, cases[i].part, err.message);
+		if (cases[i].want == WMS_ERR_SOAP_FAULT) {
+			assert_string_equal(err.fault_code, "Server");
+			assert_string_equal(err.wms_code, "INTERNAL");
+		}
+		wms_breaker_reset(wms_client_breaker(x.c));
+	}
+	/* reply_element NULL: any single element */
+	op.reply_element = NULL;
+	op.reply_namespace = NULL;
+	answer(&x, ENV11 "><s:Body><Other/></s:Body></s:Envelope>");
+	{
+		xmlDocPtr reply = NULL;
+		assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+				 WMS_OK);
+		assert_string_equal((const char *)xmlDocGetRootElement(reply)->name, "Other");
+		xmlFreeDoc(reply);
+	}
+	/* larger than max_reply_bytes */
+	wms_client_free(x.c);
+	{
+		wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+		xmlDocPtr reply = NULL;
+		o.max_reply_bytes = sizeof(ship_reply) - 2;
+		x = setup_client_with(&o);
+		op = ship_call();
+		answer(&x, ship_reply);
+		assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+				 WMS_ERR_TOO_LARGE);
+		assert_null(reply);
+		wms_client_free(x.c);
+	}
+}
+
+/* Bad options and bodies: INVALID_ARG naming what, nothing sent. */
+static void arguments_refused(void **state)
+{
+	char name64[65], name65[66], action512[513], action513[514];
+	fx x = setup_client(WMS_SOAP_11);
+	wms_call_options op = ship_call();
+	xmlDocPtr reply = NULL;
+	wms_error err;
+	(void)state;
+
+	memset(name64, 'a', 64);
+	name64[64] = '\0';
+	memset(name65, 'a', 65);
+	name65[65] = '\0';
+	memset(action512, 'u', 512);
+	action512[512] = '\0';
+	memset(action513, 'u', 513);
+	action513[513] = '\0';
+	answer(&x, ENV11 "><s:Body><r/></s:Body></s:Envelope>");
+	op.reply_element = NULL;
+	op.reply_namespace = NULL;
+
+#define REFUSED(call_expr, part)                                                             \
+	do {                                                                                 \
+		int before = x.t->sends;                                                     \
+		assert_int_equal((call_expr), WMS_ERR_INVALID_ARG);                          \
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);                       \
+		if (!strstr(err.message, (part)))                                            \
+			fail_msg("'%s' not in: %s", (part), err.message);                    \
+		assert_int_equal(x.t->sends, before);                                        \
+	} while (0)
+
+	/* the operation's name at its bound and past it */
+	op.operation = name64;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_OK);
+	xmlFreeDoc(reply);
+	op.operation = name65;
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call.operation must be 1-64");
+	op.operation = "";
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call.operation must be 1-64");
+	op.operation = NULL;
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call.operation must be 1-64");
+	op.operation = "Get Status";
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "(byte 4 is not)");
+	op.operation = "GetStatus";
+	/* the action at its bound and past it; no quote, no control */
+	op.soap_action = action512;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_OK);
+	xmlFreeDoc(reply);
+	op.soap_action = action513;
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "longer than 512 bytes");
+	op.soap_action = "urn:a\"b";
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "must not hold");
+	op.soap_action = "urn:a\r\nX: y";
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "must not hold");
+	op.soap_action = "urn:a";
+	op.reply_element = "";
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "reply_element is empty");
+	op.reply_element = NULL;
+	op.version = 2;
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call options version 2");
+	op.version = WMS_CALL_OPTIONS_VERSION;
+	/* bodies */
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "", 0, &err), "body is empty");
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r>", 3, &err), "body: not well-formed");
+	REFUSED(wms_call_bytes(&reply, x.c, &op, "<!DOCTYPE r [<!ENTITY e \"x\">]><r>&e;</r>", 39,
+			       &err),
+		"DOCTYPE refused");
+	{
+		static const char env[] =
+			"<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"/>";
+		REFUSED(wms_call_bytes(&reply, x.c, &op, env, strlen(env), &err),
+			"pass the Body's content");
+	}
+	REFUSED(wms_call(&reply, x.c, &op, NULL, &err), "body is NULL");
+	REFUSED(wms_call(NULL, x.c, &op, NULL, &err), "out is NULL");
+	REFUSED(wms_call_bytes(&reply, NULL, &op, "<r/>", 4, &err), "client is NULL");
+	{
+		/* a body past libwms's structural limits */
+		static char deep[300 * 7 + 16];
+		size_t n = 0;
+		for (int i = 0; i < 300; i++)
+			n += (size_t)sprintf(deep + n, "<a>");
+		for (int i = 0; i < 300; i++)
+			n += (size_t)sprintf(deep + n, "</a>");
+		REFUSED(wms_call_bytes(&reply, x.c, &op, deep, n, &err), "body");
+	}
+	assert_null(reply);
+	assert_int_equal(wms_call_options_init(&op, 1), WMS_OK);
+	assert_null(op.operation);
+	assert_int_equal(wms_call_options_init(&op, 2), WMS_ERR_INVALID_ARG);
+	wms_client_free(x.c);
+}
+
+/* Per-operation breakers: a generic operation gets its own, named
+ * "<base>.<operation>", listed with the others; a typed operation's name
+ * shares that breaker; WMS_MAX_CALL_OPERATIONS of them and no more, twice. */
+static void per_operation_breakers(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = ship_call();
+	wms_breaker *list[64];
+	wms_breaker_snapshot snap;
+	xmlDocPtr reply = NULL;
+	wms_error err;
+	char name[32];
+	fx x;
+	(void)state;
+
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.breaker_options.name = "wh";
+	x = setup_client_with(&o);
+	answer(&x, ENV11 "><s:Body><r/></s:Body></s:Envelope>");
+	op.reply_element = NULL;
+	op.reply_namespace = NULL;
+	op.operation = "GetOrderStatus"; /* the typed one's breaker */
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_OK);
+	xmlFreeDoc(reply);
+	assert_int_equal(wms_client_breakers(list, 64, x.c), 4);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < WMS_MAX_CALL_OPERATIONS; i++) {
+			snprintf(name, sizeof(name), "Op%02d", i);
+			op.operation = name;
+			assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_OK);
+			xmlFreeDoc(reply);
+		}
+		assert_int_equal(wms_client_breakers(list, 64, x.c), 4 + WMS_MAX_CALL_OPERATIONS);
+		op.operation = "OneTooMany";
+		assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err),
+				 WMS_ERR_INVALID_ARG);
+		assert_non_null(strstr(err.message, "WMS_MAX_CALL_OPERATIONS"));
+	}
+	wms_breaker_snapshot_get(&snap, list[4 + 7]);
+	assert_string_equal(snap.name, "wh.Op07");
+	assert_int_equal(snap.successes, 2);
+	assert_ptr_equal(wms_client_breaker_for(x.c, "Op07"), list[4 + 7]);
+	/* a failure of one generic operation opens its breaker only */
+	x.t->next.fail = WMS_ERR_CONNECT;
+	x.t->next.delivery = WMS_DELIVERY_NOT_SENT;
+	op.operation = "Op03";
+	for (int i = 0; i < 5; i++)
+		wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err);
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(wms_breaker_state_get(list[4 + 3]), WMS_BREAKER_STATE_OPEN);
+	assert_int_equal(wms_breaker_state_get(list[4 + 4]), WMS_BREAKER_STATE_CLOSED);
+	{
+		char *doc = NULL;
+		assert_int_equal(wms_client_health_json(&doc, x.c), WMS_OK);
+		/* the health document lists the first 8 breakers (health.c) */
+		assert_non_null(strstr(doc, "\"name\":\"wh.Op00\""));
+		wms_free(doc);
+	}
+	wms_client_free(x.c);
+}
+
+/* Retries: an idempotent operation is resent after UNKNOWN, any other only
+ * after NOT_SENT. */
+static void retries_and_idempotency(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = ship_call();
+	xmlDocPtr reply = NULL;
+	wms_error err;
+	fx x;
+	(void)state;
+
+	o.retry.max_attempts = 3;
+	o.retry.initial_backoff_ms = 1;
+	o.retry.max_backoff_ms = 1;
+	o.breaker_options.failure_threshold = 100;
+	x = setup_client_with(&o);
+	x.t->seq_len = 2;
+	x.t->seq[0].fail = WMS_ERR_TIMEOUT;
+	x.t->seq[0].delivery = WMS_DELIVERY_UNKNOWN;
+	x.t->seq[1].status = 200;
+	x.t->seq[1].body = ship_reply;
+	x.t->seq[1].content_type = "text/xml";
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+			 WMS_OK);
+	assert_int_equal(err.attempts, 2);
+	xmlFreeDoc(reply);
+
+	x.t->sends = 0;
+	op.idempotent = 0;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+			 WMS_ERR_TIMEOUT);
+	assert_int_equal(err.attempts, 1);
+	assert_int_equal(err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(x.t->sends, 1);
+	assert_null(reply);
+
+	x.t->sends = 0;
+	x.t->seq[0].fail = WMS_ERR_CONNECT;
+	x.t->seq[0].delivery = WMS_DELIVERY_NOT_SENT;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+			 WMS_OK);
+	assert_int_equal(err.attempts, 2);
+	xmlFreeDoc(reply);
+	wms_client_free(x.c);
+}
+
+/* WS-Security: the header goes before the Body, the password never in
+ * the wire log; the bulkhead and an open breaker refuse before sending. */
+static void wsse_and_refusals(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = ship_call();
+	xmlDocPtr reply = NULL;
+	wms_error err;
+	fx x;
+	(void)state;
+
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse.username = "svc";
+	o.wsse.password = "s3cret";
+	x = setup_client_with(&o);
+	answer(&x, ship_reply);
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+			 WMS_OK);
+	xmlFreeDoc(reply);
+	assert_non_null(strstr(x.t->last_body, "<soap:Header><wsse:Security"));
+	assert_non_null(strstr(x.t->last_body, "<wsse:Username>svc</wsse:Username>"));
+	assert_null(strstr(x.t->last_body, "s3cret"));
+	assert_true(strstr(x.t->last_body, "</soap:Header><soap:Body><sh:GetShipmentStatus") != NULL);
+
+	wms_breaker_force_open(wms_client_breaker(x.c));
+	x.t->sends = 0;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+			 WMS_ERR_CIRCUIT_OPEN);
+	assert_int_equal(x.t->sends, 0);
+	assert_null(reply);
+	wms_client_free(x.c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bytes_round_trip),
+		cmocka_unit_test(node_soap12),
+		cmocka_unit_test(replies_refused),
+		cmocka_unit_test(arguments_refused),
+		cmocka_unit_test(per_operation_breakers),
+		cmocka_unit_test(retries_and_idempotency),
+		cmocka_unit_test(wsse_and_refusals),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
