@@ -360,33 +360,89 @@ wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_
 	return render_prometheus(out, breakers, NULL, count, prefix);
 }
 
-#define CLIENT_MAX_BREAKERS 8
-
-/* A client's breakers, each with the bulkhead guarding it. */
-static size_t client_rows(wms_client *client, wms_breaker **b, wms_bulkhead_snapshot *h)
+/* Every breaker of the clients, each with the bulkhead guarding it, as
+ * they stand now (a client makes a generic operation's breaker on its
+ * first call): *b and *h allocated, *n rows. */
+static wms_status client_rows(wms_client *const *clients, size_t count, wms_breaker ***b,
+			      wms_bulkhead_snapshot **h, size_t *n)
 {
-	size_t i, n = wms_client_breakers(b, CLIENT_MAX_BREAKERS, client);
-	if (n > CLIENT_MAX_BREAKERS)
-		n = CLIENT_MAX_BREAKERS;
-	for (i = 0; i < n; i++)
-		wms__client_bulkhead_at(&h[i], client, i);
-	return n;
+	size_t i, j, total = 0, got;
+
+	*b = NULL;
+	*h = NULL;
+	*n = 0;
+	for (i = 0; i < count; i++) {
+		if (!clients[i])
+			return WMS_ERR_INVALID_ARG;
+		total += wms_client_breakers(NULL, 0, clients[i]);
+	}
+	*b = wms__calloc(total ? total : 1, sizeof(**b));
+	*h = wms__calloc(total ? total : 1, sizeof(**h));
+	if (!*b || !*h) {
+		wms__free(*b);
+		wms__free(*h);
+		*b = NULL;
+		*h = NULL;
+		return WMS_ERR_NOMEM;
+	}
+	for (i = 0; i < count && *n < total; i++) {
+		got = wms_client_breakers(*b + *n, total - *n, clients[i]);
+		if (got > total - *n)
+			got = total - *n; /* made since we counted: next time */
+		for (j = 0; j < got; j++)
+			wms__client_bulkhead_at(&(*h)[*n + j], clients[i], j);
+		*n += got;
+	}
+	return WMS_OK;
+}
+
+wms_status wms__health_clients_json(char **out, wms_client *const *clients, size_t count)
+{
+	wms_breaker **b;
+	wms_bulkhead_snapshot *h;
+	size_t n;
+	wms_status st;
+
+	if (!out || (count && !clients))
+		return WMS_ERR_INVALID_ARG;
+	*out = NULL;
+	if ((st = client_rows(clients, count, &b, &h, &n)) != WMS_OK)
+		return st;
+	st = render_json(out, b, h, n);
+	wms__free(b);
+	wms__free(h);
+	return st;
+}
+
+wms_status wms__health_clients_prometheus(char **out, wms_client *const *clients, size_t count,
+					  const char *prefix)
+{
+	wms_breaker **b;
+	wms_bulkhead_snapshot *h;
+	size_t n;
+	wms_status st;
+
+	if (!out || (count && !clients))
+		return WMS_ERR_INVALID_ARG;
+	*out = NULL;
+	if ((st = client_rows(clients, count, &b, &h, &n)) != WMS_OK)
+		return st;
+	st = render_prometheus(out, b, h, n, prefix);
+	wms__free(b);
+	wms__free(h);
+	return st;
 }
 
 wms_status wms_client_health_json(char **out, wms_client *client)
 {
-	wms_breaker *b[CLIENT_MAX_BREAKERS];
-	wms_bulkhead_snapshot h[CLIENT_MAX_BREAKERS];
 	if (!client)
 		return WMS_ERR_INVALID_ARG;
-	return render_json(out, b, h, client_rows(client, b, h));
+	return wms__health_clients_json(out, &client, 1);
 }
 
 wms_status wms_client_health_prometheus(char **out, wms_client *client, const char *prefix)
 {
-	wms_breaker *b[CLIENT_MAX_BREAKERS];
-	wms_bulkhead_snapshot h[CLIENT_MAX_BREAKERS];
 	if (!client)
 		return WMS_ERR_INVALID_ARG;
-	return render_prometheus(out, b, h, client_rows(client, b, h), prefix);
+	return wms__health_clients_prometheus(out, &client, 1, prefix);
 }

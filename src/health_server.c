@@ -23,7 +23,8 @@ struct wms_health_server {
 #if WMS_HAVE_MHD
 	struct MHD_Daemon *daemon;
 #endif
-	wms_breaker **breakers;
+	wms_client **clients; /* rendered on each request: breakers a client
+			       * makes later (generic operations) show too */
 	size_t count;
 	char *prefix;
 	uint16_t port;
@@ -96,27 +97,21 @@ static void server_free(wms_health_server *srv)
 {
 	if (!srv)
 		return;
-	wms__free(srv->breakers);
+	wms__free(srv->clients);
 	wms__free(srv->prefix);
 	wms__free(srv);
 }
 
 #if WMS_HAVE_MHD
 
-/* Every breaker of every client, in order, in one array (one document). */
-static wms_status collect_breakers(wms_health_server *srv, wms_client *const *clients,
-				   size_t count)
+/* The clients whose breakers (and bulkheads) each document shows. */
+static wms_status keep_clients(wms_health_server *srv, wms_client *const *clients, size_t count)
 {
-	size_t i, n = 0;
-
-	for (i = 0; i < count; i++)
-		n += wms_client_breakers(NULL, 0, clients[i]);
-	srv->breakers = wms__calloc(n ? n : 1, sizeof(*srv->breakers));
-	if (!srv->breakers)
+	srv->clients = wms__calloc(count ? count : 1, sizeof(*srv->clients));
+	if (!srv->clients)
 		return WMS_ERR_NOMEM;
-	for (i = 0; i < count; i++)
-		srv->count += wms_client_breakers(srv->breakers + srv->count, n - srv->count,
-						  clients[i]);
+	memcpy(srv->clients, clients, count * sizeof(*clients));
+	srv->count = count;
 	return WMS_OK;
 }
 
@@ -215,8 +210,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (has_body(conn))
 		return reply(conn, MHD_HTTP_BAD_REQUEST, text_type,
 			     (char *)"a request body is not accepted\n", 0, NULL);
-	st = health ? wms_health_json(&doc, srv->breakers, srv->count)
-		    : wms_health_prometheus(&doc, srv->breakers, srv->count, srv->prefix);
+	st = health ? wms__health_clients_json(&doc, srv->clients, srv->count)
+		    : wms__health_clients_prometheus(&doc, srv->clients, srv->count, srv->prefix);
 	if (st != WMS_OK)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, text_type,
 			     (char *)"cannot render the document\n", 0, NULL);
@@ -288,7 +283,7 @@ static wms_status start_server(wms_health_server **out, wms_client *const *clien
 
 	srv = wms__calloc(1, sizeof(*srv));
 	if (!srv || (metric_prefix && !(srv->prefix = wms__strdup(metric_prefix))) ||
-	    collect_breakers(srv, clients, count) != WMS_OK) {
+	    keep_clients(srv, clients, count) != WMS_OK) {
 		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "health server: %s",
 			       wms_strerror(WMS_ERR_NOMEM));
 		goto done;

@@ -39,6 +39,12 @@ struct wms_client;
 struct wms_bulkhead_snapshot;
 void wms__client_bulkhead_at(struct wms_bulkhead_snapshot *out, struct wms_client *c, size_t i);
 
+/* health.c: one health document (JSON) or Prometheus text for every
+ * breaker of `count` clients, with their bulkheads, as they stand now. */
+wms_status wms__health_clients_json(char **out, struct wms_client *const *clients, size_t count);
+wms_status wms__health_clients_prometheus(char **out, struct wms_client *const *clients,
+					  size_t count, const char *prefix);
+
 /* transport/curl.c: the checks wms_curl_transport_create makes of its
  * options (the client makes them before it makes anything else). */
 struct wms_curl_transport_options;

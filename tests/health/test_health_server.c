@@ -23,6 +23,8 @@
 #include "client_fx.h"
 #include "health_server_int.h"
 #include "wms/health_server.h"
+#include "wms/call.h"
+#include "soap/soap.h" /* wms__xml_doc_free */
 
 /* ---- HTTP with libcurl ------------------------------------------------- */
 
@@ -628,6 +630,46 @@ static void stop_with_connections_open(void **state)
 	wms_client_free(x.c);
 }
 
+/* The served documents are rendered per request from the clients: a
+ * bulkhead shows, and so does a generic operation's breaker made after
+ * the server started. */
+static void bulkheads_and_later_breakers_show(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = WMS_CALL_OPTIONS_INIT;
+	struct _xmlDoc *reply = NULL;
+	wms_health_server *srv;
+	wms_error err;
+	http_reply r;
+	fx x;
+	(void)state;
+
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.breaker_options.name = "wh";
+	o.bulkhead.max_concurrent_calls = 7;
+	x = setup_client_with(&o);
+	srv = start(&x.c, 1, "shop");
+	r = http("GET", wms_health_server_port(srv), "/health", NULL);
+	assert_int_equal(r.code, 200);
+	assert_non_null(strstr(r.body, "\"name\":\"wh.SubmitOrder\""));
+	assert_non_null(strstr(r.body, "\"bulkhead\":{\"max_concurrent_calls\":7,"));
+	assert_null(strstr(r.body, "wh.GetShipmentStatus"));
+	x.t->next.status = 200;
+	x.t->next.body = "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
+			 "<s:Body><r/></s:Body></s:Envelope>";
+	op.operation = "GetShipmentStatus";
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<q/>", 4, &err), WMS_OK);
+	wms__xml_doc_free(reply);
+	r = http("GET", wms_health_server_port(srv), "/health", NULL);
+	assert_non_null(strstr(r.body, "\"name\":\"wh.GetShipmentStatus\""));
+	r = http("GET", wms_health_server_port(srv), "/metrics", NULL);
+	assert_non_null(strstr(r.body, "shop_circuit_breaker_state{breaker=\"wh.GetShipmentStatus\"} 0"));
+	assert_non_null(strstr(r.body, "shop_bulkhead_max_concurrent_calls{breaker=\"wh.SubmitOrder\"} 7"));
+	assert_non_null(strstr(r.body, "shop_bulkhead_calls_total{breaker=\"wh.GetShipmentStatus\",kind=\"admitted\"} 1"));
+	wms_health_server_stop(srv);
+	wms_client_free(x.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -647,6 +689,7 @@ int main(void)
 		cmocka_unit_test(connection_limit_both_sides),
 		cmocka_unit_test(idle_connection_is_closed_after_the_timeout),
 		cmocka_unit_test(stop_with_connections_open),
+		cmocka_unit_test(bulkheads_and_later_breakers_show),
 	};
 	int rc;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
