@@ -261,8 +261,10 @@ static void unqualified_fault_detail(void **state)
 	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
 	assert_string_equal(err.fault_code, "Client");
 	assert_string_equal(err.fault_string, "unknown SKU");
-	assert_string_equal(err.wms_code, "");
-	assert_string_equal(err.message, "SOAP fault Client: unknown SKU");
+	assert_string_equal(err.wms_code, "UNKNOWN_SKU");
+	assert_string_equal(err.message, "SOAP fault Client: unknown SKU [UNKNOWN_SKU]");
+	assert_false(wms_error_is_retryable(&err));
+	assert_int_equal(snap(&x).failures, 0);
 	wms_client_free(x.c);
 }
 
