@@ -495,6 +495,28 @@ static const rel *reason_text(const rel *reason)
 	return first;
 }
 
+/* The one child `name` of parent that is the WMS's: in its namespace or,
+ * as node-soap writes a fault detail by default (and stacks that take the
+ * schema as elementFormDefault="unqualified"), in none; never one of
+ * another namespace. NULL when there is none, and *repeated set when
+ * there are two: which one the WMS meant would be a guess. */
+static const rel *wms_child(const rel *parent, const char *name, int *repeated)
+{
+	const rel *c, *found = NULL;
+	if (!parent)
+		return NULL;
+	for (c = parent->children; c; c = c->next) {
+		if (!is_el(c, WMS__NS, name) && !is_el(c, NULL, name))
+			continue;
+		if (found) {
+			*repeated = 1;
+			return NULL;
+		}
+		found = c;
+	}
+	return found;
+}
+
 static void text_into(const rel *el, char *dst, size_t size)
 {
 	dst[0] = '\0';
@@ -510,8 +532,9 @@ static wms_status parse_fault(const rel *fault, wms_error *err)
 {
 	char code[WMS_ERROR_FIELD_MAX], sub[WMS_ERROR_FIELD_MAX] = "";
 	char text[WMS_ERROR_MESSAGE_MAX], wms_code[WMS_ERROR_FIELD_MAX];
-	const rel *detail, *wf;
+	const rel *detail, *wf, *wf_code, *wf_message;
 	const char *c, *s;
+	int repeated = 0;
 
 	if (is_el(fault, WMS__SOAP12_NS, "Fault")) {
 		const rel *code_el = child(fault, WMS__SOAP12_NS, "Code");
@@ -530,10 +553,16 @@ static wms_status parse_fault(const rel *fault, wms_error *err)
 		if (!detail)
 			detail = child(fault, WMS__SOAP11_NS, "detail");
 	}
-	wf = child(detail, WMS__NS, "WmsFault");
-	text_into(child(wf, WMS__NS, "code"), wms_code, sizeof(wms_code));
+	/* Only a detail entry (SOAP 1.1 4.4, SOAP 1.2 Part 1 5.4.5.1): a
+	 * WmsFault anywhere deeper is some other element's business. */
+	wf = wms_child(detail, "WmsFault", &repeated);
+	wf_code = wms_child(wf, "code", &repeated);
+	wf_message = wms_child(wf, "message", &repeated);
+	if (repeated)
+		wf_code = wf_message = NULL;
+	text_into(wf_code, wms_code, sizeof(wms_code));
 	if (!text[0])
-		text_into(child(wf, WMS__NS, "message"), text, sizeof(text));
+		text_into(wf_message, text, sizeof(text));
 
 	c = local_part(code);
 	s = local_part(sub);
@@ -542,10 +571,11 @@ static wms_status parse_fault(const rel *fault, wms_error *err)
 		wms__strlcpy(err->fault_string, text, sizeof(err->fault_string));
 		wms__strlcpy(err->wms_code, wms_code, sizeof(err->wms_code));
 	}
-	return wms__fail(err, WMS_ERR_SOAP_FAULT, WMS_DELIVERY_ANSWERED, "SOAP fault %s%s%s%s: %s%s%s%s",
-			 *c ? c : "(no code)", *s ? " (" : "", s, *s ? ")" : "",
-			 *text ? text : "(no reason given)", *wms_code ? " [" : "", wms_code,
-			 *wms_code ? "]" : "");
+	return wms__fail(err, WMS_ERR_SOAP_FAULT, WMS_DELIVERY_ANSWERED,
+			 "SOAP fault %s%s%s%s: %s%s%s%s%s", *c ? c : "(no code)", *s ? " (" : "", s,
+			 *s ? ")" : "", *text ? text : "(no reason given)", *wms_code ? " [" : "",
+			 wms_code, *wms_code ? "]" : "",
+			 repeated ? " (WmsFault detail not read: repeated)" : "");
 }
 
 /* ---- entry point ------------------------------------------------------------ */
@@ -564,6 +594,11 @@ static wms_status answer_of(const rel **out, const rel *doc, int html_type, cons
 	*out = NULL;
 	if (!root)
 		return wms__fail(err, WMS_ERR_NOT_XML, WMS_DELIVERY_ANSWERED, "reply has no root element");
+	/* Either version, whichever the request was: the Envelope's namespace
+	 * says which one this is, and everything below is read in it alone. A
+	 * node that will not take the request's version answers in SOAP 1.1
+	 * (VersionMismatch: SOAP 1.1 4.4.1, SOAP 1.2 Part 1 appendix A), and
+	 * refusing that would hide the one fault that says what is wrong. */
 	if ((soap11 = is_el(root, WMS__SOAP11_NS, "Envelope")) != 0)
 		soap_ns = WMS__SOAP11_NS;
 	else if (is_el(root, WMS__SOAP12_NS, "Envelope"))

@@ -192,6 +192,82 @@ static void client_fault_is_not_a_failure(void **state)
 	wms_client_free(x.c);
 }
 
+/* A reply in the other SOAP version than the request's is read as what
+ * its Envelope says (README.md, "Interoperability"): a success as a
+ * success, a fault as a fault, both ways. */
+static void reply_in_the_other_soap_version(void **state)
+{
+	static const char submit_ok_12[] =
+		"<e:Envelope xmlns:e=\"http://www.w3.org/2003/05/soap-envelope\"><e:Body>"
+		"<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\"><clientOrderId>ORD-1</clientOrderId>"
+		"<wmsReference>R12</wmsReference><state>RECEIVED</state><duplicate>false</duplicate>"
+		"</SubmitOrderResponse></e:Body></e:Envelope>";
+	static const char fault_12[] =
+		"<e:Envelope xmlns:e=\"http://www.w3.org/2003/05/soap-envelope\"><e:Body><e:Fault>"
+		"<e:Code><e:Value>e:Sender</e:Value></e:Code>"
+		"<e:Reason><e:Text xml:lang=\"en\">unknown SKU</e:Text></e:Reason>"
+		"<e:Detail><w:WmsFault xmlns:w=\"urn:libwms:warehouse:1\"><w:code>UNKNOWN_SKU</w:code>"
+		"</w:WmsFault></e:Detail></e:Fault></e:Body></e:Envelope>";
+	static const char version_mismatch_11[] =
+		ENV_OPEN "<s:Fault><faultcode>s:VersionMismatch</faultcode>"
+		"<faultstring>SOAP 1.1 only</faultstring></s:Fault>" ENV_CLOSE;
+	fx x = setup_client(WMS_SOAP_11);
+	wms_submit_reply r;
+	wms_order o = order("ORD-1");
+	wms_error err;
+	(void)state;
+
+	/* a SOAP 1.1 request, SOAP 1.2 replies */
+	script(&x, 200, "application/soap+xml; charset=utf-8", submit_ok_12);
+	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
+	assert_string_equal(r.wms_reference, "R12");
+	assert_string_equal(x.t->last_ctype, "text/xml; charset=utf-8");
+	script(&x, 500, "application/soap+xml", fault_12);
+	assert_int_equal(submit(&x, &err), WMS_ERR_SOAP_FAULT);
+	assert_string_equal(err.fault_code, "Sender");
+	assert_string_equal(err.fault_string, "unknown SKU");
+	assert_string_equal(err.wms_code, "UNKNOWN_SKU");
+	wms_client_free(x.c);
+
+	/* a SOAP 1.2 request, SOAP 1.1 replies: the answer, and the
+	 * VersionMismatch fault a SOAP 1.1 node gives a 1.2 envelope */
+	x = setup_client(WMS_SOAP_12);
+	script(&x, 200, "text/xml", submit_ok);
+	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
+	assert_string_equal(r.wms_reference, "WMS-000042");
+	assert_non_null(strstr(x.t->last_ctype, "application/soap+xml"));
+	script(&x, 500, "text/xml", version_mismatch_11);
+	assert_int_equal(submit(&x, &err), WMS_ERR_SOAP_FAULT);
+	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	assert_string_equal(err.fault_code, "VersionMismatch");
+	assert_false(wms_error_is_retryable(&err));
+	assert_int_equal(snap(&x).failures, 0); /* the request was refused, the WMS is well */
+	wms_client_free(x.c);
+}
+
+/* node-soap's default fault detail, no namespace anywhere. */
+static void unqualified_fault_detail(void **state)
+{
+	static const char fault[] =
+		ENV_OPEN "<s:Fault><faultcode>s:Client</faultcode><faultstring>unknown SKU</faultstring>"
+		"<detail><WmsFault><code>UNKNOWN_SKU</code><message>SKU-9 is not stocked</message>"
+		"</WmsFault></detail></s:Fault>" ENV_CLOSE;
+	fx x = setup_client(WMS_SOAP_11);
+	wms_error err;
+	(void)state;
+	script(&x, 500, "text/xml; charset=utf-8", fault);
+	assert_int_equal(submit(&x, &err), WMS_ERR_SOAP_FAULT);
+	assert_int_equal(err.status, WMS_ERR_SOAP_FAULT);
+	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	assert_string_equal(err.fault_code, "Client");
+	assert_string_equal(err.fault_string, "unknown SKU");
+	assert_string_equal(err.wms_code, "UNKNOWN_SKU");
+	assert_string_equal(err.message, "SOAP fault Client: unknown SKU [UNKNOWN_SKU]");
+	assert_false(wms_error_is_retryable(&err));
+	assert_int_equal(snap(&x).failures, 0);
+	wms_client_free(x.c);
+}
+
 static void html_502_from_a_proxy(void **state)
 {
 	fx x = setup_client(WMS_SOAP_11);
@@ -609,6 +685,8 @@ int main(void)
 		cmocka_unit_test(breaker_opens_and_nothing_is_sent),
 		cmocka_unit_test(server_fault_counts_as_failure),
 		cmocka_unit_test(client_fault_is_not_a_failure),
+		cmocka_unit_test(reply_in_the_other_soap_version),
+		cmocka_unit_test(unqualified_fault_detail),
 		cmocka_unit_test(html_502_from_a_proxy),
 		cmocka_unit_test(http_4xx_is_not_a_failure),
 		cmocka_unit_test(bad_replies_with_200),

@@ -382,6 +382,11 @@ int fuzz_builtin_seed(size_t i, fuzz_bytes *out)
 		S(0x1a, "Client\0caf\xc3\xa9 ferm\xc3\xa9\0NOT_CANCELLABLE\0\0\0"),
 		S(0x3b, "a:b:c\0  spaced\r\n\treason  \0X\0\0\0"),
 		S(0x0c, "env:Sender\0<![CDATA[cdata <reason>]]>\0CODE&amp;1\0&#10;\0\0"),
+		/* node-soap's unqualified WmsFault after the template's own: two,
+		 * so neither code is read */
+		S(0x08, "soap:Client\0refused\0UNKNOWN_SKU\0\0<WmsFault><code>OTHER</code></WmsFault>\0"),
+		S(0x0c, "env:Sender\0\0UNKNOWN_SKU\0msg\0<WmsFault><code>X</code><message>m</message>"
+			"</WmsFault>\0"),
 #undef S
 	};
 	size_t n = sizeof(seeds) / sizeof(seeds[0]);

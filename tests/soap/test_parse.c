@@ -191,6 +191,17 @@ static void c_fault12_sender(const result *r)
 	assert_false(wms_error_is_retryable(&r->err));
 }
 
+/* node-soap's default: the detail unqualified */
+static void c_fault_node_soap(const result *r)
+{
+	fault_is(r, "Client", "Unknown SKU: SKU-404", "UNKNOWN_SKU");
+}
+
+static void c_fault12_node_soap(const result *r)
+{
+	fault_is(r, "Sender", "SKU-404 is not stocked", "UNKNOWN_SKU"); /* empty Reason: the message */
+}
+
 static void c_fault_latin1(const result *r)
 {
 	fault_is(r, "Client", "Commande refus\xc3\xa9" "e : entrep\xc3\xb4t ferm\xc3\xa9",
@@ -250,6 +261,10 @@ static const reply_case cases[] = {
 	  c_fault12_subcode },
 	{ "fault/soap12_sender_no_detail.xml", SUBMIT, XML12, WMS_ERR_SOAP_FAULT,
 	  "SOAP fault Sender: Ung", c_fault12_sender },
+	{ "fault/soap11_unqualified_detail_node_soap.xml", STOCK, XML11, WMS_ERR_SOAP_FAULT,
+	  "SOAP fault Client: Unknown SKU: SKU-404 [UNKNOWN_SKU]", c_fault_node_soap },
+	{ "fault/soap12_unqualified_detail_node_soap.xml", STOCK, XML12, WMS_ERR_SOAP_FAULT, NULL,
+	  c_fault12_node_soap },
 	{ "fault/soap11_iso8859.xml", CANCEL, "text/xml", WMS_ERR_SOAP_FAULT, NULL, c_fault_latin1 },
 	{ "fault/soap11_latin1_charset_in_header.xml", CANCEL, "text/xml; charset=ISO-8859-1",
 	  WMS_ERR_SOAP_FAULT, NULL, c_fault_latin1_header },
