@@ -222,53 +222,53 @@ static int prefix_ok(const char *p)
 	return i <= 64;
 }
 
+/* A bulkhead's figures by number: the three gauges, then the counter's
+ * three kinds (prom_bulkheads' order). */
+static double bulkhead_value(const wms_bulkhead_snapshot *h, int which)
+{
+	switch (which) {
+	case 0: return (double)h->max_concurrent_calls;
+	case 1: return (double)h->in_flight;
+	case 2: return (double)h->waiting;
+	case 3: return (double)h->admitted;
+	case 4: return (double)h->waited;
+	default: return (double)h->rejected;
+	}
+}
+
 /* The bulkheads' samples (none when no breaker has one). */
 static wms_status prom_bulkheads(wms__buf *b, const char *prefix, const wms_breaker_snapshot *s,
 				 const wms_bulkhead_snapshot *h, size_t count)
 {
-	static const char *kinds[] = { "admitted", "waited", "rejected" };
+	static const char *const gauges[][2] = {
+		{ "bulkhead_max_concurrent_calls", "Calls the bulkhead lets be in flight at once." },
+		{ "bulkhead_in_flight", "Calls holding a bulkhead slot." },
+		{ "bulkhead_waiting", "Calls waiting for a bulkhead slot." },
+	};
+	static const char *const kinds[] = { "admitted", "waited", "rejected" };
 	wms_status st = WMS_OK;
-	size_t i, j, any = 0;
+	size_t i, any = 0;
+	int g, k;
 
 	for (i = 0; h && i < count; i++)
 		any += h[i].max_concurrent_calls != 0;
 	if (!any)
 		return WMS_OK;
-	st = prom_header(b, prefix, "bulkhead_max_concurrent_calls", "gauge",
-			 "Calls the bulkhead lets be in flight at once.");
-	for (i = 0; !st && i < count; i++)
-		if (h[i].max_concurrent_calls)
-			st = prom_sample(b, prefix, "bulkhead_max_concurrent_calls", s[i].name, NULL,
-					 (double)h[i].max_concurrent_calls);
-	if (!st)
-		st = prom_header(b, prefix, "bulkhead_in_flight", "gauge",
-				 "Calls holding a bulkhead slot.");
-	for (i = 0; !st && i < count; i++)
-		if (h[i].max_concurrent_calls)
-			st = prom_sample(b, prefix, "bulkhead_in_flight", s[i].name, NULL,
-					 (double)h[i].in_flight);
-	if (!st)
-		st = prom_header(b, prefix, "bulkhead_waiting", "gauge",
-				 "Calls waiting for a bulkhead slot.");
-	for (i = 0; !st && i < count; i++)
-		if (h[i].max_concurrent_calls)
-			st = prom_sample(b, prefix, "bulkhead_waiting", s[i].name, NULL,
-					 (double)h[i].waiting);
+	for (g = 0; !st && g < 3; g++) {
+		st = prom_header(b, prefix, gauges[g][0], "gauge", gauges[g][1]);
+		for (i = 0; !st && i < count; i++)
+			if (h[i].max_concurrent_calls)
+				st = prom_sample(b, prefix, gauges[g][0], s[i].name, NULL,
+						 bulkhead_value(&h[i], g));
+	}
 	if (!st)
 		st = prom_header(b, prefix, "bulkhead_calls_total", "counter",
 				 "Calls seen by the bulkhead: admitted (waited: of those, after a "
 				 "wait), rejected (BULKHEAD_FULL).");
-	for (i = 0; !st && i < count; i++) {
-		uint64_t v[3];
-		if (!h[i].max_concurrent_calls)
-			continue;
-		v[0] = h[i].admitted;
-		v[1] = h[i].waited;
-		v[2] = h[i].rejected;
-		for (j = 0; !st && j < 3; j++)
-			st = prom_sample(b, prefix, "bulkhead_calls_total", s[i].name, kinds[j],
-					 (double)v[j]);
-	}
+	for (i = 0; !st && i < count; i++)
+		for (k = 0; !st && k < 3 && h[i].max_concurrent_calls; k++)
+			st = prom_sample(b, prefix, "bulkhead_calls_total", s[i].name, kinds[k],
+					 bulkhead_value(&h[i], 3 + k));
 	return st;
 }
 

@@ -58,6 +58,20 @@ static wms_status check_call(const wms_call_options *o, wms_error *err)
 	return WMS_OK;
 }
 
+/* What both calls check first: err cleared, *out NULL, the arguments
+ * there and the options sound. */
+static wms_status begin(struct _xmlDoc **out, wms_client *c, const wms_call_options *opts,
+			wms_error *err)
+{
+	wms_error_clear(err);
+	if (out)
+		*out = NULL;
+	if (!out || !c || !opts)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL",
+				 !out ? "out" : !c ? "client" : "call");
+	return check_call(opts, err);
+}
+
 wms_status wms_call(struct _xmlDoc **out, wms_client *c, const wms_call_options *opts,
 		    const struct _xmlNode *body, wms_error *err)
 {
@@ -68,14 +82,10 @@ wms_status wms_call(struct _xmlDoc **out, wms_client *c, const wms_call_options 
 
 	if (!err)
 		err = &local;
-	wms_error_clear(err);
-	if (out)
-		*out = NULL;
-	if (!out || !c || !opts || !body)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL",
-				 !out ? "out" : !c ? "client" : !opts ? "call" : "body");
-	if ((st = check_call(opts, err)) != WMS_OK)
+	if ((st = begin(out, c, opts, err)) != WMS_OK)
 		return st;
+	if (!body)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "body is NULL");
 	memset(&g, 0, sizeof(g));
 	g.opts = opts;
 	g.body = body;
@@ -100,14 +110,8 @@ wms_status wms_call_bytes(struct _xmlDoc **out, wms_client *c, const wms_call_op
 
 	if (!err)
 		err = &local;
-	wms_error_clear(err);
-	if (out)
-		*out = NULL;
-	if (!out || !c || !opts)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL",
-				 !out ? "out" : !c ? "client" : "call");
 	/* the options first: a bad call is said before the body is read */
-	if ((st = check_call(opts, err)) != WMS_OK)
+	if ((st = begin(out, c, opts, err)) != WMS_OK)
 		return st;
 	if ((st = wms__generic_body_parse(&doc, body, len, err)) != WMS_OK)
 		return st;

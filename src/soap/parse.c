@@ -587,37 +587,15 @@ static wms_status parse_reply(wms__parse_ws *ws, wms__op op, const generic_want 
 	return wms__generic_answer(gen->out, buf, len, encoding, err);
 }
 
-wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
-			       size_t len, const char *content_type, size_t max_bytes,
-			       uint64_t deadline_ns, wms_error *err)
+/* parse_reply through ws's parser part (made on first use; none, or no
+ * memory for one: a temporary that keeps nothing). */
+static wms_status parse_in(wms__xml_ws *ws, wms__op op, const generic_want *gen, void *out,
+			   const char *buf, size_t len, const char *content_type,
+			   size_t max_bytes, uint64_t deadline_ns, wms_error *err)
 {
 	wms__parse_ws tmp, *p = NULL;
 	wms_status rc;
 
-	if (ws && !ws->parse)
-		ws->parse = wms__calloc(1, sizeof(*ws->parse));
-	if (ws)
-		p = ws->parse;
-	if (!p) { /* no workspace, or no memory for one: a temporary */
-		memset(&tmp, 0, sizeof(tmp));
-		p = &tmp;
-	}
-	rc = parse_reply(p, op, NULL, out, buf, len, content_type, max_bytes, deadline_ns, err);
-	/* Every reader of the parse's names and arrays has returned. */
-	release(p, p == &tmp);
-	return rc;
-}
-
-wms_status wms__parse_generic_ws(struct _xmlDoc **out, wms__xml_ws *ws, const char *want_ns,
-				 const char *want_name, const char *buf, size_t len,
-				 const char *content_type, size_t max_bytes, uint64_t deadline_ns,
-				 wms_error *err)
-{
-	generic_want gen = { want_ns, want_name, out };
-	wms__parse_ws tmp, *p = NULL;
-	wms_status rc;
-
-	*out = NULL;
 	if (ws && !ws->parse)
 		ws->parse = wms__calloc(1, sizeof(*ws->parse));
 	if (ws)
@@ -626,10 +604,28 @@ wms_status wms__parse_generic_ws(struct _xmlDoc **out, wms__xml_ws *ws, const ch
 		memset(&tmp, 0, sizeof(tmp));
 		p = &tmp;
 	}
-	rc = parse_reply(p, WMS__OP_COUNT, &gen, NULL, buf, len, content_type, max_bytes,
-			 deadline_ns, err);
+	rc = parse_reply(p, op, gen, out, buf, len, content_type, max_bytes, deadline_ns, err);
+	/* Every reader of the parse's names and arrays has returned. */
 	release(p, p == &tmp);
 	return rc;
+}
+
+wms_status wms__parse_reply_ws(wms__xml_ws *ws, wms__op op, void *out, const char *buf,
+			       size_t len, const char *content_type, size_t max_bytes,
+			       uint64_t deadline_ns, wms_error *err)
+{
+	return parse_in(ws, op, NULL, out, buf, len, content_type, max_bytes, deadline_ns, err);
+}
+
+wms_status wms__parse_generic_ws(struct _xmlDoc **out, wms__xml_ws *ws, const char *want_ns,
+				 const char *want_name, const char *buf, size_t len,
+				 const char *content_type, size_t max_bytes, uint64_t deadline_ns,
+				 wms_error *err)
+{
+	generic_want gen = { want_ns, want_name, out };
+	*out = NULL;
+	return parse_in(ws, WMS__OP_COUNT, &gen, NULL, buf, len, content_type, max_bytes,
+			deadline_ns, err);
 }
 
 size_t wms__parse_ws_kept(const wms__xml_ws *ws, size_t *names, size_t *els, size_t *text)
