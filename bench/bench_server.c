@@ -71,7 +71,7 @@ bench_server *bench_server_start(const char *reply, size_t reply_len)
 	addr.sin_family = AF_INET;
 	addr.sin_port = 0;
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
+	s->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
 				     0, NULL, NULL, on_request, s,
 				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 				     MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
