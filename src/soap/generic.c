@@ -14,11 +14,109 @@
 
 #define X(s) ((const xmlChar *)(s))
 
+/*
+ * Copy `src` (an element, and everything under it) under `parent`, in
+ * parent's document. Not xmlDocCopyNode: libxml2 2.9 loses the part of a
+ * copy it had made when an allocation fails, and may carry on with a
+ * node that has lost its namespace. Here every node joins the tree as it
+ * is made, so a failure leaves a partial tree that goes with the document,
+ * and the caller sees the failure. Namespaces: the source element's own
+ * declarations are copied (a QName in a value may need them); with `top`,
+ * every declaration in scope at the source is declared too, as the body
+ * is taken out of its context. An element's or attribute's namespace is
+ * then found in scope by prefix and URI, or declared on the element.
+ * WMS_OK, NOMEM, or INVALID_ARG for a node an envelope cannot carry.
+ */
+static xmlNsPtr ns_for(xmlNodePtr el, const xmlNs *want)
+{
+	xmlNsPtr ns = xmlSearchNs(el->doc, el, want->prefix);
+	if (ns && xmlStrEqual(ns->href, want->href))
+		return ns;
+	return xmlNewNs(el, want->href, want->prefix);
+}
+
+static wms_status copy_element(xmlNodePtr parent, const xmlNode *src, int top)
+{
+	xmlNodePtr el, n;
+	const xmlNode *c;
+	const xmlNs *d;
+	const xmlAttr *a;
+	xmlNsPtr *scope = NULL;
+	wms_status rc = WMS_ERR_NOMEM;
+
+	if (!(el = xmlNewDocNode(parent->doc, NULL, src->name, NULL)))
+		return WMS_ERR_NOMEM;
+	if (!xmlAddChild(parent, el)) {
+		xmlFreeNode(el);
+		return WMS_ERR_NOMEM;
+	}
+	if (top && src->doc && (scope = xmlGetNsList(src->doc, src)) != NULL)
+		for (size_t i = 0; scope[i]; i++)
+			if (!xmlNewNs(el, scope[i]->href, scope[i]->prefix))
+				goto done;
+	for (d = src->nsDef; d; d = d->next)
+		if (!xmlSearchNsByHref(el->doc, el, d->href) && !xmlNewNs(el, d->href, d->prefix))
+			goto done;
+	if (src->ns && !(el->ns = ns_for(el, src->ns)))
+		goto done;
+	for (a = src->properties; a; a = a->next) {
+		xmlChar *v = xmlNodeListGetString(src->doc, a->children, 1);
+		xmlNsPtr ans = NULL;
+		xmlAttrPtr made;
+		if (a->children && !v)
+			goto done;
+		if (a->ns && !(ans = ns_for(el, a->ns))) {
+			xmlFree(v);
+			goto done;
+		}
+		made = xmlNewNsProp(el, ans, a->name, v ? v : X(""));
+		xmlFree(v);
+		if (!made)
+			goto done;
+	}
+	for (c = src->children; c; c = c->next) {
+		switch (c->type) {
+		case XML_ELEMENT_NODE:
+			if ((rc = copy_element(el, c, 0)) != WMS_OK)
+				goto done;
+			rc = WMS_ERR_NOMEM;
+			continue;
+		case XML_TEXT_NODE:
+			n = xmlNewDocText(el->doc, c->content);
+			break;
+		case XML_CDATA_SECTION_NODE:
+			n = xmlNewCDataBlock(el->doc, c->content,
+					     c->content ? xmlStrlen(c->content) : 0);
+			break;
+		case XML_COMMENT_NODE:
+			n = xmlNewDocComment(el->doc, c->content);
+			break;
+		case XML_PI_NODE:
+			n = xmlNewDocPI(el->doc, c->name, c->content);
+			break;
+		default:
+			rc = WMS_ERR_INVALID_ARG; /* entity references and the like */
+			goto done;
+		}
+		if (!n)
+			goto done;
+		if (!xmlAddChild(el, n)) {
+			xmlFreeNode(n);
+			goto done;
+		}
+	}
+	rc = WMS_OK;
+done:
+	if (scope)
+		xmlFree(scope);
+	return rc;
+}
+
 wms_status wms__build_generic(wms__buf *out, wms_soap_version v, const xmlNode *body,
 			      const wms__wsse *wsse, wms_error *err)
 {
 	xmlDocPtr doc = NULL;
-	xmlNodePtr root, header, bodyel, copy;
+	xmlNodePtr root, header, bodyel;
 	xmlNsPtr soap;
 	xmlChar *mem = NULL;
 	int size = 0;
@@ -57,14 +155,14 @@ wms_status wms__build_generic(wms__buf *out, wms_soap_version v, const xmlNode *
 	}
 	if (!(bodyel = xmlNewChild(root, soap, X("Body"), NULL)))
 		goto done;
-	/* A copy: the caller keeps its node; namespaces declared above it in
-	 * its own tree are declared on the copy. */
-	if (!(copy = xmlDocCopyNode((xmlNodePtr)body, doc, 1)))
-		goto done;
-	if (!xmlAddChild(bodyel, copy)) {
-		xmlFreeNode(copy);
+	/* A copy: the caller keeps its node. */
+	if ((rc = copy_element(bodyel, body, 1)) != WMS_OK) {
+		if (rc == WMS_ERR_INVALID_ARG)
+			wms__fail(err, rc, WMS_DELIVERY_NOT_SENT,
+				  "body holds an entity reference or a node an envelope cannot carry");
 		goto done;
 	}
+	rc = WMS_ERR_NOMEM;
 	xmlDocDumpMemoryEnc(doc, &mem, &size, "UTF-8");
 	if (!mem || size <= 0 || quiet.errors) {
 		rc = quiet.errors && !quiet.nomem ? WMS_ERR_INTERNAL : WMS_ERR_NOMEM;
@@ -160,7 +258,7 @@ wms_status wms__generic_answer(xmlDocPtr *out, const char *buf, size_t len, cons
 			       wms_error *err)
 {
 	xmlDocPtr doc, answer = NULL;
-	xmlNodePtr root, first, copy;
+	xmlNodePtr root, first;
 	const char *soap_ns;
 	char why[200];
 	wms__xml_quiet quiet;
@@ -168,10 +266,11 @@ wms_status wms__generic_answer(xmlDocPtr *out, const char *buf, size_t len, cons
 
 	*out = NULL;
 	doc = wms__xml_safe_parse(buf, len, "reply", encoding, why, sizeof(why));
+	/* The reply parser read these very bytes whole: a tree that cannot be
+	 * made of them now is out of resources, whatever libxml2 calls it. */
 	if (!doc)
-		return wms__fail(err, strcmp(why, "out of memory") == 0 ? WMS_ERR_NOMEM
-									 : WMS_ERR_INTERNAL,
-				 WMS_DELIVERY_ANSWERED, "reading the reply's Body: %s", why);
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
+				 "reading the reply's Body into a tree: %s", why);
 	root = xmlDocGetRootElement(doc);
 	soap_ns = root && root->ns && xmlStrEqual(root->ns->href, X(WMS__SOAP12_NS))
 			  ? WMS__SOAP12_NS
@@ -185,19 +284,19 @@ wms_status wms__generic_answer(xmlDocPtr *out, const char *buf, size_t len, cons
 		goto done;
 	}
 	wms__xml_quiet_begin(&quiet);
-	if ((answer = xmlNewDoc(X("1.0"))) != NULL &&
-	    (copy = xmlDocCopyNode(first, answer, 1)) != NULL) {
-		xmlDocSetRootElement(answer, copy);
-		rc = WMS_OK;
-	}
+	if ((answer = xmlNewDoc(X("1.0"))) != NULL)
+		rc = copy_element((xmlNodePtr)answer, first, 1);
 	if (rc == WMS_OK && quiet.errors)
 		rc = WMS_ERR_NOMEM;
 	wms__xml_quiet_end(&quiet);
 	if (rc != WMS_OK) {
 		if (answer)
 			xmlFreeDoc(answer);
-		rc = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_ANSWERED,
-			       "copying the reply's Body element: out of memory");
+		/* INVALID_ARG: a node the parser never makes of a reply (an
+		 * entity reference: a DOCTYPE was refused) */
+		rc = wms__fail(err, rc == WMS_ERR_NOMEM ? rc : WMS_ERR_INTERNAL,
+			       WMS_DELIVERY_ANSWERED, "copying the reply's Body element: %s",
+			       rc == WMS_ERR_NOMEM ? "out of memory" : "an unexpected node");
 		goto done;
 	}
 	*out = answer;

@@ -89,6 +89,13 @@ xmlDocPtr wms__xml_safe_parse(const char *buf, size_t len, const char *url, cons
 		if (doc)
 			xmlFreeDoc(doc);
 		doc = NULL;
+	} else if (ctxt->errNo == XML_ERR_NO_MEMORY || quiet.nomem) {
+		/* libxml2 2.9 may go on after one and report what it then made
+		 * of the input: never take that for the document's fault */
+		snprintf(why, why_size, "out of memory");
+		if (doc)
+			xmlFreeDoc(doc);
+		doc = NULL;
 	} else if (!doc || !xmlDocGetRootElement(doc) || !ctxt->nsWellFormed) {
 		/* An undeclared prefix is only a namespace error to libxml2, but
 		 * such a body could never match a real request. */

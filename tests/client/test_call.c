@@ -132,6 +132,45 @@ static void node_soap12(void **state)
 	wms_client_free(x.c);
 }
 
+/* A node deep in the caller's tree: the namespaces declared above it (one
+ * used by its name, one only by a QName in a value) travel with it; its
+ * attributes, CDATA, comments and PIs are copied; an entity reference is
+ * refused. The reply's namespaces, declared on its Envelope, are declared
+ * on the root of the document handed back. */
+static void namespaces_from_the_callers_tree(void **state)
+{
+	static const char tree[] =
+		"<outer xmlns:sh=\"" SHIP_NS "\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\""
+		" xmlns:t=\"urn:types\"><mid><sh:Req xsi:type=\"t:ById\" sh:v=\"1\">a<![CDATA[<b>]]>"
+		"<!--c--><?pi x?></sh:Req></mid></outer>";
+	fx x = setup_client(WMS_SOAP_11);
+	wms_call_options op = ship_call();
+	xmlDocPtr mine = xmlReadMemory(tree, (int)strlen(tree), NULL, NULL, 0), reply = NULL;
+	xmlNodePtr req = xmlDocGetRootElement(mine)->children->children, root;
+	wms_error err;
+	(void)state;
+
+	answer(&x, ship_reply);
+	assert_int_equal(wms_call(&reply, x.c, &op, req, &err), WMS_OK);
+	assert_non_null(strstr(x.t->last_body, "<soap:Body><sh:Req xmlns:sh=\"" SHIP_NS "\" "
+					       "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+					       "xmlns:t=\"urn:types\" xsi:type=\"t:ById\" sh:v=\"1\">"
+					       "a<![CDATA[<b>]]><!--c--><?pi x?></sh:Req></soap:Body>"));
+	root = xmlDocGetRootElement(reply);
+	assert_non_null(root->ns);
+	assert_string_equal((const char *)root->ns->href, SHIP_NS);
+	assert_non_null(root->nsDef); /* declared on the root, from the Envelope */
+	xmlFreeDoc(reply);
+	/* an entity reference cannot be carried */
+	xmlAddChild(req, xmlNewReference(mine, (const xmlChar *)"&amp;"));
+	xmlAddChild(req, xmlNewReference(mine, (const xmlChar *)"&custom;"));
+	assert_int_equal(wms_call(&reply, x.c, &op, req, &err), WMS_ERR_INVALID_ARG);
+	assert_non_null(strstr(err.message, "entity reference"));
+	assert_null(reply);
+	xmlFreeDoc(mine);
+	wms_client_free(x.c);
+}
+
 /* The reply must be the element asked for; a fault is a fault; hostile
  * replies are refused as a typed call's are. Nothing is handed out. */
 static void replies_refused(void **state)
@@ -445,6 +484,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bytes_round_trip),
 		cmocka_unit_test(node_soap12),
+		cmocka_unit_test(namespaces_from_the_callers_tree),
 		cmocka_unit_test(replies_refused),
 		cmocka_unit_test(arguments_refused),
 		cmocka_unit_test(per_operation_breakers),
