@@ -490,6 +490,8 @@ typedef struct wms_fallback_call {
  * what the call returns; the reply has `from_fallback` set and the error
  * detail has `fallback` set and delivery NOT_SENT, so it can never be taken
  * for the WMS's answer. A NULL entry means no fallback for that operation.
+ * With the read cache on, a fresh cached answer comes first; the fallback
+ * runs when it has none.
  */
 struct wms_fallbacks {
 	wms_status (*submit_order)(wms_submit_reply *out, const wms_fallback_call *call,

@@ -3,7 +3,8 @@
  * send -> parse -> classify -> record, with optional retries inside the
  * breaker and the bulkhead's slot. The breaker is asked first, so an open
  * breaker answers before any XML is built, any socket touched or any slot
- * waited for.
+ * waited for. A read refused so may be answered from the read cache
+ * (read_cache.c), which the good reads fill.
  */
 #include <stdio.h>
 #include <string.h>

@@ -23,14 +23,6 @@
 #include "count_alloc.h"
 #include "wms/health.h"
 
-#define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
-#define ENV_CLOSE "</s:Body></s:Envelope>"
-
-static const char submit_ok[] =
-	ENV_OPEN "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
-	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
-	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>" ENV_CLOSE;
-
 static const char cancel_ok[] =
 	ENV_OPEN "<CancelOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
 	"<clientOrderId>ORD-1</clientOrderId><state>CANCELLED</state>"
@@ -318,7 +310,7 @@ static void never_for_writes(void **state)
 	order.ship_to.country = "US";
 	order.lines = &line;
 	order.line_count = 1;
-	script(&x, submit_ok);
+	script(&x, fx_submit_ok);
 	assert_int_equal(wms_submit_order(&sr, x.c, &order, &err), WMS_OK);
 	script(&x, cancel_ok);
 	assert_int_equal(wms_cancel_order(&cr, x.c, "ORD-1", "test", &err), WMS_OK);
@@ -373,10 +365,28 @@ static void store(fx *x, const char *id)
 	open_breakers(x, 1);
 }
 
+/* Store `id` in a full cache of 3: exactly `gone` is evicted (the least
+ * recently stored or served), `evictions` in all; `kept` are served, in
+ * that order (which is the use order from then on). */
+static void cross(fx *x, const char *id, const char *gone, const char *const kept[3],
+		  uint64_t evictions)
+{
+	wms_read_cache_snapshot s;
+	store(x, id);
+	s = cache_of(x);
+	assert_int_equal(s.entries, 3);
+	assert_int_equal(s.evictions, evictions);
+	read_refused(x, gone);
+	for (int i = 0; i < 3; i++)
+		read_cached(x, kept[i], "PICKING", 0);
+}
+
 /* max_entries 3: three kept, the fourth evicts exactly one, the least
  * recently stored or served; and again on the same client. */
 static void max_entries_both_sides(void **state)
 {
+	static const char *const kept1[] = { "ORD-3", "ORD-4", "ORD-1" };
+	static const char *const kept2[] = { "ORD-4", "ORD-1", "ORD-5" };
 	fx x = cache_client(3, 0, 0, WMS_BREAKER_SCOPE_PER_CLIENT);
 	wms_read_cache_snapshot s;
 	(void)state;
@@ -388,23 +398,8 @@ static void max_entries_both_sides(void **state)
 	assert_int_equal(s.entries, 3);
 	assert_int_equal(s.evictions, 0);
 	read_cached(&x, "ORD-1", "PICKING", 0); /* ORD-1 used: ORD-2 is the oldest now */
-	store(&x, "ORD-4");
-	s = cache_of(&x);
-	assert_int_equal(s.entries, 3);
-	assert_int_equal(s.evictions, 1);
-	read_refused(&x, "ORD-2");
-	read_cached(&x, "ORD-3", "PICKING", 0);
-	read_cached(&x, "ORD-4", "PICKING", 0);
-	read_cached(&x, "ORD-1", "PICKING", 0);
-	/* the second crossing: ORD-3 is the least recently used */
-	store(&x, "ORD-5");
-	s = cache_of(&x);
-	assert_int_equal(s.entries, 3);
-	assert_int_equal(s.evictions, 2);
-	read_refused(&x, "ORD-3");
-	read_cached(&x, "ORD-4", "PICKING", 0);
-	read_cached(&x, "ORD-1", "PICKING", 0);
-	read_cached(&x, "ORD-5", "PICKING", 0);
+	cross(&x, "ORD-4", "ORD-2", kept1, 1);
+	cross(&x, "ORD-5", "ORD-3", kept2, 2); /* ORD-3 was the least recently used */
 	/* storing a key held already evicts nothing */
 	store(&x, "ORD-4");
 	assert_int_equal(cache_of(&x).evictions, 2);
