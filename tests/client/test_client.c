@@ -225,7 +225,7 @@ static void reply_in_the_other_soap_version(void **state)
 	/* a SOAP 1.2 request, SOAP 1.1 replies: the answer, and the
 	 * VersionMismatch fault a SOAP 1.1 node gives a 1.2 envelope */
 	x = setup_client(WMS_SOAP_12);
-	script(&x, 200, "text/xml", submit_ok);
+	script(&x, 200, "text/xml", fx_submit_ok);
 	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
 	assert_string_equal(r.wms_reference, "WMS-000042");
 	assert_non_null(strstr(x.t->last_ctype, "application/soap+xml"));
