@@ -41,6 +41,9 @@ enum key_id {
 	KC_MAX_REPLY,
 	KC_MAX_CONCURRENT,
 	KC_MAX_WAIT_SLOT,
+	KC_CACHE_ENTRIES,
+	KC_CACHE_AGE,
+	KC_CACHE_BYTES,
 	KB_MODE,
 	KB_SCOPE,
 	KB_NAME,
@@ -122,6 +125,13 @@ static const key_def keys[] = {
 	/* the bulkhead (wms_bulkhead_options): 0 is "off", as in the struct */
 	{ KC_MAX_CONCURRENT, B_CLIENT, "max_concurrent_calls", T_UINT, 0, 65536, NULL, 0 },
 	{ KC_MAX_WAIT_SLOT, B_CLIENT, "max_wait_for_slot_ms", T_UINT, 0, 3600000, NULL, 0 },
+	/* the read cache (wms_read_cache_options): entries 0 is "off" */
+	{ KC_CACHE_ENTRIES, B_CLIENT, "read_cache_max_entries", T_UINT, 0, WMS_MAX_READ_CACHE_ENTRIES,
+	  NULL, 0 },
+	{ KC_CACHE_AGE, B_CLIENT, "read_cache_max_age_ms", T_UINT, 1, WMS_MAX_READ_CACHE_AGE_MS, NULL,
+	  0 },
+	{ KC_CACHE_BYTES, B_CLIENT, "read_cache_max_bytes", T_UINT, WMS_MIN_READ_CACHE_BYTES,
+	  WMS_MAX_READ_CACHE_BYTES, NULL, 0 },
 	{ KB_MODE, B_BREAKER, "mode", T_ENUM, 0, 0, ENUM(mode_choices) },
 	{ KB_SCOPE, B_BREAKER, "scope", T_ENUM, 0, 0, ENUM(scope_choices) },
 	{ KB_NAME, B_BREAKER, "name", T_NAME, 1, MAX_NAME_BYTES, NULL, 0 },
@@ -1150,8 +1160,11 @@ wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 	if (is_set(cfg, KB_SHARED) &&
 	    (opts->version == 2 || opts->shared.version != WMS_SHARED_OPTIONS_VERSION))
 		return WMS_ERR_INVALID_ARG;
-	/* Versions 2 and 3 end before `bulkhead`. */
-	if ((is_set(cfg, KC_MAX_CONCURRENT) || is_set(cfg, KC_MAX_WAIT_SLOT)) && opts->version < 4)
+	/* Versions 2 and 3 end before `bulkhead` and `read_cache`. */
+	if ((is_set(cfg, KC_MAX_CONCURRENT) || is_set(cfg, KC_MAX_WAIT_SLOT) ||
+	     is_set(cfg, KC_CACHE_ENTRIES) || is_set(cfg, KC_CACHE_AGE) ||
+	     is_set(cfg, KC_CACHE_BYTES)) &&
+	    opts->version < 4)
 		return WMS_ERR_INVALID_ARG;
 	if (is_set(cfg, KB_SHARED)) {
 		st = wms_config_shared_options(cfg, &opts->shared);
@@ -1179,6 +1192,12 @@ wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 		opts->bulkhead.max_concurrent_calls = (uint32_t)cfg->value[KC_MAX_CONCURRENT];
 	if (is_set(cfg, KC_MAX_WAIT_SLOT))
 		opts->bulkhead.max_wait_for_slot_ms = (uint32_t)cfg->value[KC_MAX_WAIT_SLOT];
+	if (is_set(cfg, KC_CACHE_ENTRIES))
+		opts->read_cache.max_entries = (uint32_t)cfg->value[KC_CACHE_ENTRIES];
+	if (is_set(cfg, KC_CACHE_AGE))
+		opts->read_cache.max_age_ms = (uint32_t)cfg->value[KC_CACHE_AGE];
+	if (is_set(cfg, KC_CACHE_BYTES))
+		opts->read_cache.max_bytes = (uint32_t)cfg->value[KC_CACHE_BYTES];
 	if (is_set(cfg, KR_MAX_ATTEMPTS))
 		opts->retry.max_attempts = (uint32_t)cfg->value[KR_MAX_ATTEMPTS];
 	if (is_set(cfg, KR_INITIAL_BACKOFF))

@@ -118,10 +118,27 @@ static wms_status json_bulkhead(wms__buf *b, const wms_bulkhead_snapshot *h)
 		    (unsigned long long)h->rejected);
 }
 
+/* A client's read cache, when it has one, after its breakers. */
+static wms_status json_read_cache(wms__buf *b, const wms_read_cache_snapshot *r)
+{
+	if (!r || !r->max_entries)
+		return WMS_OK;
+	return putf(b,
+		    ",\"read_cache\":{\"max_entries\":%u,\"max_age_ms\":%u,\"max_bytes\":%llu,"
+		    "\"entries\":%llu,\"bytes\":%llu,\"hits\":%llu,\"misses\":%llu,"
+		    "\"expired\":%llu,\"evictions\":%llu}",
+		    r->max_entries, r->max_age_ms, (unsigned long long)r->max_bytes,
+		    (unsigned long long)r->entries, (unsigned long long)r->bytes,
+		    (unsigned long long)r->hits, (unsigned long long)r->misses,
+		    (unsigned long long)r->expired, (unsigned long long)r->evictions);
+}
+
 /* The document for `count` breakers; bulkheads[i] (bulkheads may be NULL)
- * is the one guarding breakers[i]. */
+ * is the one guarding breakers[i]; a client's read cache (may be NULL)
+ * follows them. */
 static wms_status render_json(char **out, wms_breaker *const *breakers,
-			      const wms_bulkhead_snapshot *bulkheads, size_t count)
+			      const wms_bulkhead_snapshot *bulkheads,
+			      const wms_read_cache_snapshot *cache, size_t count)
 {
 	wms_breaker_snapshot *s = NULL;
 	wms__buf b = { 0 };
@@ -174,7 +191,11 @@ static wms_status render_json(char **out, wms_breaker *const *breakers,
 			st = json_bulkhead(&b, bulkheads ? &bulkheads[i] : NULL);
 	}
 	if (!st)
-		st = put(&b, "]}\n");
+		st = put(&b, "]");
+	if (!st)
+		st = json_read_cache(&b, cache);
+	if (!st)
+		st = put(&b, "}\n");
 	if (!st) {
 		*out = b.data;
 		b.data = NULL;
@@ -187,7 +208,7 @@ done:
 
 wms_status wms_health_json(char **out, wms_breaker *const *breakers, size_t count)
 {
-	return render_json(out, breakers, NULL, count);
+	return render_json(out, breakers, NULL, NULL, count);
 }
 
 static wms_status prom_header(wms__buf *b, const char *prefix, const char *metric,
@@ -272,8 +293,47 @@ static wms_status prom_bulkheads(wms__buf *b, const char *prefix, const wms_brea
 	return st;
 }
 
+/* A client's read cache (none when off): no breaker label, it is the
+ * client's. */
+static wms_status prom_read_cache(wms__buf *b, const char *prefix,
+				  const wms_read_cache_snapshot *r)
+{
+	wms_status st;
+	if (!r || !r->max_entries)
+		return WMS_OK;
+	st = prom_header(b, prefix, "read_cache_entries", "gauge",
+			 "Answers held by the read cache.");
+	if (!st)
+		st = putf(b, "%s_read_cache_entries %llu\n", prefix,
+			  (unsigned long long)r->entries);
+	if (!st)
+		st = prom_header(b, prefix, "read_cache_bytes", "gauge",
+				 "Bytes the read cache's entries take (max_bytes bounds them).");
+	if (!st)
+		st = putf(b, "%s_read_cache_bytes %llu\n", prefix, (unsigned long long)r->bytes);
+	if (!st)
+		st = prom_header(b, prefix, "read_cache_lookups_total", "counter",
+				 "Refused reads looked up in the read cache: hit (served), miss "
+				 "(expired: of the misses, those that found an answer too old).");
+	if (!st)
+		st = putf(b,
+			  "%s_read_cache_lookups_total{kind=\"hit\"} %llu\n"
+			  "%s_read_cache_lookups_total{kind=\"miss\"} %llu\n"
+			  "%s_read_cache_lookups_total{kind=\"expired\"} %llu\n",
+			  prefix, (unsigned long long)r->hits, prefix,
+			  (unsigned long long)r->misses, prefix, (unsigned long long)r->expired);
+	if (!st)
+		st = prom_header(b, prefix, "read_cache_evictions_total", "counter",
+				 "Entries the read cache dropped to make room.");
+	if (!st)
+		st = putf(b, "%s_read_cache_evictions_total %llu\n", prefix,
+			  (unsigned long long)r->evictions);
+	return st;
+}
+
 static wms_status render_prometheus(char **out, wms_breaker *const *breakers,
-				    const wms_bulkhead_snapshot *bulkheads, size_t count,
+				    const wms_bulkhead_snapshot *bulkheads,
+				    const wms_read_cache_snapshot *cache, size_t count,
 				    const char *prefix)
 {
 	static const char *kinds[] = { "permitted", "rejected", "successes", "failures", "slow",
@@ -343,6 +403,8 @@ static wms_status render_prometheus(char **out, wms_breaker *const *breakers,
 	}
 	if (!st)
 		st = prom_bulkheads(&b, prefix, s, bulkheads, count);
+	if (!st)
+		st = prom_read_cache(&b, prefix, cache);
 	if (!st) {
 		*out = b.data ? b.data : wms__strdup("");
 		b.data = NULL;
@@ -357,7 +419,7 @@ static wms_status render_prometheus(char **out, wms_breaker *const *breakers,
 wms_status wms_health_prometheus(char **out, wms_breaker *const *breakers, size_t count,
 				 const char *prefix)
 {
-	return render_prometheus(out, breakers, NULL, count, prefix);
+	return render_prometheus(out, breakers, NULL, NULL, count, prefix);
 }
 
 /* Every breaker of the clients, each with the bulkhead guarding it, as
@@ -396,10 +458,34 @@ static wms_status client_rows(wms_client *const *clients, size_t count, wms_brea
 	return WMS_OK;
 }
 
+/* The read caches of the clients, summed (one client: its own); off
+ * (max_entries 0) when none has one. */
+static void client_caches(wms_read_cache_snapshot *out, wms_client *const *clients, size_t count)
+{
+	wms_read_cache_snapshot one;
+	size_t i;
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < count; i++) {
+		if (wms_client_read_cache_get(&one, clients[i]) != WMS_OK || !one.max_entries)
+			continue;
+		out->max_entries += one.max_entries;
+		if (one.max_age_ms > out->max_age_ms)
+			out->max_age_ms = one.max_age_ms;
+		out->max_bytes += one.max_bytes;
+		out->entries += one.entries;
+		out->bytes += one.bytes;
+		out->hits += one.hits;
+		out->misses += one.misses;
+		out->expired += one.expired;
+		out->evictions += one.evictions;
+	}
+}
+
 wms_status wms__health_clients_json(char **out, wms_client *const *clients, size_t count)
 {
 	wms_breaker **b;
 	wms_bulkhead_snapshot *h;
+	wms_read_cache_snapshot rc;
 	size_t n;
 	wms_status st;
 
@@ -408,7 +494,8 @@ wms_status wms__health_clients_json(char **out, wms_client *const *clients, size
 	*out = NULL;
 	if ((st = client_rows(clients, count, &b, &h, &n)) != WMS_OK)
 		return st;
-	st = render_json(out, b, h, n);
+	client_caches(&rc, clients, count);
+	st = render_json(out, b, h, &rc, n);
 	wms__free(b);
 	wms__free(h);
 	return st;
@@ -419,6 +506,7 @@ wms_status wms__health_clients_prometheus(char **out, wms_client *const *clients
 {
 	wms_breaker **b;
 	wms_bulkhead_snapshot *h;
+	wms_read_cache_snapshot rc;
 	size_t n;
 	wms_status st;
 
@@ -427,7 +515,8 @@ wms_status wms__health_clients_prometheus(char **out, wms_client *const *clients
 	*out = NULL;
 	if ((st = client_rows(clients, count, &b, &h, &n)) != WMS_OK)
 		return st;
-	st = render_prometheus(out, b, h, n, prefix);
+	client_caches(&rc, clients, count);
+	st = render_prometheus(out, b, h, &rc, n, prefix);
 	wms__free(b);
 	wms__free(h);
 	return st;

@@ -162,8 +162,41 @@ typedef struct wms_bulkhead_options {
 #define WMS_BULKHEAD_OPTIONS_INIT { 0, 0, { 0 } }
 #define WMS_MAX_CONCURRENT_CALLS 65536u
 
-/* 3 (0.3.1) added `shared`, 4 (0.3.2) `bulkhead`; a program built with
- * version 2 or 3 keeps working. */
+/**
+ * The read cache: the last good answers of GetOrderStatus (by order id)
+ * and GetStockLevel (by the SKU list, in its order), served when a call is
+ * refused without being sent (CIRCUIT_OPEN, BULKHEAD_FULL) and the answer
+ * is at most max_age_ms old: WMS_OK, the reply's from_fallback set and
+ * fallback_age_ms its age, err->fallback set, delivery NOT_SENT. Asked
+ * before the `fallbacks`, which run when it has nothing fresh. Never for
+ * SubmitOrder or CancelOrder. The least recently stored or served entry
+ * goes first when max_entries or max_bytes would be passed. Since client
+ * options version 4 (0.3.2).
+ */
+typedef struct wms_read_cache_options {
+	/** Answers kept; 0 = off (the default: no cost). At most
+	 *  WMS_MAX_READ_CACHE_ENTRIES. */
+	uint32_t max_entries;
+	/** The oldest answer served; 0 = 60000. At most 86400000 (a day). */
+	uint32_t max_age_ms;
+	/** Bytes the entries may hold in all (a 200-SKU answer takes about
+	 *  36 KiB); 0 = 16 MiB; WMS_MIN_READ_CACHE_BYTES (one such answer
+	 *  fits) to 1 GiB. */
+	uint32_t max_bytes;
+	/** Room to grow; zero. */
+	uint32_t _reserved[5];
+} wms_read_cache_options;
+
+#define WMS_READ_CACHE_OPTIONS_INIT { 0, 0, 0, { 0 } }
+#define WMS_MAX_READ_CACHE_ENTRIES 1000000u
+#define WMS_MAX_READ_CACHE_AGE_MS 86400000u
+#define WMS_MIN_READ_CACHE_BYTES 65536u
+#define WMS_MAX_READ_CACHE_BYTES 1073741824u
+#define WMS_DEFAULT_READ_CACHE_AGE_MS 60000u
+#define WMS_DEFAULT_READ_CACHE_BYTES 16777216u
+
+/* 3 (0.3.1) added `shared`, 4 (0.3.2) `bulkhead` and `read_cache`; a
+ * program built with version 2 or 3 keeps working. */
 #define WMS_CLIENT_OPTIONS_VERSION 4
 
 #define WMS_DEFAULT_CONNECT_TIMEOUT_MS 2000u
@@ -234,12 +267,15 @@ typedef struct wms_client_options {
 	wms_shared_options shared;
 	/** The bulkhead; default off. Since version 4 (0.3.2). */
 	wms_bulkhead_options bulkhead;
+	/** The read cache; default off. Since version 4 (0.3.2). */
+	wms_read_cache_options read_cache;
 } wms_client_options;
 
 #define WMS_CLIENT_OPTIONS_INIT { WMS_CLIENT_OPTIONS_VERSION, NULL, WMS_SOAP_11, 0, 0, 0, 0, 0, \
 	WMS_BREAKER_OPTIONS_INIT, NULL, WMS_BREAKER_SCOPE_PER_CLIENT, WMS_RETRY_OPTIONS_INIT, NULL, \
 	WMS_CURL_TRANSPORT_OPTIONS_INIT, WMS_WSSE_OPTIONS_INIT, NULL, NULL, 0, \
-	WMS_CLIENT_CALLBACKS_INIT, WMS_SHARED_OPTIONS_INIT, WMS_BULKHEAD_OPTIONS_INIT }
+	WMS_CLIENT_CALLBACKS_INIT, WMS_SHARED_OPTIONS_INIT, WMS_BULKHEAD_OPTIONS_INIT, \
+	WMS_READ_CACHE_OPTIONS_INIT }
 
 WMS_EXTERN(wms_status) wms_client_options_init(wms_client_options *opts, unsigned version);
 
@@ -293,6 +329,28 @@ typedef struct wms_bulkhead_snapshot {
  *  a NULL argument or an unknown operation. Since 0.3.2. */
 WMS_EXTERN(wms_status) wms_client_bulkhead_get(wms_bulkhead_snapshot *out, wms_client *client,
 					       const char *operation);
+
+/** The read cache's figures at one moment (counts since the client was
+ *  made). A lookup is made for each GetOrderStatus or GetStockLevel call
+ *  refused without being sent. */
+typedef struct wms_read_cache_snapshot {
+	uint32_t max_entries; /**< 0: off (everything below stays 0) */
+	uint32_t max_age_ms;
+	uint64_t max_bytes;
+	uint64_t entries;     /**< answers held */
+	uint64_t bytes;       /**< what they take: headers, keys and answers
+				   (counted against max_bytes; the hash table aside) */
+	uint64_t hits;        /**< lookups answered from the cache */
+	uint64_t misses;      /**< lookups not answered (expired ones included) */
+	uint64_t expired;     /**< of the misses, those that found an answer too old */
+	uint64_t evictions;   /**< entries dropped to make room */
+	/** Room to grow (caller-allocated); zero. */
+	uint64_t _reserved[4];
+} wms_read_cache_snapshot;
+
+/** The client's read cache. INVALID_ARG for a NULL argument. Since 0.3.2. */
+WMS_EXTERN(wms_status) wms_client_read_cache_get(wms_read_cache_snapshot *out,
+						 wms_client *client);
 
 /* ---- the WMS operations (wsdl/warehouse.wsdl) -------------------------- */
 
@@ -371,8 +429,11 @@ typedef struct wms_status_reply {
 	/** The WMS's timestamp of the last change, as sent (xs:dateTime). */
 	char updated_at[40];
 	int from_fallback;
+	/** With from_fallback: how old the answer served from the read cache
+	 *  is, in ms; 0 otherwise. Since 0.3.2. */
+	uint64_t fallback_age_ms;
 	/** Room to grow (caller-allocated); zero. */
-	uint64_t _reserved[4];
+	uint64_t _reserved[3];
 } wms_status_reply;
 
 typedef struct wms_cancel_reply {
@@ -399,6 +460,9 @@ typedef struct wms_stock_reply {
 	size_t count;
 	wms_stock_level *levels;
 	int from_fallback;
+	/** With from_fallback: how old the answer served from the read cache
+	 *  is, in ms; 0 otherwise. Since 0.3.2. */
+	uint64_t fallback_age_ms;
 } wms_stock_reply;
 
 /** Allocate a reply with `count` zeroed levels (for fallbacks). */
@@ -426,6 +490,8 @@ typedef struct wms_fallback_call {
  * what the call returns; the reply has `from_fallback` set and the error
  * detail has `fallback` set and delivery NOT_SENT, so it can never be taken
  * for the WMS's answer. A NULL entry means no fallback for that operation.
+ * With the read cache on, a fresh cached answer comes first; the fallback
+ * runs when it has none.
  */
 struct wms_fallbacks {
 	wms_status (*submit_order)(wms_submit_reply *out, const wms_fallback_call *call,

@@ -3,12 +3,14 @@
  * send -> parse -> classify -> record, with optional retries inside the
  * breaker and the bulkhead's slot. The breaker is asked first, so an open
  * breaker answers before any XML is built, any socket touched or any slot
- * waited for.
+ * waited for. A read refused so may be answered from the read cache
+ * (read_cache.c), which the good reads fill.
  */
 #include <stdio.h>
 #include <string.h>
 #include "client/client.h"
 #include "soap/redact.h"
+#include "wms/sys/breaker_store.h" /* wms_breaker_clock_ns */
 
 wms_status wms_stock_reply_new(wms_stock_reply **out, size_t count)
 {
@@ -401,6 +403,38 @@ static wms_status run_fallback(wms_client *c, const call *k, wms_error *err)
 	return st;
 }
 
+/* A read refused without being sent, answered from the read cache: 1, with
+ * err saying so; 0 on a miss, err untouched. */
+static int serve_cached(wms_client *c, const call *k, wms_error *err)
+{
+	uint64_t age_ms;
+	wms_status why = err->status;
+	if (!wms__read_cache_serve(c->read_cache, k, wms_breaker_clock_ns(c->breakers[wms__client_slot(c, k->op)]),
+				   &age_ms))
+		return 0;
+	err->status = WMS_OK;
+	err->delivery = WMS_DELIVERY_NOT_SENT;
+	err->fallback = 1;
+	snprintf(err->message, sizeof(err->message),
+		 "%s: answered from the read cache (%s, %llu ms old)",
+		 why == WMS_ERR_BULKHEAD_FULL ? "bulkhead full" : "circuit breaker open",
+		 wms__op_name(k->op), (unsigned long long)age_ms);
+	return 1;
+}
+
+/* A call refused without being sent (err->status CIRCUIT_OPEN or
+ * BULKHEAD_FULL): for a typed read, the WMS's last good answer if the
+ * cache holds a fresh one, which is better than a made-up one; else the
+ * caller's fallback (typed calls only). */
+static wms_status refused(wms_client *c, const call *k, wms_error *err)
+{
+	if (k->g)
+		return err->status;
+	if (c->read_cache && serve_cached(c, k, err))
+		return WMS_OK;
+	return c->has_fallbacks ? run_fallback(c, k, err) : err->status;
+}
+
 wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 {
 	size_t slot = k->g ? k->slot : wms__client_slot(c, k->op);
@@ -421,12 +455,12 @@ wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 	wms__strlcpy(err->operation, opname, sizeof(err->operation));
 	st = ask_breaker(b, &permit, err);
 	if (st == WMS_ERR_CIRCUIT_OPEN)
-		return c->has_fallbacks && !k->g ? run_fallback(c, k, err) : st;
+		return refused(c, k, err);
 	if (!wms__bulkhead_enter(bh)) {
 		/* nothing was tried: the permit goes back unrecorded */
 		wms_breaker_release(b, &permit);
-		st = bulkhead_full(c, bh, err);
-		return c->has_fallbacks && !k->g ? run_fallback(c, k, err) : st;
+		bulkhead_full(c, bh, err);
+		return refused(c, k, err);
 	}
 	ws = wms__xml_pool_take(c->xml_pool);
 	st = build(c, ws, k, &body, err);
@@ -511,6 +545,8 @@ done:
 	wms__xml_pool_give(c->xml_pool, ws);
 	wms__buf_free(&body);
 	wms__bulkhead_leave(bh);
+	if (st == WMS_OK && c->read_cache && !k->g)
+		wms__read_cache_store(c->read_cache, k, wms_breaker_clock_ns(b));
 	return st;
 }
 

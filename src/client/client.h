@@ -93,6 +93,8 @@ struct wms_client {
 	_Atomic uint64_t call_seq;
 	/* libxml2 workspaces, one per call in flight (soap.h) */
 	wms__xml_pool *xml_pool;
+	/* the read cache; NULL when off (read_cache.c) */
+	struct wms__read_cache *read_cache;
 };
 
 /* The breaker and bulkhead slot of a typed operation. */
@@ -126,6 +128,22 @@ typedef struct call {
 /* call.c: one call, typed or generic (k->g), through breaker, bulkhead,
  * retries and the transport. */
 wms_status wms__perform(wms_client *c, const call *k, wms_error *err);
+
+/* ---- read_cache.c: the last good answers of the reads ------------------- */
+
+typedef struct wms__read_cache wms__read_cache;
+
+/* *out NULL when max_entries is 0 (off); WMS_OK, NOMEM or INTERNAL. The
+ * options are checked already. */
+wms_status wms__read_cache_new(wms__read_cache **out, const wms_read_cache_options *o);
+void wms__read_cache_free(wms__read_cache *rc);
+/* Keep a copy of the good, correlated answer in k->out (a read's; other
+ * calls are ignored), stored at now_ns; not kept without memory. */
+void wms__read_cache_store(wms__read_cache *rc, const call *k, uint64_t now_ns);
+/* 1: an answer at most max_age_ms old was written to k->out, marked
+ * from_fallback with its age (also in *age_ms); 0: none (a miss). */
+int wms__read_cache_serve(wms__read_cache *rc, const call *k, uint64_t now_ns, uint64_t *age_ms);
+void wms__read_cache_snapshot(wms_read_cache_snapshot *out, wms__read_cache *rc);
 
 /* ---- classify.c: what counts as a failure, what may be tried again ------ */
 

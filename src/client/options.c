@@ -62,6 +62,7 @@ void wms_client_free(wms_client *c)
 	if (c->calls_lock_ready)
 		pthread_mutex_destroy(&c->calls_lock);
 	wms__free(c->breaker_base);
+	wms__read_cache_free(c->read_cache);
 	wms__free(c->endpoint);
 	wms__free(c->state_metric);
 	wms__free(c->wsse_username);
@@ -274,6 +275,25 @@ static wms_status check_retry(wms_retry_options *r, wms_error *err)
 	return WMS_OK;
 }
 
+static wms_status check_read_cache(const wms_read_cache_options *r, wms_error *err)
+{
+	if (r->max_entries > WMS_MAX_READ_CACHE_ENTRIES)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "read_cache.max_entries must be at most %u (got %u)",
+				 WMS_MAX_READ_CACHE_ENTRIES, (unsigned)r->max_entries);
+	if (r->max_age_ms > WMS_MAX_READ_CACHE_AGE_MS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "read_cache.max_age_ms must be at most %u (got %u)",
+				 WMS_MAX_READ_CACHE_AGE_MS, (unsigned)r->max_age_ms);
+	if (r->max_bytes &&
+	    (r->max_bytes < WMS_MIN_READ_CACHE_BYTES || r->max_bytes > WMS_MAX_READ_CACHE_BYTES))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "read_cache.max_bytes must be 0 or %u-%u (got %u)",
+				 WMS_MIN_READ_CACHE_BYTES, WMS_MAX_READ_CACHE_BYTES,
+				 (unsigned)r->max_bytes);
+	return WMS_OK;
+}
+
 /* The libcurl transport's options, from the client's: its pool defaults
  * to the client's. */
 static void curl_options_of(const wms_client_options *opts, wms_curl_transport_options *co)
@@ -370,6 +390,8 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "bulkhead.max_wait_for_slot_ms must be at most %u (got %u)",
 				 WMS_MAX_TIMEOUT_MS, (unsigned)opts->bulkhead.max_wait_for_slot_ms);
+	if (opts->version >= 4 && (st = check_read_cache(&opts->read_cache, err)) != WMS_OK)
+		return st;
 	*retry = opts->retry;
 	if ((st = check_retry(retry, err)) != WMS_OK)
 		return st;
@@ -505,6 +527,11 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 				wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the bulkhead");
 				goto fail;
 			}
+	if (opts->version >= 4 &&
+	    (st = wms__read_cache_new(&c->read_cache, &opts->read_cache)) != WMS_OK) {
+		wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the read cache");
+		goto fail;
+	}
 	wms__xml_init();
 	st = wms__xml_pool_new(&c->xml_pool, opts->max_idle_connections);
 	if (st != WMS_OK) {
@@ -577,6 +604,14 @@ wms_status wms_client_bulkhead_get(wms_bulkhead_snapshot *out, wms_client *c,
 	if (!out || !c || (operation && !known_slot(c, operation, &i)))
 		return WMS_ERR_INVALID_ARG;
 	wms__client_bulkhead_at(out, c, i);
+	return WMS_OK;
+}
+
+wms_status wms_client_read_cache_get(wms_read_cache_snapshot *out, wms_client *c)
+{
+	if (!out || !c)
+		return WMS_ERR_INVALID_ARG;
+	wms__read_cache_snapshot(out, c->read_cache);
 	return WMS_OK;
 }
 

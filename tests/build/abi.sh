@@ -29,7 +29,7 @@ FIXED="wms_error wms_submit_reply wms_status_reply wms_cancel_reply wms_stock_le
 wms_breaker_snapshot wms_breaker_permit wms_http_response wms_order_line wms_address
 wms_fallbacks wms_allocator wms_retry_options wms_breaker_options wms_breaker_callbacks
 wms_curl_transport_options wms_wsse_options wms_client_callbacks wms_bulkhead_options
-wms_bulkhead_snapshot"
+wms_bulkhead_snapshot wms_read_cache_options wms_read_cache_snapshot"
 {
 	for h in $(cd "$inc" && find wms -name '*.h' | sort); do
 		printf '#include <%s>\n' "$h"

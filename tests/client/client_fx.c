@@ -7,6 +7,11 @@
 
 uint64_t clock_now;
 
+const char fx_submit_ok[] =
+	ENV_OPEN "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
+	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
+	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>" ENV_CLOSE;
+
 static uint64_t fake_clock(void *payload)
 {
 	(void)payload;

@@ -7,6 +7,12 @@
 
 #define MS 1000000ull
 
+#define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
+#define ENV_CLOSE "</s:Body></s:Envelope>"
+
+/* The WMS's answer to SubmitOrder of ORD-1. */
+extern const char fx_submit_ok[];
+
 typedef struct fx {
 	wms_client *c;
 	fake *t;

@@ -20,13 +20,6 @@
 #include "hostile_xml.h"
 #include "internal.h" /* wms__now_ns */
 
-#define ENV_OPEN "<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body>"
-#define ENV_CLOSE "</s:Body></s:Envelope>"
-
-static const char submit_ok[] =
-	ENV_OPEN "<SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
-	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
-	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>" ENV_CLOSE;
 
 static const char server_fault[] =
 	ENV_OPEN "<s:Fault><faultcode>s:Server</faultcode><faultstring>database down</faultstring>"
@@ -91,7 +84,7 @@ static void submit_ok_11(void **state)
 	wms_submit_reply r;
 	wms_error err;
 	(void)state;
-	script(&x, 200, "text/xml; charset=utf-8", submit_ok);
+	script(&x, 200, "text/xml; charset=utf-8", fx_submit_ok);
 	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
 	assert_string_equal(r.wms_reference, "WMS-000042");
 	assert_string_equal(r.order_id, "ORD-1");
@@ -148,7 +141,7 @@ static void breaker_opens_and_nothing_is_sent(void **state)
 	assert_int_equal(x.t->sends, 5);
 	/* after the open duration one probe goes; success closes */
 	clock_now += 20000 * MS;
-	script(&x, 200, "text/xml", submit_ok);
+	script(&x, 200, "text/xml", fx_submit_ok);
 	assert_int_equal(submit(&x, &err), WMS_OK);
 	assert_int_equal(x.t->sends, 6);
 	assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)), WMS_BREAKER_STATE_CLOSED);
@@ -232,7 +225,7 @@ static void reply_in_the_other_soap_version(void **state)
 	/* a SOAP 1.2 request, SOAP 1.1 replies: the answer, and the
 	 * VersionMismatch fault a SOAP 1.1 node gives a 1.2 envelope */
 	x = setup_client(WMS_SOAP_12);
-	script(&x, 200, "text/xml", submit_ok);
+	script(&x, 200, "text/xml", fx_submit_ok);
 	assert_int_equal(wms_submit_order(&r, x.c, &o, &err), WMS_OK);
 	assert_string_equal(r.wms_reference, "WMS-000042");
 	assert_non_null(strstr(x.t->last_ctype, "application/soap+xml"));

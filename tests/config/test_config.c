@@ -217,6 +217,12 @@ static const key_case key_cases[] = {
 	  { "0", "1", "16", "65536" } },
 	{ "client", "max_wait_for_slot_ms", K_INT, 0, 3600000, { "0", "1", "250", "3600000" },
 	  { "0", "1", "250", "3600000" } },
+	{ "client", "read_cache_max_entries", K_INT, 0, 1000000, { "0", "1", "500", "1000000" },
+	  { "0", "1", "500", "1000000" } },
+	{ "client", "read_cache_max_age_ms", K_INT, 1, 86400000, { "1", "60000", "86400000" },
+	  { "1", "60000", "86400000" } },
+	{ "client", "read_cache_max_bytes", K_INT, 65536, 1073741824,
+	  { "65536", "1048576", "1073741824" }, { "65536", "1048576", "1073741824" } },
 	{ "circuit_breaker", "mode", K_ENUM, 0, 0, { "consecutive", "count_based", "\"time_based\"" },
 	  { "consecutive", "count_based", "time_based" } },
 	{ "circuit_breaker", "scope", K_ENUM, 0, 0, { "per_client", "per_operation" },
@@ -1878,22 +1884,15 @@ static void client_from_file(void **state)
 	wms_client_free(c);
 }
 
-/* The bulkhead keys go into version 4 options; a version 3 struct has no
- * room for them: refused, nothing written, nothing read past its end. */
-static void bulkhead_apply_needs_version_4(void **state)
+/* `yaml` holds keys only version 4 options have room for: a version 3
+ * struct is refused, nothing written, nothing read past its end. */
+static void refused_for_version_3(const char *yaml)
 {
-	const char *yaml = "client:\n  timeout_ms: 5000\n  max_concurrent_calls: 8\n"
-			   "  max_wait_for_slot_ms: 20\n";
-	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
 	unsigned char *mem = malloc(sizeof(wms_client_options));
 	unsigned char *before = malloc(sizeof(wms_client_options));
 	wms_client_options *v3 = (wms_client_options *)(void *)mem;
-	wms_config *cfg = load_ok(yaml, &o);
-	(void)state;
+	wms_config *cfg = load_ok(yaml, NULL);
 
-	assert_int_equal(o.bulkhead.max_concurrent_calls, 8);
-	assert_int_equal(o.bulkhead.max_wait_for_slot_ms, 20);
-	assert_int_equal(o.timeout_ms, 5000);
 	memset(mem, 0x5a, sizeof(wms_client_options));
 	assert_int_equal(wms_client_options_init(v3, 3), WMS_OK);
 	memcpy(before, mem, sizeof(wms_client_options));
@@ -1910,6 +1909,42 @@ static void bulkhead_apply_needs_version_4(void **state)
 	wms_config_free(cfg);
 	free(mem);
 	free(before);
+}
+
+/* The bulkhead keys go into version 4 options. */
+static void bulkhead_apply_needs_version_4(void **state)
+{
+	const char *yaml = "client:\n  timeout_ms: 5000\n  max_concurrent_calls: 8\n"
+			   "  max_wait_for_slot_ms: 20\n";
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_config *cfg = load_ok(yaml, &o);
+	(void)state;
+
+	assert_int_equal(o.bulkhead.max_concurrent_calls, 8);
+	assert_int_equal(o.bulkhead.max_wait_for_slot_ms, 20);
+	assert_int_equal(o.timeout_ms, 5000);
+	wms_config_free(cfg);
+	refused_for_version_3(yaml);
+}
+
+/* The read cache keys, each alone, likewise. */
+static void read_cache_apply_needs_version_4(void **state)
+{
+	static const char *const yamls[] = { "client:\n  read_cache_max_entries: 100\n",
+					     "client:\n  read_cache_max_age_ms: 5000\n",
+					     "client:\n  read_cache_max_bytes: 65536\n" };
+	size_t i;
+	(void)state;
+
+	for (i = 0; i < sizeof(yamls) / sizeof(yamls[0]); i++) {
+		wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+		wms_config *cfg = load_ok(yamls[i], &o);
+		assert_int_equal(o.read_cache.max_entries + o.read_cache.max_age_ms +
+					 o.read_cache.max_bytes,
+				 i == 0 ? 100 : i == 1 ? 5000 : 65536);
+		wms_config_free(cfg);
+		refused_for_version_3(yamls[i]);
+	}
 }
 
 int main(void)
@@ -1936,6 +1971,7 @@ int main(void)
 		cmocka_unit_test(shared_redis_url_password_never_shown),
 		cmocka_unit_test(shared_apply),
 		cmocka_unit_test(bulkhead_apply_needs_version_4),
+		cmocka_unit_test(read_cache_apply_needs_version_4),
 		cmocka_unit_test(shared_apply_v2_exact_size),
 		cmocka_unit_test(shared_options_function),
 		cmocka_unit_test(shared_client_from_file),
