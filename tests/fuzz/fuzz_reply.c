@@ -49,6 +49,40 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 #define EXPAND_MAX FUZZ_REPLY_EXPAND_MAX
 
+/* The same body as a generic call's reply (wms/call.h), the operation's
+ * answer expected: whatever the typed parse accepted, it accepts too, and
+ * hands back that element as a document; a refusal hands back nothing
+ * and says why, with the typed parse's status when that one refused. */
+static void generic_checked(wms__op op, wms_status typed, const char *body, size_t len,
+			    const char *ct)
+{
+	struct _xmlDoc *doc = (struct _xmlDoc *)&doc;
+	wms_error err;
+	wms_status st;
+
+	memset(&err, 0, sizeof(err));
+	st = wms__parse_generic_ws(&doc, NULL, WMS__NS, wms__op_get(op)->response, body, len, ct,
+				   0, 0, &err);
+	fuzz_check_libxml2_quiet("wms__parse_generic_ws");
+	if (st != WMS_OK) {
+		FUZZ_CHECK(doc == NULL, "generic parse: %s with a document", wms_status_name(st));
+		FUZZ_CHECK(err.status == st && err.message[0], "generic parse: %s without a message",
+			   wms_status_name(st));
+		/* the typed parse reads the answer's fields too: it may refuse
+		 * what the generic one takes, never the other way round */
+		FUZZ_CHECK(typed != WMS_OK || st == WMS_ERR_NOMEM,
+			   "generic parse refused (%s: %s) what the typed parse accepted",
+			   wms_status_name(st), err.message);
+		FUZZ_CHECK(typed == WMS_OK || typed == st || st == WMS_ERR_NOMEM ||
+				   typed == WMS_ERR_UNEXPECTED_REPLY,
+			   "generic parse: %s where the typed parse said %s", wms_status_name(st),
+			   wms_status_name(typed));
+		return;
+	}
+	FUZZ_CHECK(doc != NULL && wms__xml_doc_root(doc) != NULL, "generic parse: OK without a root");
+	wms__xml_doc_free(doc);
+}
+
 static void one(const uint8_t *data, size_t size)
 {
 	fuzz_bytes expanded = { NULL, 0, 0 }, primer = { NULL, 0, 0 };
@@ -57,6 +91,7 @@ static void one(const uint8_t *data, size_t size)
 	size_t len;
 	unsigned sel, ct_index;
 	wms__op op;
+	wms_status st;
 
 	if (size < 1)
 		return;
@@ -88,10 +123,11 @@ static void one(const uint8_t *data, size_t size)
 	} else {
 		ct = content_types[ct_index];
 	}
-	fuzz_parse_checked(op, body, len, ct, (sel & 0x80u) && len ? len : 0,
-			   ((sel & 0x20u) ? FUZZ_PARSE_TWICE : 0u) |
-				   ((sel & 0x40u) ? FUZZ_PARSE_NULL_OUT : 0u),
-			   NULL);
+	st = fuzz_parse_checked(op, body, len, ct, (sel & 0x80u) && len ? len : 0,
+				((sel & 0x20u) ? FUZZ_PARSE_TWICE : 0u) |
+					((sel & 0x40u) ? FUZZ_PARSE_NULL_OUT : 0u),
+				NULL);
+	generic_checked(op, st, body, len, ct);
 	if ((sel & 0x80u) && len > 1)
 		fuzz_parse_checked(op, body, len, ct, len - 1, 0, NULL);
 	fuzz_set_primer(NULL, 0);
