@@ -2,7 +2,8 @@
  * wmsctl - talk to the WMS through libwms from a shell: submit an order,
  * query its status, cancel it, read stock levels, put a measured load on
  * the endpoint through one client and one breaker, print the breakers'
- * health, or replay a call log through a breaker to tune it (breaker-sim).
+ * health, replay a call log through a breaker to tune it (breaker-sim), or
+ * call any operation of the WMS's WSDL (call).
  * `wmsctl --help` lists the commands and the exit codes scripts can rely on.
  */
 #include <inttypes.h>
@@ -22,8 +23,9 @@
 #define CMD_LOAD 0x10u
 #define CMD_HEALTH 0x20u
 #define CMD_SIM 0x40u
-#define CMD_NET 0x3fu /* the commands that talk to the WMS */
-#define CMD_ALL 0x7fu
+#define CMD_CALL 0x80u
+#define CMD_NET 0xbfu /* the commands that talk to the WMS */
+#define CMD_ALL 0xffu
 
 static const char exit_codes_text[] =
 	"Exit codes:\n"
@@ -199,6 +201,30 @@ static const command commands[] = {
 	  "  --config FILE             the SLA file (its circuit_breaker block)\n"
 	  "  --breaker-threshold N     failure_threshold, overrides the file\n"
 	  "  --open-ms N               open_duration_ms, overrides the file\n" },
+	{ "call", CMD_CALL, ctl_run_call,
+	  "wmsctl call --endpoint URL --operation NAME --action URI --body FILE.xml\n"
+	  "            [--idempotent] [--reply-element NAME] [--reply-namespace URI]\n"
+	  "            [common options]",
+	  "Call any operation of the WMS's WSDL, one libwms does not model, through the\n"
+	  "same client as the other commands (breaker, retries, deadlines, WS-Security\n"
+	  "from the SLA file, --fixtures). FILE.xml is the SOAP Body's element (libwms\n"
+	  "writes the envelope), at most 1 MiB (1048576 bytes), parsed with no network,\n"
+	  "entities or DOCTYPE. The reply's Body element is printed on stdout as an XML\n"
+	  "document, indented. A body that is missing, too large, empty or not XML is\n"
+	  "exit 2, nothing sent.\n"
+	  "  --operation NAME          the operation, 1-64 of [A-Za-z0-9._-]: in errors,\n"
+	  "                            fixtures, and the breaker's name with scope\n"
+	  "                            per_operation (wms.NAME)\n"
+	  "  --action URI              the WSDL's soapAction for it (default: none)\n"
+	  "  --body FILE.xml           the request element\n"
+	  "  --idempotent              sending it twice does no harm (a read): retries may\n"
+	  "                            resend it when its delivery is unknown\n"
+	  "  --reply-element NAME      the reply element expected (default: any one)\n"
+	  "  --reply-namespace URI     its namespace (default: any; \"\" for none); any\n"
+	  "                            other reply is UNEXPECTED_REPLY, exit 8\n"
+	  "Example, on wms-sim (examples/sim):\n"
+	  "  wmsctl call --endpoint URL --operation GetShipmentStatus \\\n"
+	  "    --action urn:libwms:warehouse:1/GetShipmentStatus --body ship.xml --idempotent\n" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -208,6 +234,7 @@ static const command commands[] = {
 typedef enum opt_kind {
 	K_FLAG,     /* int, set to 1 */
 	K_STR,      /* const char *, any non-empty text */
+	K_TEXT,     /* const char *, any text, "" included */
 	K_ID,       /* const char *, 1-64 of [A-Za-z0-9._:-] */
 	K_U32,      /* uint32_t in [min, max] */
 	K_SKU,      /* appended to skus */
@@ -260,6 +287,12 @@ static const option options[] = {
 	{ "--health-listen", K_STR, CMD_LOAD, OFF(health_listen), 0, 0 },
 	{ "--probe", K_FLAG, CMD_HEALTH, OFF(probe), 0, 0 },
 	{ "--prometheus", K_FLAG, CMD_HEALTH, OFF(prometheus), 0, 0 },
+	{ "--operation", K_STR, CMD_CALL, OFF(operation), 0, 0 },
+	{ "--action", K_STR, CMD_CALL, OFF(action), 0, 0 },
+	{ "--body", K_STR, CMD_CALL, OFF(body_path), 0, 0 },
+	{ "--idempotent", K_FLAG, CMD_CALL, OFF(idempotent), 0, 0 },
+	{ "--reply-element", K_STR, CMD_CALL, OFF(reply_element), 0, 0 },
+	{ "--reply-namespace", K_TEXT, CMD_CALL, OFF(reply_namespace), 0, 0 },
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -393,6 +426,8 @@ static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv
 		case K_STR:
 			if (!*val)
 				return usage_error(cmd, "%s: the value is empty", o->name);
+			/* fall through */
+		case K_TEXT:
 			*(const char **)field = val;
 			break;
 		case K_ID:
@@ -464,6 +499,8 @@ static int check_args(ctl_config *cfg, const command *cmd)
 		return usage_error(cmd, "the probe asks for one SKU");
 	if ((cmd->bit & (CMD_SUBMIT | CMD_STATUS | CMD_CANCEL)) && !cfg->order_id)
 		return usage_error(cmd, "--order-id is required");
+	if ((cmd->bit & CMD_CALL) && (!cfg->operation || !cfg->body_path))
+		return usage_error(cmd, "%s is required", !cfg->operation ? "--operation" : "--body");
 	if ((cmd->bit & (CMD_SUBMIT | CMD_STOCK)) && !cfg->sku_count)
 		return usage_error(cmd, "at least one --sku is required");
 	if ((cmd->bit & ORDER_CMDS) && cfg->qty_count != cfg->sku_count)
@@ -567,8 +604,7 @@ void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *c
 	order->ship_to.country = a->country ? a->country : "US";
 }
 
-/* End a one-shot command: print its error, or flush its output. */
-static int finish(const ctl_config *cfg, wms_status st, const wms_error *err)
+int ctl_finish(const ctl_config *cfg, wms_status st, const wms_error *err)
 {
 	if (st != WMS_OK) {
 		ctl_print_error(cfg->command, st, err);
@@ -608,7 +644,7 @@ static int run_submit(const ctl_config *cfg)
 		ctl_put_safe(stdout, reply.wms_reference);
 		fputc('\n', stdout);
 	}
-	rc = finish(cfg, st, &err);
+	rc = ctl_finish(cfg, st, &err);
 done:
 	free(lines);
 	wms_client_free(client);
@@ -635,7 +671,7 @@ static int run_status(const ctl_config *cfg)
 		ctl_put_safe(stdout, reply.updated_at);
 		fputc('\n', stdout);
 	}
-	rc = finish(cfg, st, &err);
+	rc = ctl_finish(cfg, st, &err);
 done:
 	wms_client_free(client);
 	return rc;
@@ -657,7 +693,7 @@ static int run_cancel(const ctl_config *cfg)
 		ctl_put_safe(stdout, reply.order_id);
 		printf(" %s %d\n", wms_order_state_name(reply.state), reply.already_cancelled ? 1 : 0);
 	}
-	rc = finish(cfg, st, &err);
+	rc = ctl_finish(cfg, st, &err);
 done:
 	wms_client_free(client);
 	return rc;
@@ -683,7 +719,7 @@ static int run_stock(const ctl_config *cfg)
 			       l->available);
 		}
 	}
-	rc = finish(cfg, st, &err);
+	rc = ctl_finish(cfg, st, &err);
 done:
 	wms_stock_reply_free(reply);
 	wms_client_free(client);

@@ -58,6 +58,13 @@ typedef struct ctl_config {
 	int prometheus;
 	/* breaker-sim */
 	const char *calls;        /* the call log: a path, "-" or NULL for stdin */
+	/* call */
+	const char *operation;
+	const char *action;
+	const char *body_path;
+	const char *reply_element;
+	const char *reply_namespace; /* "" allowed: the reply element has no namespace */
+	int idempotent;
 } ctl_config;
 
 /* wmsctl.c */
@@ -67,6 +74,12 @@ typedef struct ctl_config {
 int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_options *bo);
 /* Fill `order` (and `lines`, sku_count long) from the configuration. */
 void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg);
+/* End a one-shot command: print its error, or flush its output; the exit code. */
+int ctl_finish(const ctl_config *cfg, wms_status st, const wms_error *err);
+
+/* wmsctl_call.c: any operation (wms_call_bytes) */
+#define CTL_CALL_BODY_MAX (1024u * 1024u) /* --body: 1 MiB, said in `call --help` */
+int ctl_run_call(const ctl_config *cfg);
 
 /* wmsctl_load.c */
 int ctl_run_load(const ctl_config *cfg);

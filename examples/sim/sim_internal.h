@@ -26,10 +26,11 @@ typedef enum sim_op {
 	SIM_OP_SUBMIT_ORDER = 0,
 	SIM_OP_GET_ORDER_STATUS = 1,
 	SIM_OP_CANCEL_ORDER = 2,
-	SIM_OP_GET_STOCK_LEVEL = 3
+	SIM_OP_GET_STOCK_LEVEL = 3,
+	SIM_OP_GET_SHIPMENT_STATUS = 4 /* no typed call in libwms: for wms_call */
 } sim_op;
 
-#define SIM_OP_COUNT 4
+#define SIM_OP_COUNT 5
 
 /* "SubmitOrder", ...; NULL for SIM_OP_NONE. */
 const char *wms_sim__op_name(sim_op op);

@@ -171,7 +171,8 @@ static int has_doctype(const char *buf, size_t len)
 }
 
 static const char *const request_names[SIM_OP_COUNT] = {
-	"SubmitOrderRequest", "GetOrderStatusRequest", "CancelOrderRequest", "GetStockLevelRequest"
+	"SubmitOrderRequest", "GetOrderStatusRequest", "CancelOrderRequest", "GetStockLevelRequest",
+	"GetShipmentStatusRequest"
 };
 
 static void describe(const xmlNode *n, char *out, size_t size)
@@ -592,6 +593,51 @@ done:
 	return rc;
 }
 
+/* A carrier and tracking number that stay the same for an order id across
+ * runs and simulators (FNV-1a of the id), so fixtures can be recorded. */
+static void shipment_of(const char *order_id, const char **carrier, char *tracking, size_t size)
+{
+	static const char *const carriers[] = { "DHL", "UPS", "FedEx", "PostNL" };
+	uint64_t h = 14695981039346656037ull;
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)order_id; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	*carrier = carriers[h % (sizeof(carriers) / sizeof(carriers[0]))];
+	snprintf(tracking, size, "%.3s-%016llX", *carrier, (unsigned long long)h);
+	for (char *t = tracking; *t && *t != '-'; t++)
+		if (*t >= 'a' && *t <= 'z')
+			*t = (char)(*t - 'a' + 'A');
+}
+
+static int do_shipment(const sim_request *req, sim_store *store, uint64_t now, sim_reply *out)
+{
+	char id[SIM_ID_MAX + 1], tracking[32];
+	const char *carrier;
+	sim_order_view v;
+	sim_reject rej;
+	builder b;
+	xmlNodePtr p;
+	int rc, shipped;
+
+	text_of(child(req->payload, "clientOrderId"), id, sizeof(id), 1);
+	rc = wms_sim__store_status(store, now, id, &v, &rej);
+	if (rc != 0)
+		return rc < 0 ? -1 : reply_reject(out, req->soap12, &rej);
+	/* the store has no carrier's scan: a shipped order stays in transit */
+	shipped = strcmp(v.state, "SHIPPED") == 0;
+	begin(&b, req->soap12);
+	p = add(&b, b.body, b.wh, "GetShipmentStatusResponse", NULL);
+	add(&b, p, b.wh, "clientOrderId", v.order_id);
+	add(&b, p, b.wh, "state", shipped ? "IN_TRANSIT" : "NOT_SHIPPED");
+	if (shipped) {
+		shipment_of(v.order_id, &carrier, tracking, sizeof(tracking));
+		add(&b, p, b.wh, "carrier", carrier);
+		add(&b, p, b.wh, "trackingNumber", tracking);
+	}
+	return finish(&b, 200, out);
+}
+
 int wms_sim__request_perform(const sim_request *req, sim_store *store, uint64_t now_ns,
 			     sim_reply *out)
 {
@@ -605,6 +651,8 @@ int wms_sim__request_perform(const sim_request *req, sim_store *store, uint64_t 
 		return do_cancel(req, store, now_ns, out);
 	case SIM_OP_GET_STOCK_LEVEL:
 		return do_stock(req, store, now_ns, out);
+	case SIM_OP_GET_SHIPMENT_STATUS:
+		return do_shipment(req, store, now_ns, out);
 	case SIM_OP_NONE:
 		break;
 	}

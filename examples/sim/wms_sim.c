@@ -65,7 +65,8 @@ const char *wms_sim_status_name(wms_sim_status st)
 /* ---- names ---------------------------------------------------------------- */
 
 const char *const wms_sim__op_names[SIM_OP_COUNT] = { "SubmitOrder", "GetOrderStatus",
-						      "CancelOrder", "GetStockLevel" };
+						      "CancelOrder", "GetStockLevel",
+						      "GetShipmentStatus" };
 
 const char *wms_sim__op_name(sim_op op)
 {

@@ -137,7 +137,8 @@ const char *wms_sim_base_url(const wms_sim *sim);
 
 /**
  * Set the live fault of one operation ("SubmitOrder", "GetOrderStatus",
- * "CancelOrder", "GetStockLevel") or, with op NULL, of all of them. An
+ * "CancelOrder", "GetStockLevel", "GetShipmentStatus") or, with op NULL, of
+ * all of them. An
  * operation's own fault wins over the all-operations one; a scheduled window
  * wins over both. WMS_SIM_FAULT_NONE with an op clears that op's fault; with
  * op NULL it clears every live fault (the schedule stays). param: see the

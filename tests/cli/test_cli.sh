@@ -174,6 +174,19 @@ stop_sim() {
 E=http://127.0.0.1:1/wms  # never contacted: --fixtures replaces the network
 ORDER="--order-id CLI-OK-1 --sku SKU-A --qty 2 --sku SKU-B --qty 1"
 
+# wmsctl call: GetShipmentStatus (wsdl/warehouse.wsdl; no typed call in libwms)
+SHIP="--operation GetShipmentStatus --action urn:libwms:warehouse:1/GetShipmentStatus"
+# ship_body ORDER_ID FILE: its request element
+ship_body() {
+	printf '<wh:GetShipmentStatusRequest xmlns:wh="urn:libwms:warehouse:1">%s%s\n' \
+		"<wh:clientOrderId>$1</wh:clientOrderId>" '</wh:GetShipmentStatusRequest>' >"$2"
+}
+# pad_to FILE BYTES: FILE grown to BYTES with trailing blanks (still the same element)
+pad_to() {
+	have=$(wc -c <"$1")
+	head -c $(($2 - have)) /dev/zero | tr '\0' ' ' >>"$1"
+}
+
 case $group in
 usage)
 	run "no command" 2
@@ -236,12 +249,53 @@ usage)
 	run "load --order-id (not a load option)" 2 load --endpoint $E --count 1 --interval-ms 0 \
 		--order-id A
 
+	# call: every bad body or option is exit 2 before anything is sent (the
+	# endpoint refuses connections: a call that went out would be exit 4)
+	ship_body CLI-OK-1 "$tmp/ship.xml"
+	run "call without --operation" 2 call --endpoint $E --body "$tmp/ship.xml"
+	expect err -- '--operation is required' "asks for --operation"
+	run "call without --body" 2 call --endpoint $E --operation GetShipmentStatus
+	expect err -- '--body is required' "asks for --body"
+	run "call: --body that does not exist" 2 call --endpoint $E $SHIP --body "$tmp/none.xml"
+	expect err "^wmsctl: call: --body $tmp/none.xml: No such file or directory\$" "says why"
+	: >"$tmp/empty.xml"
+	run "call: empty --body" 2 call --endpoint $E $SHIP --body "$tmp/empty.xml"
+	expect err '^wmsctl: CALL: INVALID_ARG: body is empty \(delivery NOT_SENT\)$' "INVALID_ARG"
+	printf 'not <xml' >"$tmp/bad.xml"
+	run "call: --body not XML" 2 call --endpoint $E $SHIP --body "$tmp/bad.xml"
+	expect err '^wmsctl: CALL: INVALID_ARG: body: .*\(delivery NOT_SENT\)$' "INVALID_ARG"
+	printf '<!DOCTYPE x [<!ENTITY e "e">]><x>&e;</x>' >"$tmp/dtd.xml"
+	run "call: --body with a DOCTYPE" 2 call --endpoint $E $SHIP --body "$tmp/dtd.xml"
+	cp "$tmp/ship.xml" "$tmp/big.xml"
+	pad_to "$tmp/big.xml" 1048577
+	run "call: --body of 1 MiB + 1 byte" 2 call --endpoint $E $SHIP --body "$tmp/big.xml"
+	expect err "^wmsctl: call: --body $tmp/big.xml: larger than 1048576 bytes\$" "says the cap"
+	expect_empty out
+	run "call: an operation name libwms refuses" 2 call --endpoint $E --operation "Get Ship" \
+		--body "$tmp/ship.xml"
+	expect err 'INVALID_ARG: call.operation must be 1-64 bytes' "names the rule"
+	run "call: unknown option" 2 call --endpoint $E $SHIP --body "$tmp/ship.xml" --frobnicate
+	expect err "^wmsctl: call: unknown option '--frobnicate'\$" "names the option"
+	run "call: --order-id is not a call option" 2 call --endpoint $E $SHIP \
+		--body "$tmp/ship.xml" --order-id A
+	run "call: --idempotent takes no value" 2 call --endpoint $E $SHIP --body "$tmp/ship.xml" \
+		--idempotent=1
+	run "call: --reply-element ''" 2 call --endpoint $E $SHIP --body "$tmp/ship.xml" \
+		--reply-element ""
+	run "call: --reply-namespace '' accepted (refused endpoint)" 4 call --endpoint $E $SHIP \
+		--body "$tmp/ship.xml" --reply-namespace ""
+	run "call --help" 0 call --help
+	expect out '^usage: wmsctl call --endpoint URL --operation NAME --action URI --body FILE.xml' \
+		"call's usage"
+	expect out 'at most 1 MiB \(1048576 bytes\)' "says the body's cap"
+	expect out '^  9  FIXTURE' "and the exit codes"
+
 	run "--help" 0 --help
 	expect out '^usage: wmsctl COMMAND' "usage on stdout"
 	for code in 0 1 2 3 4 5 6 7 8 9 10 11; do
 		expect out "^  $code  " "exit code $code documented"
 	done
-	for c in submit status cancel stock load health breaker-sim; do
+	for c in submit status cancel stock load health breaker-sim call; do
 		run "$c --help" 0 "$c" --help
 		expect out "^usage: wmsctl $c " "$c usage on stdout"
 	done
@@ -309,6 +363,33 @@ fixtures)
 	expect_out_is "CLI-OK-1 CANCELLED 0" "cancel line"
 	run "stock, two SKUs" 0 stock --fixtures "$fx" --sku SKU-A --sku SKU-B
 	expect_out_is "SKU-A 10 2 8\nSKU-B 0 0 0" "one line per SKU, in order"
+	ship_body CLI-OK-1 "$tmp/ship.xml"
+	run "call GetShipmentStatus" 0 call --fixtures "$fx" $SHIP --body "$tmp/ship.xml" \
+		--idempotent --reply-element GetShipmentStatusResponse \
+		--reply-namespace urn:libwms:warehouse:1
+	# every namespace in scope in the reply is declared on the element (a
+	# QName in a value keeps its prefix), the Envelope's soap: too
+	expect_out_is '<?xml version="1.0" encoding="UTF-8"?>
+<wh:GetShipmentStatusResponse xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:wh="urn:libwms:warehouse:1">
+  <wh:clientOrderId>CLI-OK-1</wh:clientOrderId>
+  <wh:state>IN_TRANSIT</wh:state>
+  <wh:carrier>DHL</wh:carrier>
+  <wh:trackingNumber>DHL-0000CLI0000OK01</wh:trackingNumber>
+</wh:GetShipmentStatusResponse>' "prints the reply's Body element, indented"
+	expect_empty err
+	pad_to "$tmp/ship.xml" 1048576
+	run "call: a --body of exactly 1 MiB" 0 call --fixtures "$fx" $SHIP --body "$tmp/ship.xml"
+	expect out '<wh:state>IN_TRANSIT</wh:state>' "answered"
+	run "call: another reply element expected" 8 call --fixtures "$fx" $SHIP \
+		--body "$tmp/ship.xml" --reply-element GetOrderStatusResponse
+	expect err '^wmsctl: CALL: UNEXPECTED_REPLY: .*GetShipmentStatusResponse' "says what came"
+	expect_empty out
+	ship_body CLI-OK-2 "$tmp/ship2.xml"
+	run "call: nothing recorded for this body" 9 call --fixtures "$fx" $SHIP \
+		--body "$tmp/ship2.xml"
+	expect err '^wmsctl: CALL: FIXTURE: GetShipmentStatus request matches no fixture' \
+		"FIXTURE on one line"
+	expect err '^\+        "CLI-OK-2"$' "and a diff naming the difference"
 	if [ -w /dev/full ]; then
 		$vg "$wmsctl" submit --fixtures "$fx" $ORDER >/dev/full 2>"$tmp/err"
 		got=$?
@@ -683,6 +764,34 @@ live)
 	run "cancel again" 0 cancel --endpoint "$url" --order-id LIVE-1
 	expect_out_is "LIVE-1 CANCELLED 1" "already cancelled"
 	run "status of an unknown order" 6 status --endpoint "$url" --order-id LIVE-NOPE
+	# call: an operation libwms does not model (LIVE-3 is RECEIVED: not shipped)
+	ship_body LIVE-3 "$tmp/ship.xml"
+	for v in --soap11 --soap12; do
+		run "call GetShipmentStatus $v" 0 call $v --endpoint "$url" $SHIP \
+			--body "$tmp/ship.xml" --idempotent --reply-element GetShipmentStatusResponse \
+			--reply-namespace urn:libwms:warehouse:1
+		expect out '^  <wh:state>NOT_SHIPPED</wh:state>$' "NOT_SHIPPED"
+		expect out '^  <wh:clientOrderId>LIVE-3</wh:clientOrderId>$' "for the order asked"
+	done
+	ship_body LIVE-NOPE "$tmp/nope.xml"
+	run "call: unknown order" 6 call --endpoint "$url" $SHIP --body "$tmp/nope.xml"
+	expect err '^wmsctl: CALL: SOAP_FAULT: .*fault Client, wms_code UNKNOWN_ORDER, http 500\)$' \
+		"the sim's UNKNOWN_ORDER"
+	expect_empty out
+	printf 'not <xml' >"$tmp/bad.xml"
+	cp "$tmp/ship.xml" "$tmp/big.xml"
+	pad_to "$tmp/big.xml" 1048577
+	for b in bad big none; do
+		run "call: --body $b.xml" 2 call --endpoint "$url" $SHIP --body "$tmp/$b.xml"
+	done
+	if command -v curl >/dev/null 2>&1; then
+		if curl -s "${url%/wms}/stats" | grep -q '"GetShipmentStatus":3[,}]'; then
+			ok "the sim got the 3 good calls, none of the bad bodies"
+		else
+			not_ok "the sim got the 3 good calls, none of the bad bodies" \
+				"$(curl -s "${url%/wms}/stats")"
+		fi
+	fi
 	if [ "$python" != none ]; then
 		run "load" 0 load --endpoint "$url" --count 5 --interval-ms 0 \
 			--call-log "$tmp/log"

@@ -90,6 +90,8 @@ wms_client *it_client(const wms_sim *sim, const it_client_opts *o)
 	co.breaker_options.open_duration_ms = o->open_duration_ms ? o->open_duration_ms : 300u;
 	co.breaker_options.callbacks.on_state_change = o->on_state_change;
 	co.breaker_options.callbacks.payload = o->payload;
+	co.breaker_scope = o->breaker_scope;
+	co.transport = o->transport;
 	if (wms_client_new(&c, &co, &err) != WMS_OK)
 		fail_msg("wms_client_new: %s", err.message);
 	return c;

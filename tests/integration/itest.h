@@ -34,6 +34,8 @@ typedef struct it_client_opts {
 	uint32_t open_duration_ms;  /* 0: 300 */
 	wms_breaker_event_fn on_state_change;
 	void *payload;
+	wms_breaker_scope breaker_scope; /* 0: one breaker for the client */
+	wms_transport *transport;        /* NULL: libcurl's; owned by the client */
 } it_client_opts;
 
 /* A client with the curl transport pointed at the sim. */

@@ -3,7 +3,7 @@
 #   1. xmllint: both files are well-formed;
 #   2. xmllint --schema: the schema compiles, accepts every sample under
 #      tests/data/soap/contract/valid/ and rejects every one under invalid/;
-#   3. the WSDL names the four operations with the contract's soapActions,
+#   3. the WSDL names the five operations with the contract's soapActions,
 #      in both bindings, each with the WmsFault fault;
 #   4. gSOAP: wsdl2h reads the WSDL (and the imported schema) without an
 #      error or an unexpected warning, and soapcpp2 compiles what it wrote.
@@ -82,7 +82,7 @@ done
 count() {
 	xmllint --nonet --xpath "$1" "$wsdl" 2>/dev/null
 }
-for op in SubmitOrder GetOrderStatus CancelOrder GetStockLevel; do
+for op in SubmitOrder GetOrderStatus CancelOrder GetStockLevel GetShipmentStatus; do
 	n=$(count "count(/*[local-name()='definitions']/*[local-name()='binding']/*[local-name()='operation'][@name='$op']/*[local-name()='operation'][@soapAction='urn:libwms:warehouse:1/$op'])")
 	if [ "$n" = 2 ]; then
 		pass "$op: soapAction in both bindings"
@@ -107,7 +107,7 @@ if (cd "$tmp" && wsdl2h -c -Nwh -o warehouse.h warehouse.wsdl) >"$tmp/wsdl2h.log
 	else
 		pass "wsdl2h read the WSDL and the schema"
 	fi
-	for op in SubmitOrder GetOrderStatus CancelOrder GetStockLevel; do
+	for op in SubmitOrder GetOrderStatus CancelOrder GetStockLevel GetShipmentStatus; do
 		grep -q "urn:libwms:warehouse:1/$op" "$tmp/warehouse.h" ||
 			fail "wsdl2h output lacks the $op action"
 	done
