@@ -149,6 +149,7 @@ static const command commands[] = {
 	  "                            open) and /metrics (Prometheus text), e.g.\n"
 	  "                            127.0.0.1:9464 or [::1]:9464 (an IP address and a\n"
 	  "                            port 1-65535; no host names); stderr says where.\n"
+	  "                            Default: the SLA file's client.health_listen.\n"
 	  "                            Exit 2, nothing sent, if it is malformed or cannot\n"
 	  "                            be bound (in use, not this host's address)\n" },
 	{ "health", CMD_HEALTH, run_health,
@@ -523,6 +524,9 @@ static int check_args(ctl_config *cfg, const command *cmd)
 						   "--count (ids are at most 64 characters)",
 						   cfg->order_prefix);
 		}
+		/* the flag first, else the SLA file's client.health_listen */
+		if (!cfg->health_listen && cfg->sla)
+			cfg->health_listen = wms_config_health_listen(cfg->sla);
 		/* the library takes port 0 (any free port); a person could not find it */
 		if (cfg->health_listen) {
 			const char *port = strrchr(cfg->health_listen, ':');

@@ -7,8 +7,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <yaml.h>
 #include "internal.h"
+#include "health_server_int.h" /* wms__health_listen_parse */
 #include "util/num.h"
 #include "breaker/redis_int.h"
 #include "wms/config.h"
@@ -41,6 +44,7 @@ enum key_id {
 	KC_MAX_REPLY,
 	KC_MAX_CONCURRENT,
 	KC_MAX_WAIT_SLOT,
+	KC_HEALTH_LISTEN,
 	KC_CACHE_ENTRIES,
 	KC_CACHE_AGE,
 	KC_CACHE_BYTES,
@@ -91,6 +95,7 @@ enum vtype {
 	T_URL,     /* http:// or https:// */
 	T_REDIS,   /* a Redis URL, checked by wms__redis_url_parse; never echoed */
 	T_FLEET,   /* 1..64 of letters, digits, '.', '-', '_' (the shared name) */
+	T_LISTEN,  /* ADDRESS:PORT for the health endpoint (wms_health_server_start) */
 	T_MAP      /* a nested block (retry, shared) */
 };
 
@@ -125,6 +130,7 @@ static const key_def keys[] = {
 	/* the bulkhead (wms_bulkhead_options): 0 is "off", as in the struct */
 	{ KC_MAX_CONCURRENT, B_CLIENT, "max_concurrent_calls", T_UINT, 0, 65536, NULL, 0 },
 	{ KC_MAX_WAIT_SLOT, B_CLIENT, "max_wait_for_slot_ms", T_UINT, 0, 3600000, NULL, 0 },
+	{ KC_HEALTH_LISTEN, B_CLIENT, "health_listen", T_LISTEN, 0, 0, NULL, 0 },
 	/* the read cache (wms_read_cache_options): entries 0 is "off" */
 	{ KC_CACHE_ENTRIES, B_CLIENT, "read_cache_max_entries", T_UINT, 0, WMS_MAX_READ_CACHE_ENTRIES,
 	  NULL, 0 },
@@ -172,6 +178,7 @@ struct wms_config {
 	char *name;
 	char *redis_url;  /* may hold a password: wiped when freed */
 	char *fleet_name; /* circuit_breaker.shared.name */
+	char *health_listen; /* client.health_listen */
 };
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -531,6 +538,7 @@ static const char *type_name(const key_def *d)
 	case T_ENUM:
 	case T_NAME:
 	case T_FLEET:
+	case T_LISTEN:
 		return "a string";
 	case T_URL:
 	case T_REDIS:
@@ -802,6 +810,27 @@ static wms_status parse_value(parser *p, const key_def *d, const char *path, siz
 		if (!cfg->fleet_name)
 			return nomem(p);
 		break;
+	case T_LISTEN: {
+		/* the health server's own parser says what is wrong; a port of 0
+		 * (any free one) is no address anyone could be told */
+		struct sockaddr_storage addr;
+		socklen_t addr_len;
+		wms_error why;
+		char *copy = wms__strndup(s, n);
+		if (!copy)
+			return nomem(p);
+		if (n == 0 || strlen(copy) != n ||
+		    wms__health_listen_parse(&addr, &addr_len, copy, &why) != WMS_OK ||
+		    (addr.ss_family == AF_INET ? ((struct sockaddr_in *)&addr)->sin_port
+					       : ((struct sockaddr_in6 *)&addr)->sin6_port) == 0) {
+			wms__free(copy);
+			return fail_at(p, line, path, d->name,
+				       "must be ADDRESS:PORT, a dotted IPv4 address or [IPv6] and a "
+				       "port 1-65535 (got %s)", got);
+		}
+		cfg->health_listen = copy;
+		break;
+	}
 	case T_MAP:
 		return wms__fail(p->err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
 				 "config: a block read as a value");
@@ -1147,6 +1176,11 @@ wms_status wms_config_shared_options(const wms_config *cfg, wms_shared_options *
 	return WMS_OK;
 }
 
+const char *wms_config_health_listen(const wms_config *cfg)
+{
+	return cfg ? cfg->health_listen : NULL;
+}
+
 wms_status wms_config_apply(const wms_config *cfg, wms_client_options *opts)
 {
 	wms_status st;
@@ -1219,5 +1253,6 @@ void wms_config_free(wms_config *cfg)
 	wms__free(cfg->name);
 	wms__free_secret(cfg->redis_url);
 	wms__free(cfg->fleet_name);
+	wms__free(cfg->health_listen);
 	wms__free(cfg);
 }

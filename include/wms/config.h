@@ -86,6 +86,12 @@ WMS_EXTERN(wms_status) wms_config_breaker_options(const wms_config *cfg,
 WMS_EXTERN(wms_status) wms_config_shared_options(const wms_config *cfg,
 						 wms_shared_options *opts);
 
+/** client.health_listen, the ADDRESS:PORT the service's health endpoint
+ *  should listen on (wms/health_server.h), checked when the file was read
+ *  (a dotted IPv4 address or [IPv6], port 1-65535); NULL when the file
+ *  names none. Borrowed from `cfg`. Since 0.3.2. */
+WMS_EXTERN(const char *) wms_config_health_listen(const wms_config *cfg);
+
 /** NULL-safe. */
 WMS_EXTERN(void) wms_config_free(wms_config *cfg);
 

@@ -927,6 +927,17 @@ sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) != 0 else 1)' "$port
 		else
 			not_ok "the endpoint is gone after the run"
 		fi
+		# the SLA file can name it; the flag wins over the file
+		printf 'client:\n  health_listen: "127.0.0.1:%s"\n' "$port" >"$tmp/health.yaml"
+		run "load --config with client.health_listen" 0 load $LF --config "$tmp/health.yaml"
+		expect err "^health endpoint: http://127.0.0.1:$port/health and /metrics\$" \
+			"the SLA file's client.health_listen is served"
+		port2=$("$python" -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+		run "load --config and --health-listen" 0 load $LF --config "$tmp/health.yaml" \
+			--health-listen "127.0.0.1:$port2"
+		expect err "^health endpoint: http://127.0.0.1:$port2/health and /metrics\$" \
+			"--health-listen wins over the file"
 	fi
 	;;
 

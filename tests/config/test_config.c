@@ -1947,6 +1947,41 @@ static void read_cache_apply_needs_version_4(void **state)
 	}
 }
 
+/* client.health_listen: an address a person can be told, checked when the
+ * file is read by the health server's own parser; absent: NULL. */
+static void health_listen_key(void **state)
+{
+	static const char *const good[] = { "127.0.0.1:9464", "'[::1]:1'", "0.0.0.0:65535",
+					    "\"10.1.2.3:8080\"" };
+	static const char *const shown[] = { "127.0.0.1:9464", "[::1]:1", "0.0.0.0:65535",
+					     "10.1.2.3:8080" };
+	static const char *const bad[] = { "localhost:9464", "127.0.0.1:0",  "127.0.0.1:65536",
+					   "127.0.0.1",      "'::1:9464'",   "'[::1]'",
+					   "127.1:80",       "\"\"",        "'127.0.0.1:80 '" };
+	char yaml[256], want[256];
+	wms_config *cfg;
+	(void)state;
+
+	cfg = load_ok("client:\n  timeout_ms: 5\n", NULL);
+	assert_null(wms_config_health_listen(cfg));
+	wms_config_free(cfg);
+	assert_null(wms_config_health_listen(NULL));
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "client:\n  health_listen: %s\n", good[i]);
+		cfg = load_ok(yaml, NULL);
+		assert_string_equal(wms_config_health_listen(cfg), shown[i]);
+		wms_config_free(cfg);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "client:\n  health_listen: %s\n", bad[i]);
+		snprintf(want, sizeof(want), "t.yaml:2: client.health_listen: %s",
+			 strcmp(bad[i], "\"\"") == 0 ? "" : "must be ADDRESS:PORT");
+		expect_error_like(yaml, want, NULL);
+	}
+	expect_error_like("client:\n  health_listen: 9464\n",
+			  "t.yaml:2: client.health_listen: must be ADDRESS:PORT", "(got 9464)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1971,6 +2006,7 @@ int main(void)
 		cmocka_unit_test(shared_redis_url_password_never_shown),
 		cmocka_unit_test(shared_apply),
 		cmocka_unit_test(bulkhead_apply_needs_version_4),
+		cmocka_unit_test(health_listen_key),
 		cmocka_unit_test(read_cache_apply_needs_version_4),
 		cmocka_unit_test(shared_apply_v2_exact_size),
 		cmocka_unit_test(shared_options_function),
