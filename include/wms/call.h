@@ -49,7 +49,12 @@ typedef struct wms_call_options {
 	/** Required: the operation's name, 1-64 bytes of [A-Za-z0-9._-]: in
 	 *  the wire log, the error's `operation`, fixtures, and the breaker's
 	 *  key with per-operation breakers (a name of the four typed
-	 *  operations shares that operation's breaker). */
+	 *  operations shares that operation's breaker; any other gets its own
+	 *  on its first call, which wms_client_breaker_for and
+	 *  wms_client_bulkhead_get then find by the name). With one breaker per
+	 *  client every operation goes through the client's breaker and
+	 *  bulkhead (wms_client_breaker), which those two find by typed
+	 *  names only. */
 	const char *operation;
 	/** The SOAP action (SOAP 1.1 SOAPAction header, SOAP 1.2 action
 	 *  parameter), as the WSDL's soapAction; NULL = "". At most 512 bytes,
@@ -81,8 +86,10 @@ WMS_EXTERN(wms_status) wms_call_options_init(wms_call_options *opts, unsigned ve
 /**
  * Call `call->operation` with `body` (an element node, copied: the caller
  * keeps it) as the SOAP Body's content. On WMS_OK, `*out` is a new
- * document whose root element is a copy of the reply's Body element (the
- * namespaces it uses declared on it); free it with xmlFreeDoc(). On any
+ * document whose root element is a copy of the reply's Body element, with
+ * every namespace declaration in scope there declared on it (the
+ * Envelope's included: a QName in a value keeps its prefix); free it with
+ * xmlFreeDoc(). On any
  * other status `*out` is NULL and `err` says why, with the same fields and
  * delivery as a typed call (fault_code, fault_string, wms_code for
  * WMS_ERR_SOAP_FAULT). The typed calls' fallbacks do not apply.

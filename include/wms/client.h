@@ -143,9 +143,10 @@ typedef struct wms_client_callbacks {
  * or each operation's with per-operation breakers. A call over the cap gets
  * WMS_ERR_BULKHEAD_FULL at once (delivery NOT_SENT, not counted by the
  * breaker, retry_after_ms a hint), or first waits up to
- * max_wait_for_slot_ms for a call to finish. The breaker is asked first:
- * an open breaker rejects at once, without waiting for a slot. Since
- * client options version 4 (0.3.2).
+ * max_wait_for_slot_ms for a call to finish. An open breaker rejects at
+ * once, without waiting for a slot; a call that waits does so before it
+ * takes the breaker's permit (the wait is not the WMS's time, and holds no
+ * half-open trial). Since client options version 4 (0.3.2).
  */
 typedef struct wms_bulkhead_options {
 	/** Calls in flight at once; 0 = no cap (the default: off, no cost).

@@ -66,8 +66,8 @@ WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml,
  *  wms_client_options_init), version 2 to 4 (WMS_CLIENT_OPTIONS_VERSION);
  *  with a shared block in the file, version 3 or later with `shared`
  *  initialised (version 2 options have no room for it); with the bulkhead
- *  keys (client.max_concurrent_calls, client.max_wait_for_slot_ms),
- *  version 4. WMS_ERR_INVALID_ARG, with nothing written, otherwise.
+ *  keys (client.max_concurrent_calls, client.max_wait_for_slot_ms) or the
+ *  read cache's (client.read_cache_*), version 4. WMS_ERR_INVALID_ARG, with nothing written, otherwise.
  *  Options of an older version are never read or written past their end. */
 WMS_EXTERN(wms_status) wms_config_apply(const wms_config *cfg, wms_client_options *opts);
 

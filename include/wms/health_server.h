@@ -46,8 +46,13 @@ typedef struct wms_health_server wms_health_server;
 #define WMS_HEALTH_SERVER_DEFAULT_LISTEN "127.0.0.1:9464"
 
 /**
- * Start serving /health and /metrics for every breaker of `clients[0..count)`
- * (read once, here: a client's breakers are fixed when it is made).
+ * Start serving /health and /metrics for every breaker of `clients[0..count)`,
+ * as they stand at each request (a generic operation's breaker, made by its
+ * first call, shows from then on), with their bulkheads and read caches.
+ * The clients must outlive the server. Bound beyond loopback, anyone who
+ * can reach the port can hold its WMS_HEALTH_SERVER_MAX_CONNECTIONS
+ * connections for WMS_HEALTH_SERVER_TIMEOUT_S at a time: expose it only
+ * where a network policy limits who connects.
  *
  * `listen_addr`: "ADDRESS:PORT", ADDRESS an IPv4 dotted quad ("127.0.0.1",
  * "0.0.0.0") or an IPv6 literal in brackets ("[::1]"), PORT 0-65535 (0: a

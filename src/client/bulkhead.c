@@ -75,21 +75,32 @@ static int wait_for_slot(wms__bulkhead *b)
 	return got;
 }
 
-int wms__bulkhead_enter(wms__bulkhead *b)
+int wms__bulkhead_try(wms__bulkhead *b)
 {
 	if (!b->max)
 		return 1;
-	if (take(b)) {
-		atomic_fetch_add_explicit(&b->admitted, 1, memory_order_relaxed);
+	if (!take(b))
+		return 0;
+	atomic_fetch_add_explicit(&b->admitted, 1, memory_order_relaxed);
+	return 1;
+}
+
+int wms__bulkhead_wait(wms__bulkhead *b)
+{
+	if (!b->max)
 		return 1;
-	}
 	if (b->wait_ms && wait_for_slot(b)) {
 		atomic_fetch_add_explicit(&b->admitted, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&b->waited, 1, memory_order_relaxed);
 		return 1;
 	}
-	atomic_fetch_add_explicit(&b->rejected, 1, memory_order_relaxed);
+	wms__bulkhead_refused(b);
 	return 0;
+}
+
+void wms__bulkhead_refused(wms__bulkhead *b)
+{
+	atomic_fetch_add_explicit(&b->rejected, 1, memory_order_relaxed);
 }
 
 void wms__bulkhead_leave(wms__bulkhead *b)

@@ -288,6 +288,20 @@ static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
 	return 0;
 }
 
+/* Whether the breaker refuses calls now, without asking it for a permit
+ * (which would count a rejection, or hold a half-open trial). */
+static int breaker_open_now(wms_breaker *b)
+{
+	wms_breaker_snapshot snap;
+	wms_breaker_state state = wms_breaker_state_get(b);
+	if (state == WMS_BREAKER_STATE_FORCED_OPEN)
+		return 1;
+	if (state != WMS_BREAKER_STATE_OPEN)
+		return 0;
+	wms_breaker_snapshot_get(&snap, b);
+	return snap.state == WMS_BREAKER_STATE_OPEN && snap.retry_after_ms > 0;
+}
+
 /* Tell the breaker how an attempt went; returns how it counted. */
 static wms_outcome tell_breaker(wms_client *c, wms_breaker *b, const wms_breaker_permit *permit,
 				const wms_error *err, int *recorded)
@@ -448,17 +462,34 @@ wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 	uint64_t start = 0, deadline = 0, rng = 0;
 	uint32_t attempt, timeout = c->timeout_ms;
 	wms_outcome outcome;
-	int recorded;
+	int recorded, in_slot;
 	wms_status st;
 
 	wms_error_clear(err);
 	wms__strlcpy(err->operation, opname, sizeof(err->operation));
+	/* A free slot; or, when none is and the breaker would let the call
+	 * through, the wait for one, before the breaker's permit: the wait is
+	 * not the WMS's time (a permit's clock runs from its acquire), and no
+	 * half-open trial is held while waiting. */
+	in_slot = wms__bulkhead_try(bh);
+	if (!in_slot && bh->wait_ms && !breaker_open_now(b)) {
+		if (!wms__bulkhead_wait(bh)) {
+			bulkhead_full(c, bh, err);
+			return refused(c, k, err);
+		}
+		in_slot = 1;
+	}
+	/* The breaker speaks first: open, it refuses, slot or none. */
 	st = ask_breaker(b, &permit, err);
-	if (st == WMS_ERR_CIRCUIT_OPEN)
+	if (st == WMS_ERR_CIRCUIT_OPEN) {
+		if (in_slot)
+			wms__bulkhead_leave(bh);
 		return refused(c, k, err);
-	if (!wms__bulkhead_enter(bh)) {
+	}
+	if (!in_slot) {
 		/* nothing was tried: the permit goes back unrecorded */
 		wms_breaker_release(b, &permit);
+		wms__bulkhead_refused(bh);
 		bulkhead_full(c, bh, err);
 		return refused(c, k, err);
 	}

@@ -31,9 +31,12 @@ typedef struct wms__bulkhead {
 /* WMS_OK, or NOMEM/INTERNAL when the lock cannot be made. */
 wms_status wms__bulkhead_init(wms__bulkhead *b, const wms_bulkhead_options *o);
 void wms__bulkhead_destroy(wms__bulkhead *b);
-/* 1: the caller holds a slot (always, when off); 0: full, after waiting
- * at most wait_ms. */
-int wms__bulkhead_enter(wms__bulkhead *b);
+/* A slot if one is free now: 1 (always, when off), else 0, nothing counted. */
+int wms__bulkhead_try(wms__bulkhead *b);
+/* A slot, waiting at most wait_ms for one: 1, or 0 counted as refused. */
+int wms__bulkhead_wait(wms__bulkhead *b);
+/* Count a call refused without waiting. */
+void wms__bulkhead_refused(wms__bulkhead *b);
 void wms__bulkhead_leave(wms__bulkhead *b);
 void wms__bulkhead_snapshot(wms_bulkhead_snapshot *out, wms__bulkhead *b);
 

@@ -199,28 +199,42 @@ size_t wms__client_slot(wms_client *c, wms__op op)
 	return c->breaker_count > 1 ? (size_t)op : 0;
 }
 
+/* The slot of a typed operation's name, or of a generic operation this
+ * client has made a breaker for: without a lock (a name is written before
+ * breaker_count publishes it, and never changes). 0 if neither. */
+static int known_slot(wms_client *c, const char *operation, size_t *out)
+{
+	size_t i, n = atomic_load(&c->breaker_count);
+	for (i = 0; i < WMS__OP_COUNT; i++)
+		if (strcmp(operation, wms__op_name((wms__op)i)) == 0) {
+			*out = wms__client_slot(c, (wms__op)i);
+			return 1;
+		}
+	for (i = WMS__OP_COUNT; i < n; i++)
+		if (strcmp(c->call_names[i - WMS__OP_COUNT], operation) == 0) {
+			*out = i;
+			return 1;
+		}
+	return 0;
+}
+
 wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *out,
 				 wms_error *err)
 {
 	size_t i, n;
+	int made = 0;
 	wms_status st = WMS_OK;
 
 	*out = 0;
-	if (c->breaker_count == 1)
+	if (atomic_load(&c->breaker_count) == 1)
 		return WMS_OK; /* one breaker (and bulkhead) for every operation */
-	for (i = 0; i < WMS__OP_COUNT; i++)
-		if (strcmp(operation, wms__op_name((wms__op)i)) == 0) {
-			*out = i;
-			return WMS_OK;
-		}
+	if (known_slot(c, operation, out))
+		return WMS_OK;
+	/* a new one: made once, under the lock, by whichever call gets here first */
 	pthread_mutex_lock(&c->calls_lock);
-	n = c->call_count;
-	for (i = 0; i < n && strcmp(c->call_names[i], operation) != 0; i++)
-		;
-	if (i < n) {
-		*out = WMS__OP_COUNT + i;
+	if (known_slot(c, operation, out))
 		goto done;
-	}
+	n = c->call_count;
 	if (n == WMS_MAX_CALL_OPERATIONS) {
 		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 			       "operation '%s': this client already keeps breakers for %u other "
@@ -249,10 +263,13 @@ wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *o
 	c->call_count = n + 1;
 	/* published last: readers of breaker_count see the slot made */
 	atomic_store(&c->breaker_count, i + 1);
-	first_sample(c, i);
 	*out = i;
+	made = 1;
 done:
 	pthread_mutex_unlock(&c->calls_lock);
+	/* the metrics callback may ask for this breaker: not under the lock */
+	if (made)
+		first_sample(c, i);
 	return st;
 }
 
@@ -565,25 +582,6 @@ wms_breaker *wms_client_breaker(wms_client *c)
 	return c ? c->breakers[0] : NULL;
 }
 
-/* The slot of a typed operation, or of a generic one this client has
- * called; 0 when it has neither. */
-static int known_slot(wms_client *c, const char *operation, size_t *out)
-{
-	size_t i;
-	for (i = 0; i < WMS__OP_COUNT; i++)
-		if (strcmp(operation, wms__op_name((wms__op)i)) == 0) {
-			*out = wms__client_slot(c, (wms__op)i);
-			return 1;
-		}
-	pthread_mutex_lock(&c->calls_lock);
-	for (i = 0; i < c->call_count && strcmp(c->call_names[i], operation) != 0; i++)
-		;
-	*out = WMS__OP_COUNT + i;
-	i = i < c->call_count;
-	pthread_mutex_unlock(&c->calls_lock);
-	return (int)i;
-}
-
 wms_breaker *wms_client_breaker_for(wms_client *c, const char *operation)
 {
 	size_t i;
@@ -617,10 +615,11 @@ wms_status wms_client_read_cache_get(wms_read_cache_snapshot *out, wms_client *c
 
 size_t wms_client_breakers(wms_breaker **out, size_t max, wms_client *c)
 {
-	size_t i;
+	size_t i, n;
 	if (!c)
 		return 0;
-	for (i = 0; i < c->breaker_count && i < max && out; i++)
+	n = atomic_load(&c->breaker_count); /* once: generic breakers may be made meanwhile */
+	for (i = 0; i < n && i < max && out; i++)
 		out[i] = c->breakers[i];
-	return c->breaker_count;
+	return n;
 }

@@ -54,9 +54,14 @@ static wms_status copy_element(xmlNodePtr parent, const xmlNode *src, int top)
 		for (size_t i = 0; scope[i]; i++)
 			if (!xmlNewNs(el, scope[i]->href, scope[i]->prefix))
 				goto done;
-	for (d = src->nsDef; d; d = d->next)
-		if (!xmlSearchNsByHref(el->doc, el, d->href) && !xmlNewNs(el, d->href, d->prefix))
+	/* by prefix: a prefix a value names (xsi:type="t:Foo") must stay
+	 * bound, even to a URI another prefix has in scope too */
+	for (d = src->nsDef; d; d = d->next) {
+		xmlNsPtr in_scope = xmlSearchNs(el->doc, el, d->prefix);
+		if ((!in_scope || !xmlStrEqual(in_scope->href, d->href)) &&
+		    !xmlNewNs(el, d->href, d->prefix))
 			goto done;
+	}
 	if (src->ns && !(el->ns = ns_for(el, src->ns)))
 		goto done;
 	for (a = src->properties; a; a = a->next) {

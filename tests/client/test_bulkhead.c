@@ -321,6 +321,7 @@ static void waits_for_a_freed_slot(void **state)
 	gate *g = gate_new();
 	wms_client *c = client_with(&g->parent, NULL, 1, 60000, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
 	wms_bulkhead_snapshot s;
+	wms_breaker_snapshot bs;
 	caller a, b;
 	(void)state;
 
@@ -336,6 +337,10 @@ static void waits_for_a_freed_slot(void **state)
 		} while (s.waiting != 1 && wms__now_ns() < until);
 		assert_int_equal(s.waiting, 1);
 		assert_int_equal(s.max_wait_for_slot_ms, 60000);
+		/* b waits without a permit: its wait is not the WMS's time, and
+		 * it holds no half-open trial */
+		wms_breaker_snapshot_get(&bs, wms_client_breaker(c));
+		assert_int_equal(bs.permitted, (uint64_t)(2 * round - 1));
 		gate_set(g, 1);
 		assert_int_equal(pthread_join(a.thread, NULL), 0);
 		assert_int_equal(pthread_join(b.thread, NULL), 0);
@@ -344,6 +349,9 @@ static void waits_for_a_freed_slot(void **state)
 		assert_int_equal(g->most, 1);
 	}
 	assert_bulkhead(c, NULL, 0, 4, 2, 0);
+	wms_breaker_snapshot_get(&bs, wms_client_breaker(c));
+	assert_int_equal(bs.permitted, 4);
+	assert_int_equal(bs.successes, 4);
 	wms_client_free(c);
 }
 

@@ -161,6 +161,16 @@ static void namespaces_from_the_callers_tree(void **state)
 	assert_string_equal((const char *)root->ns->href, SHIP_NS);
 	assert_non_null(root->nsDef); /* declared on the root, from the Envelope */
 	xmlFreeDoc(reply);
+	/* a prefix bound to a URI another prefix already has in scope stays:
+	 * a value may name it */
+	{
+		static const char qn[] =
+			"<m:Req xmlns:m=\"urn:x\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">"
+			"<m:item xmlns:t=\"urn:x\" xsi:type=\"t:Foo\">1</m:item></m:Req>";
+		assert_int_equal(wms_call_bytes(&reply, x.c, &op, qn, strlen(qn), &err), WMS_OK);
+		assert_non_null(strstr(x.t->last_body, "<m:item xmlns:t=\"urn:x\" xsi:type=\"t:Foo\">"));
+		xmlFreeDoc(reply);
+	}
 	/* an entity reference cannot be carried */
 	xmlAddChild(req, xmlNewReference(mine, (const xmlChar *)"&amp;"));
 	xmlAddChild(req, xmlNewReference(mine, (const xmlChar *)"&custom;"));
@@ -400,6 +410,45 @@ static void per_operation_breakers(void **state)
 	wms_client_free(x.c);
 }
 
+/* The first call of a generic operation makes its breaker and sends its
+ * first gauge sample; a metrics callback that asks the client for that
+ * breaker and its bulkhead then must not wait on the client's lock. */
+static wms_client *metric_client;
+static int metric_found;
+
+static void on_metric_lookup(const wms_metric *m, void *payload)
+{
+	wms_bulkhead_snapshot snap;
+	(void)payload;
+	if (m->operation && strcmp(m->operation, "Lookup") == 0) {
+		metric_found += wms_client_breaker_for(metric_client, m->operation) != NULL;
+		metric_found += wms_client_bulkhead_get(&snap, metric_client, m->operation) == WMS_OK;
+	}
+}
+
+static void metric_callback_may_look_up(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = ship_call();
+	xmlDocPtr reply = NULL;
+	wms_error err;
+	fx x;
+	(void)state;
+
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.callbacks.on_metric = on_metric_lookup;
+	x = setup_client_with(&o);
+	metric_client = x.c;
+	answer(&x, ENV11 "><s:Body><r/></s:Body></s:Envelope>");
+	op.operation = "Lookup";
+	op.reply_element = NULL;
+	op.reply_namespace = NULL;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<q/>", 4, &err), WMS_OK);
+	xmlFreeDoc(reply);
+	assert_int_equal(metric_found, 2);
+	wms_client_free(x.c);
+}
+
 /* Retries: an idempotent operation is resent after UNKNOWN, any other only
  * after NOT_SENT. */
 static void retries_and_idempotency(void **state)
@@ -488,6 +537,7 @@ int main(void)
 		cmocka_unit_test(replies_refused),
 		cmocka_unit_test(arguments_refused),
 		cmocka_unit_test(per_operation_breakers),
+		cmocka_unit_test(metric_callback_may_look_up),
 		cmocka_unit_test(retries_and_idempotency),
 		cmocka_unit_test(wsse_and_refusals),
 	};
