@@ -481,7 +481,10 @@ static void client_caches(wms_read_cache_snapshot *out, wms_client *const *clien
 	}
 }
 
-wms_status wms__health_clients_json(char **out, wms_client *const *clients, size_t count)
+/* One document for every breaker of the clients: JSON, or Prometheus text
+ * with `prefix`. */
+static wms_status render_clients(char **out, wms_client *const *clients, size_t count,
+				 int prometheus, const char *prefix)
 {
 	wms_breaker **b;
 	wms_bulkhead_snapshot *h;
@@ -495,31 +498,22 @@ wms_status wms__health_clients_json(char **out, wms_client *const *clients, size
 	if ((st = client_rows(clients, count, &b, &h, &n)) != WMS_OK)
 		return st;
 	client_caches(&rc, clients, count);
-	st = render_json(out, b, h, &rc, n);
+	st = prometheus ? render_prometheus(out, b, h, &rc, n, prefix)
+			: render_json(out, b, h, &rc, n);
 	wms__free(b);
 	wms__free(h);
 	return st;
 }
 
+wms_status wms__health_clients_json(char **out, wms_client *const *clients, size_t count)
+{
+	return render_clients(out, clients, count, 0, NULL);
+}
+
 wms_status wms__health_clients_prometheus(char **out, wms_client *const *clients, size_t count,
 					  const char *prefix)
 {
-	wms_breaker **b;
-	wms_bulkhead_snapshot *h;
-	wms_read_cache_snapshot rc;
-	size_t n;
-	wms_status st;
-
-	if (!out || (count && !clients))
-		return WMS_ERR_INVALID_ARG;
-	*out = NULL;
-	if ((st = client_rows(clients, count, &b, &h, &n)) != WMS_OK)
-		return st;
-	client_caches(&rc, clients, count);
-	st = render_prometheus(out, b, h, &rc, n, prefix);
-	wms__free(b);
-	wms__free(h);
-	return st;
+	return render_clients(out, clients, count, 1, prefix);
 }
 
 wms_status wms_client_health_json(char **out, wms_client *client)
