@@ -260,18 +260,15 @@ static wms_status ask_breaker(wms_breaker *b, wms_breaker_permit *permit, wms_er
 	return st;
 }
 
-/* Whether the breaker refuses calls now (a failed attempt may just have
- * opened it); if so, *retry_after_ms says for how long. OPEN's comes from
- * the snapshot: the call was made, not refused, so no rejection is counted
- * (OPEN with no time left lets a probe through: not refused). FORCED_OPEN
- * has none there, so a rejected acquire gives the hint a new call would
- * get; a permit granted because it changed meanwhile goes straight back. */
-static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
+/* Whether the breaker refuses calls now, read without asking it for a
+ * permit (which would count a rejection, or hold a half-open trial):
+ * *retry_after_ms is OPEN's time left, 0 for FORCED_OPEN (it has none). */
+static int breaker_open_now(wms_breaker *b, uint32_t *retry_after_ms)
 {
-	wms_breaker_state state = wms_breaker_state_get(b);
 	wms_breaker_snapshot snap;
-	wms_breaker_permit p;
+	wms_breaker_state state = wms_breaker_state_get(b);
 
+	*retry_after_ms = 0;
 	if (state == WMS_BREAKER_STATE_OPEN) {
 		wms_breaker_snapshot_get(&snap, b);
 		if (snap.state == WMS_BREAKER_STATE_OPEN && snap.retry_after_ms) {
@@ -280,26 +277,27 @@ static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
 		}
 		state = snap.state;
 	}
-	if (state != WMS_BREAKER_STATE_FORCED_OPEN)
+	return state == WMS_BREAKER_STATE_FORCED_OPEN;
+}
+
+/* Whether the breaker refuses calls now (a failed attempt may just have
+ * opened it); if so, *retry_after_ms says for how long. OPEN's comes from
+ * the snapshot: the call was made, not refused, so no rejection is counted
+ * (OPEN with no time left lets a probe through: not refused). FORCED_OPEN
+ * has none there, so a rejected acquire gives the hint a new call would
+ * get; a permit granted because it changed meanwhile goes straight back. */
+static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
+{
+	wms_breaker_permit p;
+
+	if (!breaker_open_now(b, retry_after_ms))
 		return 0;
+	if (*retry_after_ms)
+		return 1;
 	if (wms_breaker_acquire(&p, b, retry_after_ms) == WMS_ERR_CIRCUIT_OPEN)
 		return 1;
 	wms_breaker_release(b, &p);
 	return 0;
-}
-
-/* Whether the breaker refuses calls now, without asking it for a permit
- * (which would count a rejection, or hold a half-open trial). */
-static int breaker_open_now(wms_breaker *b)
-{
-	wms_breaker_snapshot snap;
-	wms_breaker_state state = wms_breaker_state_get(b);
-	if (state == WMS_BREAKER_STATE_FORCED_OPEN)
-		return 1;
-	if (state != WMS_BREAKER_STATE_OPEN)
-		return 0;
-	wms_breaker_snapshot_get(&snap, b);
-	return snap.state == WMS_BREAKER_STATE_OPEN && snap.retry_after_ms > 0;
 }
 
 /* Tell the breaker how an attempt went; returns how it counted. */
@@ -463,6 +461,7 @@ wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 	uint32_t attempt, timeout = c->timeout_ms;
 	wms_outcome outcome;
 	int recorded, in_slot;
+	uint32_t open_for;
 	wms_status st;
 
 	wms_error_clear(err);
@@ -472,7 +471,7 @@ wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 	 * not the WMS's time (a permit's clock runs from its acquire), and no
 	 * half-open trial is held while waiting. */
 	in_slot = wms__bulkhead_try(bh);
-	if (!in_slot && bh->wait_ms && !breaker_open_now(b)) {
+	if (!in_slot && bh->wait_ms && !breaker_open_now(b, &open_for)) {
 		if (!wms__bulkhead_wait(bh)) {
 			bulkhead_full(c, bh, err);
 			return refused(c, k, err);
