@@ -150,6 +150,58 @@ static void wire_log(wms_client *c, const wms_http_request *req, const wms_http_
 	wms__buf_free(&clean);
 }
 
+static wms_status correlate(const call *k, wms_error *err);
+
+void wms__call_request(wms_client *c, const call *k, const wms__buf *body, uint32_t timeout_ms,
+		       const wms_error *err, wms_http_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->url = c->endpoint;
+	if (k->g) {
+		req->operation = k->g->opts->operation;
+		req->soap_action = k->g->opts->soap_action ? k->g->opts->soap_action : "";
+		req->content_type = k->g->content_type;
+	} else {
+		req->operation = wms__op_name(k->op);
+		req->soap_action = wms__op_action(k->op);
+		req->content_type = wms__op_content_type(k->op, c->soap_version);
+	}
+	req->soap_version = c->soap_version;
+	req->body = body->data;
+	req->body_len = body->len;
+	req->timeout_ms = timeout_ms;
+	req->connect_timeout_ms = c->connect_timeout_ms < timeout_ms ? c->connect_timeout_ms
+								     : timeout_ms;
+	req->stall_timeout_ms = c->stall_timeout_ms;
+	req->max_reply_bytes = c->max_reply_bytes;
+	req->correlation_id = err->correlation_id;
+}
+
+uint64_t wms__call_sending(wms_client *c, const wms_http_request *req, const wms_error *err)
+{
+	if (!c->cb.on_wire)
+		return 0;
+	wire_log(c, req, NULL, WMS_OK, err, 0);
+	return wms__now_ns();
+}
+
+wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
+			   const wms_http_request *req, wms_http_response *resp, wms_status sent,
+			   uint64_t deadline_ns, uint64_t start, wms_error *err)
+{
+	wms_status st = sent;
+	if (st == WMS_OK)
+		st = interpret(ws, k, resp, c->max_reply_bytes, deadline_ns, err);
+	else if (err->status != st)
+		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
+	if (c->cb.on_wire)
+		wire_log(c, req, resp, st, err, start);
+	wms_http_response_clear(resp);
+	if (st == WMS_OK)
+		st = correlate(k, err);
+	return st;
+}
+
 static wms_status exchange(wms_client *c, wms__xml_ws *ws, const call *k, const wms__buf *body,
 			   uint32_t timeout_ms, wms_error *err)
 {
@@ -159,41 +211,12 @@ static wms_status exchange(wms_client *c, wms__xml_ws *ws, const call *k, const 
 	uint64_t start, deadline = wms__now_ns() + (uint64_t)timeout_ms * 1000000u;
 	wms_status st;
 
-	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
 	resp.max_body = c->max_reply_bytes;
-	req.url = c->endpoint;
-	if (k->g) {
-		req.operation = k->g->opts->operation;
-		req.soap_action = k->g->opts->soap_action ? k->g->opts->soap_action : "";
-		req.content_type = k->g->content_type;
-	} else {
-		req.operation = wms__op_name(k->op);
-		req.soap_action = wms__op_action(k->op);
-		req.content_type = wms__op_content_type(k->op, c->soap_version);
-	}
-	req.soap_version = c->soap_version;
-	req.body = body->data;
-	req.body_len = body->len;
-	req.timeout_ms = timeout_ms;
-	req.connect_timeout_ms = c->connect_timeout_ms < timeout_ms ? c->connect_timeout_ms
-								    : timeout_ms;
-	req.stall_timeout_ms = c->stall_timeout_ms;
-	req.max_reply_bytes = c->max_reply_bytes;
-	req.correlation_id = err->correlation_id;
-
-	if (c->cb.on_wire)
-		wire_log(c, &req, NULL, WMS_OK, err, 0);
-	start = c->cb.on_wire ? wms__now_ns() : 0;
+	wms__call_request(c, k, body, timeout_ms, err, &req);
+	start = wms__call_sending(c, &req, err);
 	st = c->transport->send(c->transport, &req, &resp, err);
-	if (st == WMS_OK)
-		st = interpret(ws, k, &resp, c->max_reply_bytes, deadline, err);
-	else if (err->status != st)
-		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
-	if (c->cb.on_wire)
-		wire_log(c, &req, &resp, st, err, start);
-	wms_http_response_clear(&resp);
-	return st;
+	return wms__call_reply(c, ws, k, &req, &resp, st, deadline, start, err);
 }
 
 /* ---- one call: breaker, retries, fallback ------------------------------- */
@@ -447,23 +470,26 @@ static wms_status refused(wms_client *c, const call *k, wms_error *err)
 	return c->has_fallbacks ? run_fallback(c, k, err) : err->status;
 }
 
-wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
+size_t wms__call_slot(wms_client *c, const call *k)
 {
-	size_t slot = k->g ? k->slot : wms__client_slot(c, k->op);
+	return k->g ? k->slot : wms__client_slot(c, k->op);
+}
+
+int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *at,
+		    wms_status *final, wms_error *err)
+{
+	size_t slot = wms__call_slot(c, k);
 	wms_breaker *b = c->breakers[slot];
 	wms__bulkhead *bh = &c->bulkheads[slot];
 	const char *opname = k->g ? k->g->opts->operation : wms__op_name(k->op);
-	wms_breaker_permit permit;
-	wms__buf body = { 0 };
-	wms__xml_ws *ws = NULL;
-	wms_delivery delivery = WMS_DELIVERY_NOT_SENT;
-	uint64_t start = 0, deadline = 0, rng = 0;
-	uint32_t attempt, timeout = c->timeout_ms;
-	wms_outcome outcome;
-	int recorded, in_slot;
 	uint32_t open_for;
-	wms_status st;
+	int in_slot;
 
+	memset(at, 0, sizeof(*at));
+	at->b = b;
+	at->bh = bh;
+	at->delivery = WMS_DELIVERY_NOT_SENT;
+	at->timeout_ms = c->timeout_ms;
 	wms_error_clear(err);
 	wms__strlcpy(err->operation, opname, sizeof(err->operation));
 	/* A free slot; or, when none is and the breaker would let the call
@@ -471,112 +497,159 @@ wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 	 * not the WMS's time (a permit's clock runs from its acquire), and no
 	 * half-open trial is held while waiting. */
 	in_slot = wms__bulkhead_try(bh);
-	if (!in_slot && bh->wait_ms && !breaker_open_now(b, &open_for)) {
+	if (!in_slot && may_wait && bh->wait_ms && !breaker_open_now(b, &open_for)) {
 		if (!wms__bulkhead_wait(bh)) {
 			bulkhead_full(c, bh, err);
-			return refused(c, k, err);
+			*final = refused(c, k, err);
+			return 0;
 		}
 		in_slot = 1;
 	}
 	/* The breaker speaks first: open, it refuses, slot or none. */
-	st = ask_breaker(b, &permit, err);
-	if (st == WMS_ERR_CIRCUIT_OPEN) {
+	if (ask_breaker(b, &at->permit, err) == WMS_ERR_CIRCUIT_OPEN) {
 		if (in_slot)
 			wms__bulkhead_leave(bh);
-		return refused(c, k, err);
+		*final = refused(c, k, err);
+		return 0;
 	}
 	if (!in_slot) {
 		/* nothing was tried: the permit goes back unrecorded */
-		wms_breaker_release(b, &permit);
+		wms_breaker_release(b, &at->permit);
 		wms__bulkhead_refused(bh);
 		bulkhead_full(c, bh, err);
-		return refused(c, k, err);
+		*final = refused(c, k, err);
+		return 0;
 	}
-	ws = wms__xml_pool_take(c->xml_pool);
-	st = build(c, ws, k, &body, err);
+	return 1;
+}
+
+wms_status wms__call_first(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,
+			   wms__attempts *at, wms_error *err)
+{
+	wms_status st = build(c, ws, k, body, err);
 	if (st != WMS_OK) {
-		wms_breaker_release(b, &permit);
-		goto done;
+		wms_breaker_release(at->b, &at->permit);
+		return st;
 	}
 	snprintf(err->correlation_id, sizeof(err->correlation_id), "%s-%06llu", c->id_prefix,
 		 (unsigned long long)(atomic_fetch_add_explicit(&c->call_seq, 1,
 								memory_order_relaxed) + 1));
 	if (c->retry.max_attempts > 1) {
-		start = wms__now_ns();
-		deadline = start + (uint64_t)c->timeout_ms * 1000000u;
-		rng = start ^ (uint64_t)(uintptr_t)&permit;
+		uint64_t start = wms__now_ns();
+		at->deadline = start + (uint64_t)c->timeout_ms * 1000000u;
+		at->rng = start ^ (uint64_t)(uintptr_t)at;
 	}
-	for (attempt = 1;; attempt++) {
-		wms_status prev = st; /* the last attempt's status (attempt > 1) */
-		err->attempts = attempt;
-		if (attempt > 1 && c->wsse.mode != WMS_WSSE_NONE &&
-		    (st = build(c, ws, k, &body, err)) != WMS_OK) {
-			/* This attempt was never made, the earlier ones were: the
-			 * call's delivery is theirs, UNKNOWN once one may have
-			 * arrived (NOMEM after the request was sent), and the
-			 * message keeps the last one's status. */
-			size_t n = strlen(err->message);
-			wms_breaker_release(b, &permit);
-			err->attempts = attempt - 1;
-			err->delivery = wms__merge_delivery(delivery, WMS_DELIVERY_NOT_SENT);
-			snprintf(err->message + n, sizeof(err->message) - n,
-				 " (attempt %u not sent; attempt %u: %s)", attempt, attempt - 1,
-				 wms_status_name(prev));
-			break;
+	at->attempt = 1;
+	err->attempts = 1;
+	return WMS_OK;
+}
+
+int wms__call_after(wms_client *c, const call *k, wms__attempts *at, wms_status st,
+		    wms_error *err, uint64_t *pause_ns)
+{
+	wms_outcome outcome;
+	int recorded;
+	uint64_t now, pause;
+
+	at->delivery = wms__merge_delivery(at->attempt == 1 ? WMS_DELIVERY_NOT_SENT : at->delivery,
+					   err->delivery);
+	err->delivery = at->delivery;
+	outcome = tell_breaker(c, at->b, &at->permit, err, &recorded);
+	if (at->attempt >= c->retry.max_attempts ||
+	    !wms__retryable(&c->retry, st, outcome, recorded, at->delivery) ||
+	    /* a request not known to be idempotent goes again only if it
+	     * provably did not leave */
+	    (k->g && !k->g->opts->idempotent && at->delivery != WMS_DELIVERY_NOT_SENT))
+		return 0;
+	/* If this attempt opened the breaker, the retry would be refused:
+	 * stop now rather than after the pause (or at the deadline check). */
+	if (breaker_refuses(at->b, &err->retry_after_ms))
+		return 0;
+	now = wms__now_ns();
+	pause = wms__backoff_ns(&c->retry, at->attempt, &at->rng);
+	/* the next attempt needs time left after its pause: at least 1 ms */
+	if (now + pause + 1000000u >= at->deadline)
+		return 0;
+	*pause_ns = pause;
+	return 1;
+}
+
+int wms__call_again(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,
+		    wms__attempts *at, wms_status *st, wms_error *err)
+{
+	uint64_t now = wms__now_ns();
+	wms_status prev = *st;
+
+	if (now + 1000000u >= at->deadline)
+		return 0;
+	at->timeout_ms = (uint32_t)((at->deadline - now) / 1000000u);
+	{
+		/* Never after CIRCUIT_OPEN: keep the last real error. */
+		wms_error open_err = *err;
+		if (ask_breaker(at->b, &at->permit, &open_err) == WMS_ERR_CIRCUIT_OPEN) {
+			err->retry_after_ms = open_err.retry_after_ms;
+			return 0;
 		}
-		st = exchange(c, ws, k, &body, timeout, err);
-		if (st == WMS_OK)
-			st = correlate(k, err);
-		delivery = wms__merge_delivery(attempt == 1 ? WMS_DELIVERY_NOT_SENT : delivery,
-					  err->delivery);
-		err->delivery = delivery;
-		outcome = tell_breaker(c, b, &permit, err, &recorded);
-		if (attempt >= c->retry.max_attempts ||
-		    !wms__retryable(&c->retry, st, outcome, recorded, delivery) ||
-		    /* a request not known to be idempotent goes again only if it
-		     * provably did not leave */
-		    (k->g && !k->g->opts->idempotent && delivery != WMS_DELIVERY_NOT_SENT))
-			break;
-		/* If this attempt opened the breaker, the retry would be refused:
-		 * stop now rather than after the pause (or at the deadline check). */
-		if (breaker_refuses(b, &err->retry_after_ms))
-			break;
-		{
-			uint64_t now = wms__now_ns();
-			uint64_t pause = wms__backoff_ns(&c->retry, attempt, &rng);
-			/* the next attempt needs time left after its pause: at least 1 ms */
-			if (now + pause + 1000000u >= deadline)
+	}
+	/* a fresh error for the attempt; the merged delivery is kept aside */
+	{
+		char op[sizeof(err->operation)], id[sizeof(err->correlation_id)];
+		memcpy(op, err->operation, sizeof(op));
+		memcpy(id, err->correlation_id, sizeof(id));
+		wms_error_clear(err);
+		memcpy(err->operation, op, sizeof(op));
+		memcpy(err->correlation_id, id, sizeof(id));
+	}
+	at->attempt++;
+	err->attempts = at->attempt;
+	if (c->wsse.mode != WMS_WSSE_NONE && (*st = build(c, ws, k, body, err)) != WMS_OK) {
+		/* This attempt was never made, the earlier ones were: the
+		 * call's delivery is theirs, UNKNOWN once one may have
+		 * arrived (NOMEM after the request was sent), and the
+		 * message keeps the last one's status. */
+		size_t n = strlen(err->message);
+		wms_breaker_release(at->b, &at->permit);
+		err->attempts = at->attempt - 1;
+		err->delivery = wms__merge_delivery(at->delivery, WMS_DELIVERY_NOT_SENT);
+		snprintf(err->message + n, sizeof(err->message) - n,
+			 " (attempt %u not sent; attempt %u: %s)", at->attempt, at->attempt - 1,
+			 wms_status_name(prev));
+		return 0;
+	}
+	return 1;
+}
+
+void wms__call_end(wms_client *c, const call *k, wms__attempts *at, wms_status st)
+{
+	wms__bulkhead_leave(at->bh);
+	if (st == WMS_OK && c->read_cache && !k->g)
+		wms__read_cache_store(c->read_cache, k, wms_breaker_clock_ns(at->b));
+}
+
+wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
+{
+	wms__attempts at;
+	wms__buf body = { 0 };
+	wms__xml_ws *ws;
+	uint64_t pause;
+	wms_status st;
+
+	if (!wms__call_admit(c, k, 1, &at, &st, err))
+		return st;
+	ws = wms__xml_pool_take(c->xml_pool);
+	st = wms__call_first(c, ws, k, &body, &at, err);
+	if (st == WMS_OK)
+		for (;;) {
+			st = exchange(c, ws, k, &body, at.timeout_ms, err);
+			if (!wms__call_after(c, k, &at, st, err, &pause))
 				break;
 			wms__sleep_ns(pause);
-			now = wms__now_ns();
-			if (now + 1000000u >= deadline)
+			if (!wms__call_again(c, ws, k, &body, &at, &st, err))
 				break;
-			timeout = (uint32_t)((deadline - now) / 1000000u);
 		}
-		{
-			/* Never after CIRCUIT_OPEN: keep the last real error. */
-			wms_error open_err = *err;
-			if (ask_breaker(b, &permit, &open_err) == WMS_ERR_CIRCUIT_OPEN) {
-				err->retry_after_ms = open_err.retry_after_ms;
-				break;
-			}
-		}
-		/* a fresh error for the attempt; the merged delivery is kept aside */
-		{
-			char op[sizeof(err->operation)], id[sizeof(err->correlation_id)];
-			memcpy(op, err->operation, sizeof(op));
-			memcpy(id, err->correlation_id, sizeof(id));
-			wms_error_clear(err);
-			memcpy(err->operation, op, sizeof(op));
-			memcpy(err->correlation_id, id, sizeof(id));
-		}
-	}
-done:
 	wms__xml_pool_give(c->xml_pool, ws);
 	wms__buf_free(&body);
-	wms__bulkhead_leave(bh);
-	if (st == WMS_OK && c->read_cache && !k->g)
-		wms__read_cache_store(c->read_cache, k, wms_breaker_clock_ns(b));
+	wms__call_end(c, k, &at, st);
 	return st;
 }
 

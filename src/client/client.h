@@ -132,6 +132,52 @@ typedef struct call {
  * retries and the transport. */
 wms_status wms__perform(wms_client *c, const call *k, wms_error *err);
 
+/* The steps wms__perform takes, which the asynchronous calls (async.c)
+ * take too, driven by their event loop instead of a thread:
+ *   admit -> first -> { request, [transport], reply -> after -> [pause]
+ *   -> again } -> end. */
+typedef struct wms__attempts {
+	wms_breaker *b;
+	wms__bulkhead *bh;
+	wms_breaker_permit permit; /* held from admit (or again) to after */
+	uint32_t attempt;          /* 1, 2, ... */
+	uint32_t timeout_ms;       /* this attempt's */
+	wms_delivery delivery;     /* the call's so far */
+	uint64_t deadline, rng;    /* with retries */
+} wms__attempts;
+
+/* The breaker and bulkhead slot of a call. */
+size_t wms__call_slot(wms_client *c, const call *k);
+/* err cleared and named; a bulkhead slot (waited for, if may_wait and the
+ * bulkhead waits) and the breaker's permit: 1. Refused: 0, with *final
+ * the call's status (the read cache or a fallback may have answered). */
+int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *at,
+		    wms_status *final, wms_error *err);
+/* Build the first attempt's envelope, number the call (correlation id),
+ * set its deadline. Failing, the permit goes back: the call's status. */
+wms_status wms__call_first(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,
+			   wms__attempts *at, wms_error *err);
+/* The request of one attempt (borrowing body and err's correlation id). */
+void wms__call_request(wms_client *c, const call *k, const wms__buf *body, uint32_t timeout_ms,
+		       const wms_error *err, wms_http_request *req);
+/* The wire log's request record, if one is kept: its time, else 0. */
+uint64_t wms__call_sending(wms_client *c, const wms_http_request *req, const wms_error *err);
+/* What the transport brought back (`sent`: its status): interpreted,
+ * logged, correlated; resp cleared. The attempt's status. */
+wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
+			   const wms_http_request *req, wms_http_response *resp, wms_status sent,
+			   uint64_t deadline_ns, uint64_t start, wms_error *err);
+/* An attempt ended with st: the breaker told; 1 when another may follow
+ * after *pause_ns, 0 when the call ends with st. */
+int wms__call_after(wms_client *c, const call *k, wms__attempts *at, wms_status st,
+		    wms_error *err, uint64_t *pause_ns);
+/* After the pause: 1 with the next attempt's permit, timeout and envelope;
+ * 0 when the call ends, with *st its status. */
+int wms__call_again(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,
+		    wms__attempts *at, wms_status *st, wms_error *err);
+/* The slot given back, a good read kept in the read cache. */
+void wms__call_end(wms_client *c, const call *k, wms__attempts *at, wms_status st);
+
 /* ---- read_cache.c: the last good answers of the reads ------------------- */
 
 typedef struct wms__read_cache wms__read_cache;
