@@ -30,74 +30,6 @@ _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 #define POOL_MAX_IDLE 1024u
 
 
-/* Sockets libcurl asks us to watch at once: one per connection being set up
- * (two while happy eyeballs races IPv6 and IPv4) plus the resolver's. */
-#define WATCH_MAX 8
-
-/* A pooled easy handle, with what it was last configured with. */
-struct conn {
-	CURL *h;
-	CURLM *m; /* h's own multi handle: its connection cache and event loop */
-	/* What libcurl wants watched (CURLMOPT_SOCKETFUNCTION) ... */
-	curl_socket_t watch_fd[WATCH_MAX];
-	int watch_what[WATCH_MAX];
-	size_t watch_count;
-	/* ... and when it wants to be called back (CURLMOPT_TIMERFUNCTION). */
-	int timer_set;
-	int timer_moved; /* on_timer ran since we last acted on the timer */
-	uint64_t timer_due_ns;
-	/* A multi call failed: the multi handle may be dead, do not pool it. */
-	int broken;
-	/* Between calls, the socket of the connection m's cache keeps (the
-	 * last call's, CURLINFO_ACTIVESOCKET), CURL_SOCKET_BAD if none; and
-	 * idle_unknown when the cache may hold one we cannot name (see
-	 * note_idle). */
-	curl_socket_t idle_fd;
-	int idle_unknown;
-	struct call c;
-	char errbuf[CURL_ERROR_SIZE];
-	/* errbuf when on_sockopt refused a resend: why the connection died */
-	char died[96];
-	/* Set once the constant options are on h; 0 forces a full set-up. */
-	int configured;
-	/* The URL h carries now (NULL: not set). */
-	char *url;
-	/* the per-call X-Correlation-Id line, linked after the cached headers
-	 * for the transfer only (never freed by curl_slist_free_all) */
-	struct curl_slist corr_node;
-	char corr_line[96];
-	long connect_ms;
-	long total_ms;
-	long stall_s;
-	/* The request headers, for (content type, SOAP version, action). */
-	struct curl_slist *headers;
-	int headers_soap11;
-};
-
-_Static_assert(sizeof(((struct conn *)0)->corr_line) >= sizeof("X-Correlation-Id: ") + 60,
-	       "corr_line holds the header name and 60 bytes of id");
-
-struct curl_transport {
-	wms_transport parent;
-	/* What every handle is set up with (copies; NULL: libcurl's default). */
-	char *user_agent;
-	char *ca_file;
-	char *ca_path;
-	char *client_cert;
-	char *client_key;
-	char *pinned_public_key;
-	char *http_username;
-	char *http_password; /* wiped when the transport goes */
-	CURLSH *share;
-	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
-	int share_locks_ready;
-	pthread_mutex_t pool_lock;
-	int pool_lock_ready;
-	wms__affine_slot *idle; /* thread-affine (util/affine.h) */
-	size_t idle_max;
-	size_t idle_count;
-};
-
 /* ---- global init ------------------------------------------------------ */
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -203,17 +135,29 @@ static CURLM *multi_new(struct conn *k)
 
 static struct conn *conn_new(void)
 {
+	return wms__curl_conn_new(1);
+}
+
+struct conn *wms__curl_conn_new(int own_multi)
+{
 	struct conn *k = wms__calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
 	k->idle_fd = CURL_SOCKET_BAD;
 	k->h = curl_easy_init();
-	k->m = multi_new(k);
-	if (!k->h || !k->m) {
+	if (own_multi)
+		k->m = multi_new(k);
+	if (!k->h || (own_multi && !k->m) ||
+	    curl_easy_setopt(k->h, CURLOPT_PRIVATE, (void *)k) != CURLE_OK) {
 		conn_free(k);
 		return NULL;
 	}
 	return k;
+}
+
+void wms__curl_conn_free(struct conn *k)
+{
+	conn_free(k);
 }
 
 /* Whether k's idle connection has something to read: bytes the server sent
@@ -795,7 +739,7 @@ done:
 #undef SETOPT
 
 /* What the transport refuses before it takes a handle. */
-static wms_status check_request(const wms_http_request *req, wms_error *err)
+wms_status wms__curl_check_request(const wms_http_request *req, wms_error *err)
 {
 	if (!req->url || !req->url[0])
 		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
@@ -840,14 +784,12 @@ static wms_status set_headers(struct conn *k, const wms_http_request *req, const
 	return WMS_OK;
 }
 
-/* The transfer, with this call's X-Correlation-Id: it changes every call,
- * so it is a node of our own, linked after the cached list for this
- * transfer only. */
-static CURLcode run_transfer(struct conn *k, const wms_http_request *req, struct call *c)
+/* This call's X-Correlation-Id: it changes every call, so it is a node of
+ * our own, linked after the cached list for this transfer only. */
+static void link_correlation(struct conn *k, const wms_http_request *req)
 {
 	struct curl_slist *tail = k->headers;
-	unsigned long lib_failures;
-	CURLcode rc;
+	k->corr_tail = NULL;
 	while (tail && tail->next)
 		tail = tail->next;
 	if (tail && req->correlation_id && *req->correlation_id && !has_crlf(req->correlation_id)) {
@@ -861,41 +803,20 @@ static CURLcode run_transfer(struct conn *k, const wms_http_request *req, struct
 		k->corr_node.data = k->corr_line;
 		k->corr_node.next = NULL;
 		tail->next = &k->corr_node;
+		k->corr_tail = tail;
 	}
-	c->last_move_ns = wms__now_ns();
-	lib_failures = wms__alloc_lib_failures();
-	rc = transfer(k);
-	c->lib_alloc_failed = wms__alloc_lib_failures() != lib_failures;
-	if (tail)
-		tail->next = NULL;
-	return rc;
 }
 
-static wms_status curl_send(wms_transport *self, const wms_http_request *req,
-			    wms_http_response *resp, wms_error *err)
+wms_status wms__curl_prepare(struct curl_transport *t, struct conn *k,
+			     const wms_http_request *req, wms_http_response *resp, wms_error *err)
 {
-	struct curl_transport *t = (struct curl_transport *)self;
-	struct conn *k = NULL;
-	struct call *c;
-	CURLcode rc = CURLE_OK;
-	wms_status st = WMS_OK;
-	long connect_ms, total_ms, stall_s, http_status = 0;
+	struct call *c = &k->c;
+	long connect_ms, total_ms, stall_s;
 	uint32_t stall_ms;
+	CURLcode rc;
+	wms_status st;
 
-	if (!t || !req || !resp)
-		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-					  "transport, request and response are required");
-	if ((st = check_request(req, err)) != WMS_OK)
-		return st;
 	wms_http_response_clear(resp);
-
-	k = pool_take(t);
-	if (!k) {
-		st = wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
-					"cannot create a libcurl handle");
-		goto done;
-	}
-
 	/* A value of 0 must never reach curl (it means "no timeout" there). */
 	connect_ms = req->connect_timeout_ms ? (long)req->connect_timeout_ms
 					     : (long)WMS_DEFAULT_CONNECT_TIMEOUT_MS;
@@ -905,21 +826,34 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	if (stall_s < 1)
 		stall_s = 1;
 
-	c = &k->c;
 	memset(c, 0, sizeof(*c));
 	c->h = k->h;
 	c->resp = resp;
 	c->stall_ns = (uint64_t)stall_ms * 1000000u;
 	k->errbuf[0] = '\0';
+	k->corr_tail = NULL;
 
 	rc = configure(t, k, req, connect_ms, total_ms, stall_s);
-	if (rc != CURLE_OK) {
-		st = wms__curl_fail(err, rc, 0, c, NULL, req->url, 0);
-		goto done;
-	}
+	if (rc != CURLE_OK)
+		return wms__curl_fail(err, rc, 0, c, NULL, req->url, 0);
 	if ((st = set_headers(k, req, c, err)) != WMS_OK)
-		goto done;
-	rc = run_transfer(k, req, c);
+		return st;
+	link_correlation(k, req);
+	c->last_move_ns = wms__now_ns();
+	k->lib_failures = wms__alloc_lib_failures();
+	return WMS_OK;
+}
+
+wms_status wms__curl_finish(struct conn *k, const wms_http_request *req, CURLcode rc,
+			    wms_http_response *resp, wms_error *err)
+{
+	struct call *c = &k->c;
+	long http_status = 0;
+
+	c->lib_alloc_failed = wms__alloc_lib_failures() != k->lib_failures;
+	if (k->corr_tail)
+		k->corr_tail->next = NULL;
+	k->corr_tail = NULL;
 	/* libcurl's per-handle count of resends (see "Handle reuse"): a call that
 	 * opened a socket or failed may have moved it, the next starts afresh. */
 	if (rc != CURLE_OK || c->sockets)
@@ -927,15 +861,33 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 	if (curl_easy_getinfo(k->h, CURLINFO_RESPONSE_CODE, &http_status) != CURLE_OK)
 		http_status = 0;
 	resp->status = http_status;
-	if (rc == CURLE_OK) {
-		st = WMS_OK;
-		goto done;
-	}
-	st = wms__curl_fail(err, rc, request_fully_sent(k->h, req->body_len), c,
-		       c->resend_refused ? k->died : k->errbuf, req->url, http_status);
-done:
-	if (k)
-		pool_give(t, k);
+	if (rc == CURLE_OK)
+		return WMS_OK;
+	return wms__curl_fail(err, rc, request_fully_sent(k->h, req->body_len), c,
+			      c->resend_refused ? k->died : k->errbuf, req->url, http_status);
+}
+
+static wms_status curl_send(wms_transport *self, const wms_http_request *req,
+			    wms_http_response *resp, wms_error *err)
+{
+	struct curl_transport *t = (struct curl_transport *)self;
+	struct conn *k;
+	wms_status st;
+
+	if (!t || !req || !resp)
+		return wms_transport_fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+					  "transport, request and response are required");
+	if ((st = wms__curl_check_request(req, err)) != WMS_OK)
+		return st;
+	wms_http_response_clear(resp);
+	k = pool_take(t);
+	if (!k)
+		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
+					  "cannot create a libcurl handle");
+	st = wms__curl_prepare(t, k, req, resp, err);
+	if (st == WMS_OK)
+		st = wms__curl_finish(k, req, transfer(k), resp, err);
+	pool_give(t, k);
 	return st;
 }
 

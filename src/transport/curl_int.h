@@ -3,8 +3,10 @@
 #ifndef WMS_TRANSPORT_CURL_INT_H
 #define WMS_TRANSPORT_CURL_INT_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <curl/curl.h>
+#include "util/affine.h"
 #include "wms/sys/transport.h"
 
 /* What the callbacks of one call share. */
@@ -41,5 +43,92 @@ wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct ca
 
 /* Whether libcurl's allocations go through the seam (wms_global_init). */
 int wms__curl_routed(void);
+
+/* Sockets libcurl asks us to watch at once: one per connection being set up
+ * (two while happy eyeballs races IPv6 and IPv4) plus the resolver's. */
+#define WATCH_MAX 8
+
+/* A pooled easy handle, with what it was last configured with. */
+struct conn {
+	CURL *h;
+	CURLM *m; /* h's own multi handle: its connection cache and event loop */
+	/* What libcurl wants watched (CURLMOPT_SOCKETFUNCTION) ... */
+	curl_socket_t watch_fd[WATCH_MAX];
+	int watch_what[WATCH_MAX];
+	size_t watch_count;
+	/* ... and when it wants to be called back (CURLMOPT_TIMERFUNCTION). */
+	int timer_set;
+	int timer_moved; /* on_timer ran since we last acted on the timer */
+	uint64_t timer_due_ns;
+	/* A multi call failed: the multi handle may be dead, do not pool it. */
+	int broken;
+	/* Between calls, the socket of the connection m's cache keeps (the
+	 * last call's, CURLINFO_ACTIVESOCKET), CURL_SOCKET_BAD if none; and
+	 * idle_unknown when the cache may hold one we cannot name (see
+	 * note_idle). */
+	curl_socket_t idle_fd;
+	int idle_unknown;
+	struct call c;
+	char errbuf[CURL_ERROR_SIZE];
+	/* errbuf when on_sockopt refused a resend: why the connection died */
+	char died[96];
+	/* Set once the constant options are on h; 0 forces a full set-up. */
+	int configured;
+	/* The URL h carries now (NULL: not set). */
+	char *url;
+	/* the per-call X-Correlation-Id line, linked after the cached headers
+	 * for the transfer only (never freed by curl_slist_free_all) */
+	struct curl_slist corr_node;
+	char corr_line[96];
+	struct curl_slist *corr_tail; /* the node corr_node hangs from, NULL: none */
+	unsigned long lib_failures;   /* wms__alloc_lib_failures() at the start */
+	long connect_ms;
+	long total_ms;
+	long stall_s;
+	/* The request headers, for (content type, SOAP version, action). */
+	struct curl_slist *headers;
+	int headers_soap11;
+};
+
+_Static_assert(sizeof(((struct conn *)0)->corr_line) >= sizeof("X-Correlation-Id: ") + 60,
+	       "corr_line holds the header name and 60 bytes of id");
+
+struct curl_transport {
+	wms_transport parent;
+	/* What every handle is set up with (copies; NULL: libcurl's default). */
+	char *user_agent;
+	char *ca_file;
+	char *ca_path;
+	char *client_cert;
+	char *client_key;
+	char *pinned_public_key;
+	char *http_username;
+	char *http_password; /* wiped when the transport goes */
+	CURLSH *share;
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	int share_locks_ready;
+	pthread_mutex_t pool_lock;
+	int pool_lock_ready;
+	wms__affine_slot *idle; /* thread-affine (util/affine.h) */
+	size_t idle_max;
+	size_t idle_count;
+};
+
+
+/* ---- what curl_async.c takes from curl.c -------------------------------- */
+
+/* A handle with no multi of its own (m NULL: an engine's multi runs it). */
+struct conn *wms__curl_conn_new(int own_multi);
+void wms__curl_conn_free(struct conn *k);
+/* What send checks before it takes a handle. */
+wms_status wms__curl_check_request(const wms_http_request *req, wms_error *err);
+/* k set up to carry req into resp (cleared): options, headers, the
+ * correlation header linked. Not WMS_OK: err set, nothing linked. */
+wms_status wms__curl_prepare(struct curl_transport *t, struct conn *k,
+			     const wms_http_request *req, wms_http_response *resp, wms_error *err);
+/* After k's transfer ended with rc: the correlation header unlinked,
+ * resp->status, and err for a failure. The transfer's status. */
+wms_status wms__curl_finish(struct conn *k, const wms_http_request *req, CURLcode rc,
+			    wms_http_response *resp, wms_error *err);
 
 #endif

@@ -1,0 +1,43 @@
+/* A transport's transfers run from an event loop (async.c drives them):
+ * what the libcurl transport offers beside its blocking send. Internal
+ * for now; a transport without an engine is called from the loop. */
+#ifndef WMS_TRANSPORT_ENGINE_H
+#define WMS_TRANSPORT_ENGINE_H
+
+#include <stdint.h>
+#include "wms/sys/transport.h"
+
+typedef struct wms__engine wms__engine;
+typedef struct wms__xfer wms__xfer;
+
+/* What an engine asks of its loop. watch/timer as wms_async_options'
+ * (WMS_POLL_*; *sockp: the loop's slot for fd). done: a transfer ended
+ * with `st` (as send() returns it; err and resp filled as send fills them);
+ * the xfer is gone when done is called. */
+typedef struct wms__engine_loop {
+	int (*watch)(void *ctx, int fd, int what);
+	int (*timer)(void *ctx, long timeout_ms);
+	void (*done)(void *ctx, void *arg, wms_status st);
+	void *ctx;
+} wms__engine_loop;
+
+typedef struct wms__engine_ops {
+	/* max_connections 0: no cap */
+	wms_status (*create)(wms_transport *t, const wms__engine_loop *loop, uint32_t max_connections,
+			     wms__engine **out);
+	void (*destroy)(wms__engine *e); /* no transfer left */
+	/* Start a transfer: req, resp and err are borrowed until done (or
+	 * cancel). Not WMS_OK: err is set, nothing started, done not called. */
+	wms_status (*start)(wms__engine *e, const wms_http_request *req, wms_http_response *resp,
+			    wms_error *err, void *arg, wms__xfer **out);
+	/* Stop a transfer (done is not called): its delivery so far. */
+	wms_delivery (*cancel)(wms__engine *e, wms__xfer *x);
+	/* fd ready (WMS_EV_*), the timer due: may call done */
+	void (*socket)(wms__engine *e, int fd, int events);
+	void (*timeout)(wms__engine *e);
+} wms__engine_ops;
+
+/* The engine of transport t, or NULL if t has none (curl.c). */
+const wms__engine_ops *wms__transport_engine(const wms_transport *t);
+
+#endif
