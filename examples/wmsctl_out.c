@@ -30,6 +30,9 @@ int ctl_exit_code(wms_status st, const wms_error *err)
 	case WMS_ERR_TIMEOUT:
 	case WMS_ERR_TRANSPORT:
 		return CTL_EXIT_UNKNOWN;
+	case WMS_ERR_CANCELLED:
+		return err && err->delivery == WMS_DELIVERY_NOT_SENT ? CTL_EXIT_NOT_SENT
+								     : CTL_EXIT_UNKNOWN;
 	case WMS_ERR_SOAP_FAULT:
 		/* Client, Sender, and the envelope-level codes (VersionMismatch,
 		 * MustUnderstand, ...) all reject the request itself. */
@@ -55,6 +58,7 @@ const char *ctl_breaker_outcome(wms_status st, const wms_error *err)
 		return "ok";
 	case WMS_ERR_CIRCUIT_OPEN:
 	case WMS_ERR_BULKHEAD_FULL:
+	case WMS_ERR_CANCELLED:
 		return NULL;
 	case WMS_ERR_SOAP_FAULT:
 		return wms_error_outcome(err) == WMS_OUTCOME_FAILURE ? "fail" : "ignore";

@@ -28,6 +28,7 @@ const char *wms_strerror(wms_status status)
 	case WMS_ERR_CONFIG: return "invalid configuration";
 	case WMS_ERR_INTERNAL: return "internal error in libwms";
 	case WMS_ERR_BULKHEAD_FULL: return "bulkhead full: too many calls in flight, call rejected without sending";
+	case WMS_ERR_CANCELLED: return "call cancelled before it completed";
 	}
 	return "unknown status";
 }
@@ -54,6 +55,7 @@ const char *wms_status_name(wms_status status)
 	case WMS_ERR_CONFIG: return "CONFIG";
 	case WMS_ERR_INTERNAL: return "INTERNAL";
 	case WMS_ERR_BULKHEAD_FULL: return "BULKHEAD_FULL";
+	case WMS_ERR_CANCELLED: return "CANCELLED";
 	}
 	return "UNKNOWN_STATUS";
 }
@@ -114,6 +116,7 @@ int wms_error_is_retryable(const wms_error *err)
 	case WMS_ERR_NOMEM:
 	case WMS_ERR_CIRCUIT_OPEN:
 	case WMS_ERR_BULKHEAD_FULL:
+	case WMS_ERR_CANCELLED:
 	case WMS_ERR_CONNECT:
 	case WMS_ERR_TIMEOUT:
 	case WMS_ERR_TRANSPORT:

@@ -36,8 +36,11 @@ typedef enum wms_status {
 	WMS_ERR_FIXTURE = 15,         /**< replay: no match or bad fixture; recording: file not written */
 	WMS_ERR_CONFIG = 16,          /**< configuration file invalid */
 	WMS_ERR_INTERNAL = 17,        /**< a bug in libwms or a dependency; please report */
-	WMS_ERR_BULKHEAD_FULL = 18    /**< as many calls in flight as the bulkhead allows: rejected
+	WMS_ERR_BULKHEAD_FULL = 18,   /**< as many calls in flight as the bulkhead allows: rejected
 					 at once (or after max_wait_for_slot_ms), nothing sent
+					 (0.3.2) */
+	WMS_ERR_CANCELLED = 19        /**< an asynchronous call cancelled (wms/async.h) before it
+					 completed; delivery says whether the WMS may have it
 					 (0.3.2) */
 } wms_status;
 

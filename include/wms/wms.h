@@ -14,6 +14,7 @@
 #include "health.h"
 #include "health_server.h"
 #include "call.h"
+#include "async.h"
 #include "config.h"
 
 #endif

@@ -30,6 +30,7 @@ wms_outcome wms__default_outcome(const wms_error *err, int *record)
 	case WMS_ERR_NOMEM:
 	case WMS_ERR_CIRCUIT_OPEN:
 	case WMS_ERR_BULKHEAD_FULL:
+	case WMS_ERR_CANCELLED:
 	case WMS_ERR_FIXTURE:
 	case WMS_ERR_CONFIG:
 	case WMS_ERR_INTERNAL:

@@ -98,6 +98,8 @@ struct wms_client {
 	wms__xml_pool *xml_pool;
 	/* the read cache; NULL when off (read_cache.c) */
 	struct wms__read_cache *read_cache;
+	/* the async contexts made on it (async.c), under calls_lock */
+	struct wms_async *asyncs;
 };
 
 /* The breaker and bulkhead slot of a typed operation. */
@@ -177,6 +179,23 @@ int wms__call_again(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *bod
 		    wms__attempts *at, wms_status *st, wms_error *err);
 /* The slot given back, a good read kept in the read cache. */
 void wms__call_end(wms_client *c, const call *k, wms__attempts *at, wms_status st);
+
+/* ---- async.c and options.c: a client's async contexts ------------------- */
+
+struct wms_async;
+/* Link and unlink a context (under calls_lock). */
+void wms__client_async_add(wms_client *c, struct wms_async *a);
+void wms__client_async_remove(wms_client *c, struct wms_async *a);
+/* The client is being freed: a's calls complete as cancelled, its engine
+ * goes, it is left without a client. */
+void wms__async_client_gone(struct wms_async *a);
+/* The context's place in its client's list (async.c owns the struct). */
+struct wms_async **wms__async_next(struct wms_async *a);
+
+/* generic.c: what wms_call checks and makes before its call starts: g
+ * filled (options, body, content type, out), or err says why not. */
+wms_status wms__generic_prepare(generic_call *g, wms_client *c, const wms_call_options *opts,
+				const struct _xmlNode *body, struct _xmlDoc **out, wms_error *err);
 
 /* ---- read_cache.c: the last good answers of the reads ------------------- */
 

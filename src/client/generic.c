@@ -72,6 +72,22 @@ static wms_status begin(struct _xmlDoc **out, wms_client *c, const wms_call_opti
 	return check_call(opts, err);
 }
 
+wms_status wms__generic_prepare(generic_call *g, wms_client *c, const wms_call_options *opts,
+				const struct _xmlNode *body, struct _xmlDoc **out, wms_error *err)
+{
+	wms_status st;
+	if ((st = begin(out, c, opts, err)) != WMS_OK)
+		return st;
+	if (!body)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "body is NULL");
+	memset(g, 0, sizeof(*g));
+	g->opts = opts;
+	g->body = body;
+	g->out = out;
+	return wms__generic_content_type(g->content_type, sizeof(g->content_type), c->soap_version,
+					 opts->soap_action, err);
+}
+
 wms_status wms_call(struct _xmlDoc **out, wms_client *c, const wms_call_options *opts,
 		    const struct _xmlNode *body, wms_error *err)
 {
@@ -82,16 +98,7 @@ wms_status wms_call(struct _xmlDoc **out, wms_client *c, const wms_call_options 
 
 	if (!err)
 		err = &local;
-	if ((st = begin(out, c, opts, err)) != WMS_OK)
-		return st;
-	if (!body)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "body is NULL");
-	memset(&g, 0, sizeof(g));
-	g.opts = opts;
-	g.body = body;
-	g.out = out;
-	if ((st = wms__generic_content_type(g.content_type, sizeof(g.content_type),
-					    c->soap_version, opts->soap_action, err)) != WMS_OK)
+	if ((st = wms__generic_prepare(&g, c, opts, body, out, err)) != WMS_OK)
 		return st;
 	memset(&k, 0, sizeof(k));
 	k.op = WMS__OP_COUNT;

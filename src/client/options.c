@@ -42,11 +42,41 @@ static int has_scheme(const char *url)
 	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
+void wms__client_async_add(wms_client *c, struct wms_async *a)
+{
+	if (c->calls_lock_ready)
+		pthread_mutex_lock(&c->calls_lock);
+	*wms__async_next(a) = c->asyncs;
+	c->asyncs = a;
+	if (c->calls_lock_ready)
+		pthread_mutex_unlock(&c->calls_lock);
+}
+
+void wms__client_async_remove(wms_client *c, struct wms_async *a)
+{
+	struct wms_async **p;
+	if (c->calls_lock_ready)
+		pthread_mutex_lock(&c->calls_lock);
+	for (p = &c->asyncs; *p && *p != a; p = wms__async_next(*p))
+		;
+	if (*p)
+		*p = *wms__async_next(a);
+	if (c->calls_lock_ready)
+		pthread_mutex_unlock(&c->calls_lock);
+}
+
 void wms_client_free(wms_client *c)
 {
 	size_t i;
 	if (!c)
 		return;
+	/* calls in flight on its async contexts complete as cancelled first:
+	 * they hold its breakers' permits and its transport's handles */
+	while (c->asyncs) {
+		struct wms_async *a = c->asyncs;
+		c->asyncs = *wms__async_next(a);
+		wms__async_client_gone(a);
+	}
 	if (c->transport && c->transport->free)
 		c->transport->free(c->transport);
 	wms__xml_pool_free(c->xml_pool);

@@ -117,6 +117,22 @@ done:
 	return rc;
 }
 
+wms_status wms__generic_body_copy(xmlDocPtr *out, const xmlNode *body)
+{
+	xmlDocPtr doc = xmlNewDoc(X("1.0"));
+	wms_status rc;
+	*out = NULL;
+	if (!doc)
+		return WMS_ERR_NOMEM;
+	rc = copy_element((xmlNodePtr)doc, body, 1);
+	if (rc != WMS_OK) {
+		xmlFreeDoc(doc);
+		return rc;
+	}
+	*out = doc;
+	return WMS_OK;
+}
+
 wms_status wms__build_generic(wms__buf *out, wms_soap_version v, const xmlNode *body,
 			      const wms__wsse *wsse, wms_error *err)
 {

@@ -150,6 +150,10 @@ wms_status wms__generic_answer(struct _xmlDoc **out, const char *buf, size_t len
 /* xmlFreeDoc and xmlDocGetRootElement, for the files that do not speak
  * libxml2. NULL-safe. */
 void wms__xml_doc_free(struct _xmlDoc *doc);
+/* A document whose root is a copy of `body` (an element), every namespace
+ * in scope declared: WMS_OK, NOMEM, or INVALID_ARG for a node an envelope
+ * cannot carry. */
+wms_status wms__generic_body_copy(struct _xmlDoc **out, const struct _xmlNode *body);
 struct _xmlNode *wms__xml_doc_root(struct _xmlDoc *doc);
 /* wms__parse_reply_ws for a generic call's reply: the same checks and
  * errors, the Body's element {want_ns}want_name (NULL: any) handed back

@@ -21,6 +21,7 @@
 #include "internal.h"
 #include "wms/sys/transport.h"
 #include "transport/curl_int.h"
+#include "transport/engine.h"
 
 _Static_assert(sizeof(curl_off_t) == sizeof(int64_t), "curl_off_t is 64 bits");
 
@@ -147,8 +148,7 @@ struct conn *wms__curl_conn_new(int own_multi)
 	k->h = curl_easy_init();
 	if (own_multi)
 		k->m = multi_new(k);
-	if (!k->h || (own_multi && !k->m) ||
-	    curl_easy_setopt(k->h, CURLOPT_PRIVATE, (void *)k) != CURLE_OK) {
+	if (!k->h || (own_multi && !k->m)) {
 		conn_free(k);
 		return NULL;
 	}
@@ -646,6 +646,7 @@ static CURLcode setup(struct curl_transport *t, struct conn *k)
 	}
 
 	SETOPT(CURLOPT_SHARE, t->share);
+	SETOPT(CURLOPT_PRIVATE, (void *)k); /* an engine finds k by its handle */
 #if LIBCURL_VERSION_NUM >= 0x075500
 	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
 #else
@@ -920,6 +921,11 @@ static void curl_transport_free(wms_transport *self)
 	wms__free(t->http_username);
 	wms__free_secret(t->http_password);
 	wms__free(t);
+}
+
+const wms__engine_ops *wms__transport_engine(const wms_transport *t)
+{
+	return t && t->free == curl_transport_free ? wms__curl_engine() : NULL;
 }
 
 wms_status wms_curl_transport_options_init(wms_curl_transport_options *opts, unsigned version)

@@ -82,6 +82,7 @@ struct conn {
 	char corr_line[96];
 	struct curl_slist *corr_tail; /* the node corr_node hangs from, NULL: none */
 	unsigned long lib_failures;   /* wms__alloc_lib_failures() at the start */
+	void *xfer;                   /* an engine's transfer running on it */
 	long connect_ms;
 	long total_ms;
 	long stall_s;
@@ -120,6 +121,8 @@ struct curl_transport {
 /* A handle with no multi of its own (m NULL: an engine's multi runs it). */
 struct conn *wms__curl_conn_new(int own_multi);
 void wms__curl_conn_free(struct conn *k);
+/* curl_async.c's engine */
+const struct wms__engine_ops *wms__curl_engine(void);
 /* What send checks before it takes a handle. */
 wms_status wms__curl_check_request(const wms_http_request *req, wms_error *err);
 /* k set up to carry req into resp (cleared): options, headers, the

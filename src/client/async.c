@@ -1,0 +1,1118 @@
+/*
+ * The asynchronous calls (wms/async.h): call.c's steps, driven by an event
+ * loop instead of a thread. A call is admitted (bulkhead, breaker) and its
+ * envelope built on the stack of the start function, with the caller's
+ * arguments borrowed, so a call refused there (bad arguments, breaker
+ * open, bulkhead full) completes at once without allocating. An admitted
+ * call copies what it still needs, then lives on a timer (its attempt's
+ * guard, a retry's pause) and on the transport's engine (transport/
+ * engine.h), which runs transfers from the loop; a transport without one
+ * is called from the loop.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include "client/client.h"
+#include "transport/engine.h"
+#include "util/heap.h"
+#include "wms/async.h"
+
+/* Calls in flight per context: the default and the most. */
+#define DEFAULT_IN_FLIGHT 4096u
+#define MAX_IN_FLIGHT 65536u
+/* Finished calls' memory kept for the next ones. */
+#define SPARE_MAX 256u
+/* An attempt libcurl has not ended by its deadline is ended by the loop,
+ * this long after (libcurl's own timeout should win, with its message). */
+#define GUARD_SLACK_NS (50u * 1000000u)
+
+enum kind { K_SUBMIT, K_STATUS, K_CANCEL, K_STOCK, K_CALL };
+
+/* Where a call is between start and completion. */
+enum stage {
+	S_TRANSFER, /* on the engine (xfer set), its guard timer armed */
+	S_SEND,     /* waiting for the loop to call a blocking transport */
+	S_PAUSE,    /* between attempts (the permit recorded, none held) */
+};
+
+struct wms_async_call {
+	wms_async *a;
+	enum kind kind;
+	enum stage stage;
+	union {
+		wms_submit_order_cb submit;
+		wms_get_order_status_cb status;
+		wms_cancel_order_cb cancel;
+		wms_get_stock_level_cb stock;
+		wms_call_cb call;
+	} cb;
+	void *payload;
+	call k;
+	generic_call g;
+	wms_call_options gopts;
+	struct _xmlDoc *gbody; /* a copy, when an attempt may rebuild */
+	union {
+		wms_submit_reply submit;
+		wms_status_reply status;
+		wms_cancel_reply cancel;
+		wms_stock_reply *stock;
+		struct _xmlDoc *doc;
+	} out;
+	wms_order order; /* k.order's copy */
+	char *arena;     /* the copied strings and arrays */
+	wms__attempts at;
+	wms__buf body;
+	wms_http_request req;
+	wms_http_response resp;
+	uint64_t attempt_deadline, wire_start;
+	wms_status last; /* the last attempt's status, across a pause */
+	wms__xfer *xfer;
+	wms__timer timer;
+	wms_error err;
+	struct wms_async_call *next, *prev; /* in flight; or the spares */
+};
+
+/* A watched socket: its events for libwms's poll loop, its slot for the
+ * caller's. */
+struct watch {
+	int what;        /* WMS_POLL_*, 0: not watched */
+	size_t dense;    /* index in pfds (own loop) */
+	void *sockp;     /* the caller's slot */
+};
+
+struct wms_async {
+	wms_client *client; /* NULL once the client is gone */
+	wms_async_options o;
+	const wms__engine_ops *ops;
+	wms__engine *engine;
+	wms__heap timers;
+	wms__timer engine_timer; /* libcurl's one timer */
+	uint64_t armed_ns;       /* what the caller's timer is set to; 0: none */
+	int armed;
+	struct watch *watches; /* by fd */
+	size_t watch_cap;
+	struct pollfd *pfds; /* own loop: the watched sockets, dense */
+	int *pfd_what;
+	size_t pfd_count, pfd_cap;
+	struct wms_async_call *calls, *spares;
+	size_t in_flight, spare_count;
+	unsigned depth; /* dispatches running (callbacks may re-enter) */
+	int free_pending;
+	int loop_failed; /* a watch or timer callback returned -1 */
+	struct wms_async *next_in_client;
+};
+
+struct wms_async **wms__async_next(struct wms_async *a)
+{
+	return &a->next_in_client;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+wms_status wms_async_options_init(wms_async_options *opts, unsigned version)
+{
+	if (!opts || version != WMS_ASYNC_OPTIONS_VERSION)
+		return WMS_ERR_INVALID_ARG;
+	memset(opts, 0, sizeof(*opts));
+	opts->version = version;
+	return WMS_OK;
+}
+
+/* ---- the loop: sockets and the timer -------------------------------------- */
+
+static void update_timer(wms_async *a);
+static void async_destroy(wms_async *a);
+
+/* Enter and leave a dispatch: a free asked for from a callback waits for
+ * the outermost one to end. Returns whether `a` is still there. */
+static void enter(wms_async *a)
+{
+	a->depth++;
+}
+
+static int leave(wms_async *a)
+{
+	if (--a->depth == 0) {
+		if (a->free_pending) {
+			async_destroy(a);
+			return 0;
+		}
+		update_timer(a);
+	}
+	return 1;
+}
+
+static struct watch *watch_of(wms_async *a, int fd, int grow)
+{
+	if (fd < 0)
+		return NULL;
+	if ((size_t)fd >= a->watch_cap) {
+		size_t cap = a->watch_cap ? a->watch_cap : 64;
+		struct watch *grown;
+		if (!grow)
+			return NULL;
+		while (cap <= (size_t)fd)
+			cap *= 2;
+		grown = wms__realloc(a->watches, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		memset(grown + a->watch_cap, 0, (cap - a->watch_cap) * sizeof(*grown));
+		a->watches = grown;
+		a->watch_cap = cap;
+	}
+	return &a->watches[fd];
+}
+
+/* The own loop's pollfd list follows the watches. */
+static int own_watch(wms_async *a, int fd, struct watch *w, int what)
+{
+	if (what == WMS_POLL_REMOVE) {
+		if (w->what) {
+			size_t i = w->dense, last = --a->pfd_count;
+			if (i != last) {
+				a->pfds[i] = a->pfds[last];
+				a->pfd_what[i] = a->pfd_what[last];
+				a->watches[a->pfds[i].fd].dense = i;
+			}
+		}
+		w->what = 0;
+		return 0;
+	}
+	if (!w->what) {
+		if (a->pfd_count == a->pfd_cap) {
+			size_t cap = a->pfd_cap ? a->pfd_cap * 2 : 16;
+			struct pollfd *p = wms__realloc(a->pfds, cap * sizeof(*p));
+			int *q;
+			if (!p)
+				return -1;
+			a->pfds = p;
+			q = wms__realloc(a->pfd_what, cap * sizeof(*q));
+			if (!q)
+				return -1;
+			a->pfd_what = q;
+			a->pfd_cap = cap;
+		}
+		w->dense = a->pfd_count++;
+		a->pfds[w->dense].fd = fd;
+	}
+	w->what = what;
+	a->pfd_what[w->dense] = what;
+	a->pfds[w->dense].events =
+		(short)(((what & WMS_POLL_IN) ? POLLIN : 0) | ((what & WMS_POLL_OUT) ? POLLOUT : 0));
+	a->pfds[w->dense].revents = 0;
+	return 0;
+}
+
+static int engine_watch(void *ctx, int fd, int what)
+{
+	wms_async *a = ctx;
+	struct watch *w = watch_of(a, fd, what != WMS_POLL_REMOVE);
+	int rc;
+	if (!w)
+		return what == WMS_POLL_REMOVE ? 0 : -1;
+	if (!a->o.watch)
+		return own_watch(a, fd, w, what);
+	if (what == WMS_POLL_REMOVE && !w->what)
+		return 0;
+	rc = a->o.watch(a, fd, what, a->o.loop_payload, &w->sockp);
+	if (rc != 0)
+		a->loop_failed = 1;
+	if (what == WMS_POLL_REMOVE) {
+		w->what = 0;
+		w->sockp = NULL;
+	} else {
+		w->what = what;
+	}
+	return rc;
+}
+
+static int engine_timer(void *ctx, long timeout_ms)
+{
+	wms_async *a = ctx;
+	if (timeout_ms < 0) {
+		wms__heap_remove(&a->timers, &a->engine_timer);
+		return 0;
+	}
+	return wms__heap_set(&a->timers, &a->engine_timer,
+			     wms__now_ns() + (uint64_t)timeout_ms * 1000000u);
+}
+
+/* Tell the caller's loop when the earliest timer is due (if it moved). */
+static void update_timer(wms_async *a)
+{
+	wms__timer *t = wms__heap_top(&a->timers);
+	long ms;
+	uint64_t now;
+	if (!a->o.timer)
+		return;
+	if (!t) {
+		if (a->armed) {
+			a->armed = 0;
+			if (a->o.timer(a, -1, a->o.loop_payload) != 0)
+				a->loop_failed = 1;
+		}
+		return;
+	}
+	if (a->armed && a->armed_ns == t->due_ns)
+		return;
+	now = wms__now_ns();
+	ms = t->due_ns <= now ? 0 : (long)((t->due_ns - now + 999999u) / 1000000u);
+	a->armed = 1;
+	a->armed_ns = t->due_ns;
+	if (a->o.timer(a, ms, a->o.loop_payload) != 0)
+		a->loop_failed = 1;
+}
+
+/* ---- one call's life ------------------------------------------------------ */
+
+static void complete(struct wms_async_call *x, wms_status st);
+static int attempt_start(struct wms_async_call *x);
+
+#define CALL_OF_TIMER(t) ((struct wms_async_call *)((char *)(t) - offsetof(struct wms_async_call, timer)))
+
+/* Run the completion callback: the reply (WMS_OK only) and the error. */
+static void deliver(enum kind kind, const void *cbp, void *payload, wms_status st, void *out,
+		    const wms_error *err)
+{
+	int ok = st == WMS_OK;
+	switch (kind) {
+	case K_SUBMIT:
+		(*(const wms_submit_order_cb *)cbp)(st, ok ? out : NULL, err, payload);
+		break;
+	case K_STATUS:
+		(*(const wms_get_order_status_cb *)cbp)(st, ok ? out : NULL, err, payload);
+		break;
+	case K_CANCEL:
+		(*(const wms_cancel_order_cb *)cbp)(st, ok ? out : NULL, err, payload);
+		break;
+	case K_STOCK: {
+		wms_stock_reply **r = out;
+		wms_stock_reply *mine = *r;
+		*r = NULL;
+		if (!ok) {
+			wms_stock_reply_free(mine);
+			mine = NULL;
+		}
+		(*(const wms_get_stock_level_cb *)cbp)(st, mine, err, payload);
+		break;
+	}
+	case K_CALL: {
+		struct _xmlDoc **d = out;
+		struct _xmlDoc *mine = *d;
+		*d = NULL;
+		if (!ok) {
+			wms__xml_doc_free(mine);
+			mine = NULL;
+		}
+		(*(const wms_call_cb *)cbp)(st, mine, err, payload);
+		break;
+	}
+	}
+}
+
+static void unlink_call(wms_async *a, struct wms_async_call *x)
+{
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		a->calls = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	x->next = x->prev = NULL;
+	a->in_flight--;
+}
+
+static void call_release(wms_async *a, struct wms_async_call *x)
+{
+	wms__buf_free(&x->body);
+	wms__xml_doc_free(x->gbody);
+	wms__free(x->arena);
+	x->gbody = NULL;
+	x->arena = NULL;
+	if (a->spare_count < SPARE_MAX) {
+		x->next = a->spares;
+		a->spares = x;
+		a->spare_count++;
+		return;
+	}
+	wms__free(x);
+}
+
+/* The call ends with st: its slot given back, its callback run. */
+static void complete(struct wms_async_call *x, wms_status st)
+{
+	wms_async *a = x->a;
+	void *out = x->kind == K_STOCK ? (void *)&x->out.stock
+		    : x->kind == K_CALL ? (void *)&x->out.doc
+					: (void *)&x->out;
+	wms__heap_remove(&a->timers, &x->timer);
+	unlink_call(a, x);
+	wms__call_end(a->client, &x->k, &x->at, st);
+	deliver(x->kind, &x->cb, x->payload, st, out, &x->err);
+	call_release(a, x);
+}
+
+/* What the transport brought back for the attempt (st: its status): 1 when
+ * the call goes on (a retry's pause), 0 when it has completed. */
+static int attempt_done(struct wms_async_call *x, wms_status st)
+{
+	wms_client *c = x->a->client;
+	wms__xml_ws *ws = wms__xml_pool_take(c->xml_pool);
+	uint64_t pause = 0;
+
+	wms__heap_remove(&x->a->timers, &x->timer);
+	x->xfer = NULL;
+	st = wms__call_reply(c, ws, &x->k, &x->req, &x->resp, st, x->attempt_deadline,
+			     x->wire_start, &x->err);
+	wms__xml_pool_give(c->xml_pool, ws);
+	if (!wms__call_after(c, &x->k, &x->at, st, &x->err, &pause)) {
+		complete(x, st);
+		return 0;
+	}
+	x->last = st;
+	x->stage = S_PAUSE;
+	/* room for the timer was reserved when the call was admitted */
+	wms__heap_set(&x->a->timers, &x->timer, wms__now_ns() + pause);
+	return 1;
+}
+
+static void engine_done(void *ctx, void *arg, wms_status st)
+{
+	(void)ctx;
+	(void)attempt_done(arg, st);
+}
+
+/* 1 when the call is in flight after it, 0 when it has completed. */
+static int attempt_start(struct wms_async_call *x)
+{
+	wms_async *a = x->a;
+	wms_client *c = a->client;
+	wms_status st;
+
+	memset(&x->resp, 0, sizeof(x->resp));
+	x->resp.max_body = c->max_reply_bytes;
+	wms__call_request(c, &x->k, &x->body, x->at.timeout_ms, &x->err, &x->req);
+	x->attempt_deadline = wms__now_ns() + (uint64_t)x->at.timeout_ms * 1000000u;
+	x->wire_start = wms__call_sending(c, &x->req, &x->err);
+	if (!a->engine) {
+		/* a blocking transport: called from the loop, as soon as it runs */
+		x->stage = S_SEND;
+		wms__heap_set(&a->timers, &x->timer, 0);
+		return 1;
+	}
+	x->stage = S_TRANSFER;
+	st = a->ops->start(a->engine, &x->req, &x->resp, &x->err, x, &x->xfer);
+	if (st != WMS_OK) {
+		x->xfer = NULL;
+		return attempt_done(x, st);
+	}
+	wms__heap_set(&a->timers, &x->timer, x->attempt_deadline + GUARD_SLACK_NS);
+	return 1;
+}
+
+/* The call's one timer is due. */
+static void call_timer(struct wms_async_call *x)
+{
+	wms_async *a = x->a;
+	wms_client *c = a->client;
+	wms_status st;
+
+	switch (x->stage) {
+	case S_SEND:
+		st = c->transport->send(c->transport, &x->req, &x->resp, &x->err);
+		(void)attempt_done(x, st);
+		return;
+	case S_TRANSFER: {
+		/* libcurl let the deadline pass (a transfer queued for a
+		 * connection, say): the loop ends it */
+		wms_delivery d = a->ops->cancel(a->engine, x->xfer);
+		x->xfer = NULL;
+		wms_transport_fail(&x->err, WMS_ERR_TIMEOUT, d,
+				   "no reply within %u ms (timeout_ms)%s", (unsigned)x->at.timeout_ms,
+				   d == WMS_DELIVERY_NOT_SENT ? ", no connection free in time" : "");
+		x->err.cause = WMS_CAUSE_TIMEOUT;
+		(void)attempt_done(x, WMS_ERR_TIMEOUT);
+		return;
+	}
+	case S_PAUSE: {
+		wms__xml_ws *ws = wms__xml_pool_take(c->xml_pool);
+		st = x->last;
+		if (wms__call_again(c, ws, &x->k, &x->body, &x->at, &st, &x->err)) {
+			wms__xml_pool_give(c->xml_pool, ws);
+			(void)attempt_start(x);
+			return;
+		}
+		wms__xml_pool_give(c->xml_pool, ws);
+		complete(x, st);
+		return;
+	}
+	}
+}
+
+/* Everything due now: libcurl's timer, the calls' timers. */
+static void run_timers(wms_async *a)
+{
+	uint64_t now = wms__now_ns();
+	wms__timer *t;
+	while (!a->free_pending && (t = wms__heap_top(&a->timers)) != NULL && t->due_ns <= now) {
+		wms__heap_remove(&a->timers, t);
+		if (t == &a->engine_timer)
+			a->ops->timeout(a->engine);
+		else
+			call_timer(CALL_OF_TIMER(t));
+	}
+}
+
+/* ---- cancellation ----------------------------------------------------------- */
+
+static void cancel_call(struct wms_async_call *x, const char *why)
+{
+	wms_async *a = x->a;
+	wms_delivery d = WMS_DELIVERY_NOT_SENT;
+	int held = 0;
+	size_t n;
+
+	switch (x->stage) {
+	case S_TRANSFER:
+		d = a->ops->cancel(a->engine, x->xfer);
+		x->xfer = NULL;
+		held = 1;
+		break;
+	case S_SEND:
+		held = 1; /* the request never went to the transport */
+		break;
+	case S_PAUSE:
+		break;
+	}
+	/* a cancelled attempt says nothing of the WMS: its permit goes back */
+	if (held)
+		wms_breaker_release(x->at.b, &x->at.permit);
+	if (x->stage != S_PAUSE) {
+		d = wms__merge_delivery(x->at.attempt > 1 ? x->at.delivery : WMS_DELIVERY_NOT_SENT,
+					d);
+	} else {
+		d = x->at.delivery;
+	}
+	n = 0;
+	x->err.status = WMS_ERR_CANCELLED;
+	x->err.delivery = d;
+	x->err.cause = WMS_CAUSE_NONE;
+	x->err.curl_code = 0;
+	x->err.http_status = 0;
+	x->err.fault_code[0] = x->err.fault_string[0] = x->err.wms_code[0] = '\0';
+	n = (size_t)snprintf(x->err.message, sizeof(x->err.message), "%s (attempt %u, %s)", why,
+			     (unsigned)x->at.attempt,
+			     d == WMS_DELIVERY_NOT_SENT ? "nothing sent"
+							: "the WMS may have the request");
+	(void)n;
+	wms_http_response_clear(&x->resp);
+	complete(x, WMS_ERR_CANCELLED);
+}
+
+wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
+{
+	if (!a || !x || x->a != a)
+		return WMS_ERR_INVALID_ARG;
+	enter(a);
+	cancel_call(x, "cancelled by the caller");
+	leave(a);
+	return WMS_OK;
+}
+
+static size_t cancel_every(wms_async *a, const char *why)
+{
+	size_t n = 0;
+	while (a->calls) {
+		cancel_call(a->calls, why);
+		n++;
+	}
+	return n;
+}
+
+size_t wms_async_cancel_all(wms_async *a)
+{
+	size_t n;
+	if (!a)
+		return 0;
+	enter(a);
+	n = cancel_every(a, "cancelled by the caller");
+	leave(a);
+	return n;
+}
+
+size_t wms_async_in_flight(const wms_async *a)
+{
+	return a ? a->in_flight : 0;
+}
+
+/* ---- starting a call -------------------------------------------------------- */
+
+/* Lengths of what a call copies; its strings are checked already (the
+ * envelope was built from them). */
+static size_t str_room(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+static char *put_str(char **p, const char *s)
+{
+	char *d;
+	size_t n;
+	if (!s)
+		return NULL;
+	n = strlen(s) + 1;
+	d = *p;
+	memcpy(d, s, n);
+	*p += n;
+	return d;
+}
+
+#define ALIGN_UP(n) (((n) + (sizeof(void *) - 1)) & ~(sizeof(void *) - 1))
+
+/* Copy into x what the call still reads after its first envelope: the
+ * order (a rebuild, WS-Security's), ids and SKUs (correlation, the read
+ * cache), the generic call's options (and body, when rebuilt). */
+static wms_status copy_args(struct wms_async_call *x, enum kind kind, const call *k,
+			    int rebuilds)
+{
+	size_t need = 0, i;
+	char *p;
+	const wms_order *o = k->order;
+
+	if (o) {
+		const wms_address *s = &o->ship_to;
+		need += ALIGN_UP(o->line_count * sizeof(wms_order_line));
+		need += str_room(o->order_id) + str_room(s->name) + str_room(s->line1) +
+			str_room(s->line2) + str_room(s->city) + str_room(s->region) +
+			str_room(s->postal_code) + str_room(s->country);
+		for (i = 0; i < o->line_count; i++)
+			need += str_room(o->lines[i].sku);
+	}
+	if (k->skus) {
+		need = ALIGN_UP(need) + ALIGN_UP(k->sku_count * sizeof(char *));
+		for (i = 0; i < k->sku_count; i++)
+			need += str_room(k->skus[i]);
+	}
+	need += str_room(k->order_id) + str_room(k->reason);
+	if (k->g) {
+		const wms_call_options *g = k->g->opts;
+		need += str_room(g->operation) + str_room(g->soap_action) +
+			str_room(g->reply_namespace) + str_room(g->reply_element);
+	}
+	x->kind = kind;
+	x->k = *k;
+	x->k.out = kind == K_STOCK ? (void *)&x->out.stock : (void *)&x->out;
+	if (!need)
+		return WMS_OK;
+	if (!(x->arena = wms__malloc(need)))
+		return WMS_ERR_NOMEM;
+	p = x->arena;
+	if (o) {
+		wms_order_line *lines = (wms_order_line *)(void *)p;
+		x->order = *o;
+		p += ALIGN_UP(o->line_count * sizeof(wms_order_line));
+		for (i = 0; i < o->line_count; i++) {
+			lines[i].quantity = o->lines[i].quantity;
+			lines[i].sku = put_str(&p, o->lines[i].sku);
+		}
+		x->order.lines = o->line_count ? lines : NULL;
+		x->order.order_id = put_str(&p, o->order_id);
+		x->order.ship_to.name = put_str(&p, o->ship_to.name);
+		x->order.ship_to.line1 = put_str(&p, o->ship_to.line1);
+		x->order.ship_to.line2 = put_str(&p, o->ship_to.line2);
+		x->order.ship_to.city = put_str(&p, o->ship_to.city);
+		x->order.ship_to.region = put_str(&p, o->ship_to.region);
+		x->order.ship_to.postal_code = put_str(&p, o->ship_to.postal_code);
+		x->order.ship_to.country = put_str(&p, o->ship_to.country);
+		x->k.order = &x->order;
+	}
+	if (k->skus) {
+		const char **skus;
+		p = x->arena + ALIGN_UP((size_t)(p - x->arena));
+		skus = (const char **)(void *)p;
+		p += ALIGN_UP(k->sku_count * sizeof(char *));
+		for (i = 0; i < k->sku_count; i++)
+			skus[i] = put_str(&p, k->skus[i]);
+		x->k.skus = skus;
+	}
+	x->k.order_id = put_str(&p, k->order_id);
+	x->k.reason = put_str(&p, k->reason);
+	if (k->g) {
+		const wms_call_options *g = k->g->opts;
+		x->gopts = *g;
+		x->gopts.operation = put_str(&p, g->operation);
+		x->gopts.soap_action = put_str(&p, g->soap_action);
+		x->gopts.reply_namespace = put_str(&p, g->reply_namespace);
+		x->gopts.reply_element = put_str(&p, g->reply_element);
+		x->g = *k->g;
+		x->g.opts = &x->gopts;
+		x->g.out = &x->out.doc;
+		x->g.body = NULL;
+		if (rebuilds) {
+			wms_status st = wms__generic_body_copy(&x->gbody, k->g->body);
+			if (st != WMS_OK)
+				return st;
+			x->g.body = wms__xml_doc_root(x->gbody);
+		}
+		x->k.g = &x->g;
+	}
+	return WMS_OK;
+}
+
+static struct wms_async_call *call_new(wms_async *a)
+{
+	struct wms_async_call *x = a->spares;
+	if (x) {
+		a->spares = x->next;
+		a->spare_count--;
+	} else if (!(x = wms__malloc(sizeof(*x)))) {
+		return NULL;
+	}
+	memset(x, 0, offsetof(struct wms_async_call, err));
+	wms__timer_init(&x->timer);
+	x->next = x->prev = NULL;
+	x->a = a;
+	return x;
+}
+
+/* A call that ends before it is in flight: on the stack, no allocation. */
+static void complete_at_once(enum kind kind, const void *cbp, void *payload, wms_status st,
+			     void *out, const wms_error *err)
+{
+	deliver(kind, cbp, payload, st, out, err);
+}
+
+/*
+ * Start a call of `kind` with `k` (the caller's arguments, borrowed) and
+ * `out` (a reply on the start function's stack). Refused or failing
+ * before the first transfer: completed at once.
+ */
+static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, call *k,
+			void *out, const void *cbp, void *payload)
+{
+	wms_client *c;
+	struct wms_async_call *x = NULL;
+	wms__attempts at;
+	wms__buf body = { 0 };
+	wms__xml_ws *ws;
+	wms_error err;
+	wms_status st;
+
+	if (handle)
+		*handle = NULL;
+	if (!a || !cbp)
+		return WMS_ERR_INVALID_ARG;
+	c = a->client;
+	wms_error_clear(&err);
+	enter(a);
+	if (!c || a->free_pending) {
+		wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
+			  c ? "the async context is being freed" : "the client was freed");
+		complete_at_once(kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
+		goto done;
+	}
+	if (k->g && (st = wms__client_call_slot(c, k->g->opts->operation, &k->slot, &err)) !=
+			    WMS_OK) {
+		complete_at_once(kind, cbp, payload, st, out, &err);
+		goto done;
+	}
+	if (a->in_flight >= a->o.max_in_flight) {
+		wms__strlcpy(err.operation, k->g ? k->g->opts->operation : wms__op_name(k->op),
+			     sizeof(err.operation));
+		wms__fail(&err, WMS_ERR_BULKHEAD_FULL, WMS_DELIVERY_NOT_SENT,
+			  "%u calls in flight on this async context (max_in_flight), call "
+			  "rejected without sending",
+			  (unsigned)a->o.max_in_flight);
+		err.retry_after_ms = c->timeout_ms;
+		complete_at_once(kind, cbp, payload, WMS_ERR_BULKHEAD_FULL, out, &err);
+		goto done;
+	}
+	if (!wms__call_admit(c, k, 0, &at, &st, &err)) {
+		complete_at_once(kind, cbp, payload, st, out, &err);
+		goto done;
+	}
+	ws = wms__xml_pool_take(c->xml_pool);
+	st = wms__call_first(c, ws, k, &body, &at, &err);
+	wms__xml_pool_give(c->xml_pool, ws);
+	if (st == WMS_OK && (wms__heap_reserve(&a->timers, a->timers.count + 2) != 0 ||
+			     !(x = call_new(a)))) {
+		wms_breaker_release(at.b, &at.permit);
+		st = wms__fail(&err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+	}
+	if (st == WMS_OK &&
+	    (st = copy_args(x, kind, k, c->wsse.mode != WMS_WSSE_NONE && c->retry.max_attempts > 1)) !=
+		    WMS_OK) {
+		wms_breaker_release(at.b, &at.permit);
+		wms__fail(&err, st, WMS_DELIVERY_NOT_SENT,
+			  st == WMS_ERR_NOMEM ? "out of memory" : "cannot copy the call's body");
+	}
+	if (st != WMS_OK) {
+		if (x)
+			call_release(a, x);
+		wms__buf_free(&body);
+		wms__call_end(c, k, &at, st);
+		complete_at_once(kind, cbp, payload, st, out, &err);
+		goto done;
+	}
+	memcpy(&x->cb, cbp, sizeof(x->cb));
+	x->payload = payload;
+	x->at = at;
+	x->body = body;
+	x->err = err;
+	x->next = a->calls;
+	if (a->calls)
+		a->calls->prev = x;
+	a->calls = x;
+	a->in_flight++;
+	/* it may complete at once (the transport refused the request) */
+	if (attempt_start(x) && handle)
+		*handle = x;
+done:
+	leave(a);
+	return WMS_OK;
+}
+
+/* ---- the operations ----------------------------------------------------------- */
+
+wms_status wms_async_submit_order(wms_async_call **out, wms_async *a, const wms_order *order,
+				  wms_submit_order_cb cb, void *payload)
+{
+	wms_submit_reply reply;
+	call k;
+	memset(&k, 0, sizeof(k));
+	memset(&reply, 0, sizeof(reply));
+	k.op = WMS__OP_SUBMIT_ORDER;
+	k.order = order;
+	k.out = &reply;
+	if (a && cb && !order) {
+		/* as the blocking call: INVALID_ARG through the callback */
+		wms_error err;
+		wms_error_clear(&err);
+		wms__fail(&err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "order is NULL");
+		if (out)
+			*out = NULL;
+		cb(WMS_ERR_INVALID_ARG, NULL, &err, payload);
+		return WMS_OK;
+	}
+	return start(out, a, K_SUBMIT, &k, &reply, cb ? (const void *)&cb : NULL, payload);
+}
+
+wms_status wms_async_get_order_status(wms_async_call **out, wms_async *a, const char *order_id,
+				      wms_get_order_status_cb cb, void *payload)
+{
+	wms_status_reply reply;
+	call k;
+	memset(&k, 0, sizeof(k));
+	memset(&reply, 0, sizeof(reply));
+	k.op = WMS__OP_GET_ORDER_STATUS;
+	k.order_id = order_id;
+	k.out = &reply;
+	return start(out, a, K_STATUS, &k, &reply, cb ? (const void *)&cb : NULL, payload);
+}
+
+wms_status wms_async_cancel_order(wms_async_call **out, wms_async *a, const char *order_id,
+				  const char *reason, wms_cancel_order_cb cb, void *payload)
+{
+	wms_cancel_reply reply;
+	call k;
+	memset(&k, 0, sizeof(k));
+	memset(&reply, 0, sizeof(reply));
+	k.op = WMS__OP_CANCEL_ORDER;
+	k.order_id = order_id;
+	k.reason = reason;
+	k.out = &reply;
+	return start(out, a, K_CANCEL, &k, &reply, cb ? (const void *)&cb : NULL, payload);
+}
+
+wms_status wms_async_get_stock_level(wms_async_call **out, wms_async *a,
+				     const char *const *skus, size_t sku_count,
+				     wms_get_stock_level_cb cb, void *payload)
+{
+	wms_stock_reply *reply = NULL;
+	call k;
+	memset(&k, 0, sizeof(k));
+	k.op = WMS__OP_GET_STOCK_LEVEL;
+	k.skus = skus;
+	k.sku_count = sku_count;
+	k.out = &reply;
+	return start(out, a, K_STOCK, &k, &reply, cb ? (const void *)&cb : NULL, payload);
+}
+
+wms_status wms_async_call_start(wms_async_call **out, wms_async *a, const wms_call_options *opts,
+				const struct _xmlNode *body, wms_call_cb cb, void *payload)
+{
+	struct _xmlDoc *reply = NULL;
+	generic_call g;
+	wms_error err;
+	wms_status st;
+	call k;
+
+	if (out)
+		*out = NULL;
+	if (!a || !cb)
+		return WMS_ERR_INVALID_ARG;
+	memset(&g, 0, sizeof(g));
+	memset(&k, 0, sizeof(k));
+	wms_error_clear(&err);
+	/* what wms_call checks first, said through the callback as it says it */
+	st = wms__generic_prepare(&g, a->client, opts, body, &reply, &err);
+	if (st != WMS_OK) {
+		cb(st, NULL, &err, payload);
+		return WMS_OK;
+	}
+	k.op = WMS__OP_COUNT;
+	k.g = &g;
+	return start(out, a, K_CALL, &k, &reply, (const void *)&cb, payload);
+}
+
+/* ---- the caller's loop ------------------------------------------------------- */
+
+wms_status wms_async_socket_action(wms_async *a, int fd, int events)
+{
+	if (!a)
+		return WMS_ERR_INVALID_ARG;
+	if (!a->engine)
+		return WMS_OK;
+	enter(a);
+	a->ops->socket(a->engine, fd, events);
+	if (!a->free_pending)
+		run_timers(a);
+	if (!leave(a))
+		return WMS_OK;
+	return a->loop_failed ? WMS_ERR_INTERNAL : WMS_OK;
+}
+
+wms_status wms_async_timeout(wms_async *a)
+{
+	if (!a)
+		return WMS_ERR_INVALID_ARG;
+	enter(a);
+	a->armed = 0;
+	run_timers(a);
+	if (!leave(a))
+		return WMS_OK;
+	return a->loop_failed ? WMS_ERR_INTERNAL : WMS_OK;
+}
+
+/* ---- libwms's own loop --------------------------------------------------------- */
+
+static int poll_wait_ms(wms_async *a, int timeout_ms)
+{
+	wms__timer *t = wms__heap_top(&a->timers);
+	uint64_t now, left;
+	if (!t)
+		return timeout_ms;
+	now = wms__now_ns();
+	if (t->due_ns <= now)
+		return 0;
+	left = (t->due_ns - now + 999999u) / 1000000u;
+	if (left > (uint64_t)INT32_MAX)
+		left = INT32_MAX;
+	return timeout_ms >= 0 && (uint64_t)timeout_ms < left ? timeout_ms : (int)left;
+}
+
+/* What poll() saw, in libcurl's terms (as curl.c's transfer loop reads it). */
+static int events_of(int what, short revents)
+{
+	int ev = 0;
+	if (what & WMS_POLL_IN) {
+		if (revents & (POLLIN | POLLERR | POLLHUP))
+			ev |= WMS_EV_IN;
+		if (revents & (POLLPRI | POLLNVAL))
+			ev |= WMS_EV_ERR;
+	}
+	if (what & WMS_POLL_OUT) {
+		if (revents & POLLOUT)
+			ev |= WMS_EV_OUT;
+		if (revents & (POLLERR | POLLHUP | POLLNVAL))
+			ev |= WMS_EV_ERR;
+	}
+	return ev;
+}
+
+wms_status wms_async_poll(wms_async *a, int timeout_ms)
+{
+	struct pollfd stack[64], *fds = stack;
+	int what_stack[64], *what = what_stack;
+	size_t i, n;
+	int r, ms;
+	wms_status st = WMS_OK;
+
+	if (!a || a->o.watch)
+		return WMS_ERR_INVALID_ARG;
+	enter(a);
+	n = a->pfd_count;
+	if (n > 64) {
+		fds = wms__malloc(n * sizeof(*fds));
+		what = wms__malloc(n * sizeof(*what));
+		if (!fds || !what) {
+			st = WMS_ERR_NOMEM;
+			goto done;
+		}
+	}
+	/* the watch list may change under the actions: a copy */
+	memcpy(fds, a->pfds, n * sizeof(*fds));
+	memcpy(what, a->pfd_what, n * sizeof(*what));
+	ms = poll_wait_ms(a, timeout_ms);
+	r = poll(fds, (nfds_t)n, ms);
+	if (r < 0 && errno != EINTR) {
+		st = WMS_ERR_INTERNAL;
+		goto done;
+	}
+	for (i = 0; r > 0 && i < n && !a->free_pending; i++) {
+		struct watch *w;
+		if (!fds[i].revents)
+			continue;
+		/* gone or changed since the copy: its own events decide next time */
+		w = watch_of(a, fds[i].fd, 0);
+		if (!w || !w->what)
+			continue;
+		a->ops->socket(a->engine, fds[i].fd, events_of(what[i], fds[i].revents));
+	}
+	if (!a->free_pending)
+		run_timers(a);
+done:
+	if (fds != stack)
+		wms__free(fds);
+	if (what != what_stack)
+		wms__free(what);
+	if (!leave(a))
+		return WMS_OK;
+	return st;
+}
+
+wms_status wms_async_run(wms_async *a, int timeout_ms)
+{
+	uint64_t end = timeout_ms >= 0 ? wms__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+	wms_status st;
+	if (!a || a->o.watch)
+		return WMS_ERR_INVALID_ARG;
+	while (a->in_flight) {
+		int left = -1;
+		if (timeout_ms >= 0) {
+			uint64_t now = wms__now_ns();
+			if (now >= end)
+				return WMS_ERR_TIMEOUT;
+			left = (int)((end - now + 999999u) / 1000000u);
+		}
+		if ((st = wms_async_poll(a, left)) != WMS_OK)
+			return st;
+	}
+	return WMS_OK;
+}
+
+/* ---- lifetime ------------------------------------------------------------------ */
+
+wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options *opts,
+			 wms_error *err)
+{
+	static const wms_async_options defaults = WMS_ASYNC_OPTIONS_INIT;
+	wms__engine_loop loop;
+	wms_async *a;
+	wms_status st;
+
+	wms_error_clear(err);
+	if (!out)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "out is NULL");
+	*out = NULL;
+	if (!c)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "client is NULL");
+	if (!opts)
+		opts = &defaults;
+	if (opts->version != WMS_ASYNC_OPTIONS_VERSION)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "async options version %u is not supported (this libwms knows %u)",
+				 opts->version, WMS_ASYNC_OPTIONS_VERSION);
+	if (!opts->watch != !opts->timer)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "watch and timer go together (both NULL: libwms's own loop)");
+	if (opts->max_in_flight > MAX_IN_FLIGHT || opts->max_connections > MAX_IN_FLIGHT)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "max_in_flight and max_connections must be at most %u (got %u, %u)",
+				 MAX_IN_FLIGHT, (unsigned)opts->max_in_flight,
+				 (unsigned)opts->max_connections);
+	a = wms__calloc(1, sizeof(*a));
+	if (!a)
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+	a->o = *opts;
+	if (!a->o.max_in_flight)
+		a->o.max_in_flight = DEFAULT_IN_FLIGHT;
+	a->client = c;
+	wms__timer_init(&a->engine_timer);
+	a->ops = wms__transport_engine(c->transport);
+	if (a->ops) {
+		loop.watch = engine_watch;
+		loop.timer = engine_timer;
+		loop.done = engine_done;
+		loop.ctx = a;
+		st = a->ops->create(c->transport, &loop, a->o.max_connections, &a->engine);
+		if (st != WMS_OK) {
+			wms__free(a);
+			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
+					 "cannot create the transport's event engine");
+		}
+	}
+	wms__client_async_add(c, a);
+	*out = a;
+	return WMS_OK;
+}
+
+/* Every call cancelled (their callbacks run), the engine gone: its sockets
+ * let go (watch callbacks with REMOVE), the client left. */
+static void detach(wms_async *a, const char *why)
+{
+	enter(a);
+	cancel_every(a, why);
+	a->depth--;
+	if (a->engine) {
+		a->ops->destroy(a->engine);
+		a->engine = NULL;
+	}
+	wms__heap_remove(&a->timers, &a->engine_timer);
+	update_timer(a);
+}
+
+void wms__async_client_gone(wms_async *a)
+{
+	detach(a, "cancelled: the client was freed");
+	a->client = NULL;
+}
+
+static void async_release(wms_async *a)
+{
+	struct wms_async_call *x;
+	while ((x = a->spares) != NULL) {
+		a->spares = x->next;
+		wms__free(x);
+	}
+	wms__heap_free(&a->timers);
+	wms__free(a->watches);
+	wms__free(a->pfds);
+	wms__free(a->pfd_what);
+	wms__free(a);
+}
+
+void wms_async_free(wms_async *a)
+{
+	if (!a)
+		return;
+	if (a->depth) {
+		/* from one of its callbacks: the outermost dispatch frees it */
+		if (!a->free_pending) {
+			a->free_pending = 1;
+			cancel_every(a, "cancelled: the async context was freed");
+		}
+		return;
+	}
+	async_destroy(a);
+}
+
+static void async_destroy(wms_async *a)
+{
+	if (a->client) {
+		wms__client_async_remove(a->client, a);
+		detach(a, "cancelled: the async context was freed");
+	}
+	async_release(a);
+}

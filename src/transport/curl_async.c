@@ -1,0 +1,324 @@
+/*
+ * libwms - the libcurl transport's engine (transport/engine.h): transfers
+ * run by one multi handle on the caller's event loop, through libcurl's
+ * multi-socket interface. The handles are set up exactly as a blocking
+ * send's (curl.c's prepare and finish); what differs is the loop: one
+ * multi for every transfer of the engine, so its connection cache is
+ * shared by them and capped by max_connections. Single-threaded: the
+ * engine's loop thread calls everything here.
+ */
+#include <string.h>
+#include <curl/curl.h>
+#include "internal.h"
+#include "transport/curl_int.h"
+#include "transport/engine.h"
+
+/* Idle handles kept for the next transfers: as many as were ever in
+ * flight at once, up to this (a handle is ~20 KiB with its buffer). */
+#define IDLE_MAX 4096u
+
+struct wms__xfer {
+	struct conn *k;
+	const wms_http_request *req;
+	wms_http_response *resp;
+	wms_error *err;
+	void *arg;
+	struct wms__xfer *next, *prev; /* running */
+};
+
+struct wms__engine {
+	struct curl_transport *t;
+	wms__engine_loop loop;
+	CURLM *m;
+	struct wms__xfer *running;
+	struct wms__xfer **idle; /* each with its conn, ready for reuse */
+	size_t idle_count, idle_cap;
+	/* the conn whose transfer owns each watched socket (stall guard) */
+	struct conn **by_fd;
+	size_t by_fd_cap;
+};
+
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct wms__engine *e = userp;
+	struct conn *k = NULL;
+	(void)socketp;
+	if (s >= 0) {
+		if ((size_t)s >= e->by_fd_cap) {
+			size_t cap = e->by_fd_cap ? e->by_fd_cap : 64;
+			struct conn **grown;
+			while (cap <= (size_t)s)
+				cap *= 2;
+			grown = wms__realloc(e->by_fd, cap * sizeof(*grown));
+			if (grown) { /* without it, only the stall guard sees less */
+				memset(grown + e->by_fd_cap, 0,
+				       (cap - e->by_fd_cap) * sizeof(*grown));
+				e->by_fd = grown;
+				e->by_fd_cap = cap;
+			}
+		}
+		if ((size_t)s < e->by_fd_cap) {
+			if (what != CURL_POLL_REMOVE && easy &&
+			    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&k) != CURLE_OK)
+				k = NULL;
+			e->by_fd[s] = what == CURL_POLL_REMOVE ? NULL : k;
+		}
+	}
+	return e->loop.watch(e->loop.ctx, (int)s, what);
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct wms__engine *e = userp;
+	(void)multi;
+	return e->loop.timer(e->loop.ctx, timeout_ms);
+}
+
+static wms_status engine_create(wms_transport *self, const wms__engine_loop *loop,
+				uint32_t max_connections, wms__engine **out)
+{
+	struct wms__engine *e = wms__calloc(1, sizeof(*e));
+	CURLM *m;
+	*out = NULL;
+	if (!e)
+		return WMS_ERR_NOMEM;
+	e->t = (struct curl_transport *)self;
+	e->loop = *loop;
+	m = curl_multi_init();
+	if (!m) {
+		wms__free(e);
+		return WMS_ERR_NOMEM;
+	}
+	e->m = m;
+	if (curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_socket) != CURLM_OK ||
+	    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, (void *)e) != CURLM_OK ||
+	    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_timer) != CURLM_OK ||
+	    curl_multi_setopt(m, CURLMOPT_TIMERDATA, (void *)e) != CURLM_OK ||
+	    /* HTTP/1.1 only (as the handles are set up): one call per
+	     * connection at a time, kept for the next */
+	    curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING) != CURLM_OK ||
+	    (max_connections &&
+	     (curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_connections) !=
+		      CURLM_OK ||
+	      curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)max_connections) != CURLM_OK))) {
+		curl_multi_cleanup(m);
+		wms__free(e);
+		return WMS_ERR_INTERNAL;
+	}
+	*out = e;
+	return WMS_OK;
+}
+
+static void xfer_free(struct wms__xfer *x)
+{
+	if (!x)
+		return;
+	wms__curl_conn_free(x->k);
+	wms__free(x);
+}
+
+static void engine_destroy(wms__engine *e)
+{
+	size_t i;
+	if (!e)
+		return;
+	/* the caller cancelled every transfer; any left go unreported */
+	while (e->running) {
+		struct wms__xfer *x = e->running;
+		e->running = x->next;
+		curl_multi_remove_handle(e->m, x->k->h);
+		x->k->xfer = NULL;
+		xfer_free(x);
+	}
+	/* handles out of the multi before it goes; its cache closes the
+	 * connections (REMOVE for each watched socket) */
+	curl_multi_cleanup(e->m);
+	for (i = 0; i < e->idle_count; i++)
+		xfer_free(e->idle[i]);
+	wms__free(e->idle);
+	wms__free(e->by_fd);
+	wms__free(e);
+}
+
+static struct wms__xfer *take(struct wms__engine *e)
+{
+	struct wms__xfer *x;
+	if (e->idle_count)
+		return e->idle[--e->idle_count];
+	x = wms__calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->k = wms__curl_conn_new(0);
+	if (!x->k) {
+		wms__free(x);
+		return NULL;
+	}
+	return x;
+}
+
+static void give(struct wms__engine *e, struct wms__xfer *x)
+{
+	x->req = NULL;
+	x->resp = NULL;
+	x->err = NULL;
+	x->arg = NULL;
+	x->k->c.resp = NULL;
+	if (!x->k->broken && e->idle_count < IDLE_MAX) {
+		if (e->idle_count == e->idle_cap) {
+			size_t cap = e->idle_cap ? e->idle_cap * 2 : 16;
+			struct wms__xfer **grown = wms__realloc(e->idle, cap * sizeof(*grown));
+			if (grown) {
+				e->idle = grown;
+				e->idle_cap = cap;
+			}
+		}
+		if (e->idle_count < e->idle_cap) {
+			e->idle[e->idle_count++] = x;
+			return;
+		}
+	}
+	xfer_free(x);
+}
+
+static void unlink_running(struct wms__engine *e, struct wms__xfer *x)
+{
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		e->running = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	x->next = x->prev = NULL;
+}
+
+static wms_status engine_start(wms__engine *e, const wms_http_request *req,
+			       wms_http_response *resp, wms_error *err, void *arg, wms__xfer **out)
+{
+	struct wms__xfer *x;
+	wms_status st;
+	CURLMcode mc;
+
+	*out = NULL;
+	if ((st = wms__curl_check_request(req, err)) != WMS_OK)
+		return st;
+	wms_http_response_clear(resp);
+	x = take(e);
+	if (!x)
+		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
+					  "cannot create a libcurl handle");
+	st = wms__curl_prepare(e->t, x->k, req, resp, err);
+	if (st != WMS_OK) {
+		give(e, x);
+		return st;
+	}
+	x->req = req;
+	x->resp = resp;
+	x->err = err;
+	x->arg = arg;
+	mc = curl_multi_add_handle(e->m, x->k->h);
+	if (mc != CURLM_OK) {
+		wms__curl_finish(x->k, req, CURLE_OK, resp, err);
+		x->k->broken = 1;
+		give(e, x);
+		return wms_transport_fail(err, mc == CURLM_OUT_OF_MEMORY ? WMS_ERR_NOMEM
+									 : WMS_ERR_INTERNAL,
+					  WMS_DELIVERY_NOT_SENT, "cannot start the transfer (%s)",
+					  curl_multi_strerror(mc));
+	}
+	x->k->xfer = x;
+	x->next = e->running;
+	x->prev = NULL;
+	if (e->running)
+		e->running->prev = x;
+	e->running = x;
+	*out = x;
+	return WMS_OK;
+}
+
+/* NOT_SENT only while nothing of the request can have left: before the
+ * transfer phase (name resolution, connect, TLS handshake) no request
+ * byte is written. */
+static wms_delivery delivery_so_far(CURL *h)
+{
+	curl_off_t pre = 0;
+	long head = 0;
+	if (curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &head) == CURLE_OK && head > 0)
+		return WMS_DELIVERY_UNKNOWN;
+	if (curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre) != CURLE_OK || pre > 0)
+		return WMS_DELIVERY_UNKNOWN;
+	return WMS_DELIVERY_NOT_SENT;
+}
+
+static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
+{
+	wms_delivery d = delivery_so_far(x->k->h);
+	x->k->xfer = NULL;
+	unlink_running(e, x);
+	/* removed mid-transfer, its connection is closed, never reused */
+	if (curl_multi_remove_handle(e->m, x->k->h) != CURLM_OK)
+		x->k->broken = 1;
+	wms__curl_finish(x->k, x->req, CURLE_OK, x->resp, x->err);
+	x->k->configured = 0;
+	give(e, x);
+	return d;
+}
+
+/* Every transfer libcurl says is done: finished, back to idle, reported. */
+static void drain(struct wms__engine *e)
+{
+	CURLMsg *msg;
+	int pending;
+	while ((msg = curl_multi_info_read(e->m, &pending)) != NULL) {
+		struct conn *k = NULL;
+		struct wms__xfer *x;
+		CURLcode rc;
+		void *arg;
+		wms_status st;
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		rc = msg->data.result;
+		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&k) != CURLE_OK ||
+		    !k)
+			continue;
+		x = k->xfer;
+		if (!x)
+			continue;
+		k->xfer = NULL;
+		k->c.transferred = 1;
+		unlink_running(e, x);
+		if (curl_multi_remove_handle(e->m, k->h) != CURLM_OK)
+			k->broken = 1;
+		st = wms__curl_finish(k, x->req, rc, x->resp, x->err);
+		arg = x->arg;
+		give(e, x);
+		/* the callback may start and cancel transfers: msg is not read
+		 * again, the next comes from a fresh info_read */
+		e->loop.done(e->loop.ctx, arg, st);
+	}
+}
+
+static void engine_socket(wms__engine *e, int fd, int events)
+{
+	int running = 0;
+	/* bytes in are movement for the stall guard, whole header lines or not */
+	if ((events & CURL_CSELECT_IN) && fd >= 0 && (size_t)fd < e->by_fd_cap && e->by_fd[fd])
+		e->by_fd[fd]->c.last_move_ns = wms__now_ns();
+	curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running);
+	drain(e);
+}
+
+static void engine_timeout(wms__engine *e)
+{
+	int running = 0;
+	curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
+	drain(e);
+}
+
+static const wms__engine_ops curl_engine = {
+	engine_create, engine_destroy, engine_start, engine_cancel, engine_socket, engine_timeout,
+};
+
+const wms__engine_ops *wms__curl_engine(void)
+{
+	return &curl_engine;
+}
