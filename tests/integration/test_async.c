@@ -130,6 +130,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fx *f = *state;
+	wms_sim_clear_faults(f->sim);
 	wms_async_free(f->a);
 	wms_client_free(f->c);
 	wms_sim_stop(f->sim);
@@ -261,7 +262,46 @@ static void bad_arguments_complete_at_once(void **state)
 	assert_int_equal(wms_sim_requests(f->sim, NULL), 0);
 }
 
+typedef struct copts {
+	uint32_t timeout_ms;
+	uint32_t attempts, backoff_ms;
+	uint32_t threshold, open_ms;
+	uint32_t bulkhead;
+} copts;
+
+static wms_client *client_with(const fx *f, const copts *o)
+{
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_client *c = NULL;
+	wms_error err;
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = o->timeout_ms ? o->timeout_ms : 2000u + it_slack_ms();
+	co.connect_timeout_ms = co.timeout_ms;
+	co.breaker_options.failure_threshold = o->threshold ? o->threshold : 1000u;
+	co.breaker_options.open_duration_ms = o->open_ms ? o->open_ms : 300u;
+	co.retry.max_attempts = o->attempts;
+	co.retry.initial_backoff_ms = o->backoff_ms;
+	co.retry.max_backoff_ms = o->backoff_ms;
+	co.retry.backoff_multiplier_pct = 100;
+	co.bulkhead.max_concurrent_calls = o->bulkhead;
+	if (wms_client_new(&c, &co, &err) != WMS_OK)
+		fail_msg("wms_client_new: %s", err.message);
+	return c;
+}
+
+/* Replace the fixture's client and context. */
+static void use_client(fx *f, const copts *o, const wms_async_options *ao)
+{
+	wms_error err;
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->c = client_with(f, o);
+	if (wms_async_new(&f->a, f->c, ao, &err) != WMS_OK)
+		fail_msg("wms_async_new: %s", err.message);
+}
+
 /* ---- many in flight -------------------------------------------------------- */
+
 
 #define MANY 1000
 
@@ -270,21 +310,26 @@ static void many_in_flight_from_one_thread(void **state)
 	fx *f = *state;
 	static seen s[MANY];
 	static it_order o[MANY];
-	size_t i, ok = 0;
+	size_t i, ok = 0, many = it_valgrind() ? 200 : MANY;
 	uint64_t conns;
+	copts co;
 
-	(void)state;
+	/* a thousand connections set up at once on a loaded machine: time */
+	memset(&co, 0, sizeof(co));
+	co.timeout_ms = 30000;
+	use_client(f, &co, NULL);
+
 	memset(s, 0, sizeof(s));
-	for (i = 0; i < MANY; i++) {
+	for (i = 0; i < many; i++) {
 		char id[32];
 		snprintf(id, sizeof(id), "M-%zu", i);
 		order_of(&o[i], id);
 		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
 				 WMS_OK);
 	}
-	assert_int_equal(wms_async_in_flight(f->a), MANY);
+	assert_int_equal(wms_async_in_flight(f->a), many);
 	assert_int_equal(wms_async_run(f->a, 60000), WMS_OK);
-	for (i = 0; i < MANY; i++) {
+	for (i = 0; i < many; i++) {
 		assert_int_equal(s[i].calls, 1);
 		if (s[i].st == WMS_OK)
 			ok++;
@@ -292,10 +337,10 @@ static void many_in_flight_from_one_thread(void **state)
 			fail_msg("call %zu: %s: %s", i, wms_status_name(s[i].st), s[i].err.message);
 		assert_string_equal(s[i].submit.order_id, o[i].id);
 	}
-	assert_int_equal(ok, MANY);
-	assert_int_equal(wms_sim_order_count(f->sim), MANY);
+	assert_int_equal(ok, many);
+	assert_int_equal(wms_sim_order_count(f->sim), many);
 	conns = wms_sim_connections(f->sim, NULL);
-	print_message("async: %d calls in flight from one thread, %llu connections\n", MANY,
+	print_message("async: %zu calls in flight from one thread, %llu connections\n", many,
 		      (unsigned long long)conns);
 	/* and again, on the connections kept */
 	memset(s, 0, sizeof(s));
@@ -308,8 +353,565 @@ static void many_in_flight_from_one_thread(void **state)
 		assert_int_equal(s[i].st, WMS_OK);
 		assert_true(s[i].submit.duplicate);
 	}
-	assert_int_equal(wms_sim_order_count(f->sim), MANY);
+	assert_int_equal(wms_sim_order_count(f->sim), many);
 	assert_true(wms_sim_connections(f->sim, NULL) == conns);
+}
+
+/* ---- the breaker, timeouts, retries ------------------------------------------ */
+
+/* An open breaker refuses before anything is made: the callback runs inside
+ * the start function, no handle, nothing sent, nothing in flight. */
+static void open_breaker_completes_at_once(void **state)
+{
+	fx *f = *state;
+	seen s;
+	it_order o;
+	wms_async_call *h = (wms_async_call *)&s;
+	int i;
+
+	order_of(&o, "B-1");
+	wms_breaker_force_open(wms_client_breaker(f->c));
+	for (i = 0; i < 2; i++) {
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(&h, f->a, &o.order, on_submit, &s), WMS_OK);
+		assert_null(h);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_ERR_CIRCUIT_OPEN);
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_true(s.reply_null);
+		assert_int_equal(wms_async_in_flight(f->a), 0);
+	}
+	wms_breaker_reset(wms_client_breaker(f->c));
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &o.order, on_submit, &s), WMS_OK);
+	assert_non_null(h);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(s.st, WMS_OK);
+	assert_int_equal(wms_sim_requests(f->sim, NULL), 1);
+}
+
+/* A WMS that never answers: the call ends at its deadline (a timer of the
+ * loop), UNKNOWN, and the next call on the context still works. */
+static void timeout_on_the_loop(void **state)
+{
+	fx *f = *state;
+	copts o;
+	seen s;
+	it_order ord;
+	double t0, took;
+
+	memset(&o, 0, sizeof(o));
+	o.timeout_ms = 300;
+	use_client(f, &o, NULL);
+	order_of(&ord, "T-1");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	t0 = it_now_ms();
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	took = it_now_ms() - t0;
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_TIMEOUT);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_true(took >= 290.0);
+	assert_true(took < 2000.0 + it_slack_ms());
+	wms_sim_clear_faults(f->sim);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(s.st, WMS_OK);
+}
+
+/* Retries: the pauses are timers, so while one call waits to try again
+ * the others on the thread go on. */
+static void retries_pause_on_timers(void **state)
+{
+	fx *f = *state;
+	copts o;
+	seen s, q;
+	it_order ord;
+
+	memset(&o, 0, sizeof(o));
+	o.attempts = 3;
+	o.backoff_ms = 150;
+	use_client(f, &o, NULL);
+	order_of(&ord, "R-1");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	memset(&q, 0, sizeof(q));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	/* the first attempt's 503, then the pause */
+	while (wms_sim_requests(f->sim, "SubmitOrder") < 1)
+		assert_int_equal(wms_async_poll(f->a, 100), WMS_OK);
+	assert_int_equal(wms_async_get_stock_level(NULL, f->a, (const char *const[]){ "SKU-1" }, 1,
+						   on_stock, &q),
+			 WMS_OK);
+	while (q.calls == 0)
+		assert_int_equal(wms_async_poll(f->a, 100), WMS_OK);
+	assert_int_equal(q.st, WMS_OK);
+	assert_int_equal(s.calls, 0); /* still pausing */
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_HTTP);
+	assert_int_equal(s.err.http_status, 503);
+	assert_int_equal(s.err.attempts, 3);
+	assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), 3);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* ---- cancellation ------------------------------------------------------------- */
+
+/* Before the loop ran: no connection yet, NOT_SENT; the sim never hears of it. */
+static void cancel_before_sending(void **state)
+{
+	fx *f = *state;
+	seen s;
+	it_order o;
+	wms_async_call *h = NULL;
+
+	order_of(&o, "C-1");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &o.order, on_submit, &s), WMS_OK);
+	assert_non_null(h);
+	assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.status, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_true(s.reply_null);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	assert_int_equal(wms_async_run(f->a, 1000), WMS_OK);
+	assert_int_equal(s.calls, 1);
+	it_sleep_ms(50);
+	assert_int_equal(wms_sim_requests(f->sim, NULL), 0);
+	/* the permit went back: the breaker counted nothing */
+	{
+		wms_breaker_snapshot snap;
+		wms_breaker_snapshot_get(&snap, wms_client_breaker(f->c));
+		assert_int_equal(snap.state, WMS_BREAKER_STATE_CLOSED);
+	}
+}
+
+/* Once the WMS has the request: UNKNOWN. */
+static void cancel_while_the_wms_has_it(void **state)
+{
+	fx *f = *state;
+	seen s;
+	it_order o;
+	wms_async_call *h = NULL;
+
+	order_of(&o, "C-2");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &o.order, on_submit, &s), WMS_OK);
+	while (wms_sim_requests(f->sim, "SubmitOrder") < 1)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	assert_int_equal(s.calls, 0);
+	assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(s.err.attempts, 1);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* Between attempts: the delivery of the attempts made, the attempts kept. */
+static void cancel_between_attempts(void **state)
+{
+	fx *f = *state;
+	copts o;
+	seen s;
+	it_order ord;
+	wms_async_call *h = NULL;
+
+	memset(&o, 0, sizeof(o));
+	o.attempts = 3;
+	o.backoff_ms = 1000;
+	use_client(f, &o, NULL);
+	order_of(&ord, "C-3");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &ord.order, on_submit, &s), WMS_OK);
+	while (wms_sim_requests(f->sim, "SubmitOrder") < 1)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	/* the 503 read, the pause begun */
+	assert_int_equal(wms_async_poll(f->a, 100), WMS_OK);
+	assert_int_equal(s.calls, 0);
+	assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_UNKNOWN); /* a 503 may have acted */
+	assert_int_equal(s.err.attempts, 1);
+	assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), 1);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* A half-open trial cancelled gives its permit back: the next call is the
+ * trial, not refused forever. */
+static void cancelled_trial_frees_the_probe(void **state)
+{
+	fx *f = *state;
+	copts o;
+	seen s;
+	it_order ord;
+	wms_async_call *h = NULL;
+	wms_breaker *b;
+
+	memset(&o, 0, sizeof(o));
+	o.threshold = 1;
+	o.open_ms = 100;
+	use_client(f, &o, NULL);
+	b = wms_client_breaker(f->c);
+	order_of(&ord, "C-4");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_OPEN);
+	wms_sim_clear_faults(f->sim);
+	it_sleep_ms(150);
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_non_null(h); /* the trial */
+	assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	wms_sim_clear_faults(f->sim);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_non_null(h);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(s.st, WMS_OK);
+	assert_int_equal(wms_breaker_state_get(b), WMS_BREAKER_STATE_CLOSED);
+}
+
+#define SOME 20
+
+static void cancel_all_and_free_with_calls_in_flight(void **state)
+{
+	fx *f = *state;
+	seen s[SOME];
+	it_order o[SOME];
+	size_t i;
+
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < SOME; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "F-%zu", i);
+		order_of(&o[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	}
+	while (wms_sim_requests(f->sim, "SubmitOrder") < SOME / 2)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	assert_int_equal(wms_async_cancel_all(f->a), SOME);
+	for (i = 0; i < SOME; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].st, WMS_ERR_CANCELLED);
+	}
+	assert_int_equal(wms_async_cancel_all(f->a), 0);
+	/* again, and this time the context goes with them */
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < SOME; i++)
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	wms_async_free(f->a);
+	f->a = NULL;
+	for (i = 0; i < SOME; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].st, WMS_ERR_CANCELLED);
+	}
+	wms_sim_clear_faults(f->sim);
+}
+
+/* The client freed first: its contexts' calls complete as cancelled, and a
+ * context left behind completes new calls at once the same way. */
+static void client_freed_with_calls_in_flight(void **state)
+{
+	fx *f = *state;
+	seen s[SOME], late;
+	it_order o[SOME];
+	size_t i;
+	wms_async_call *h = (wms_async_call *)&late;
+
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < SOME; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "G-%zu", i);
+		order_of(&o[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	}
+	while (wms_sim_requests(f->sim, "SubmitOrder") < 1)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	wms_client_free(f->c);
+	f->c = NULL;
+	for (i = 0; i < SOME; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].st, WMS_ERR_CANCELLED);
+	}
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	memset(&late, 0, sizeof(late));
+	assert_int_equal(wms_async_submit_order(&h, f->a, &o[0].order, on_submit, &late), WMS_OK);
+	assert_null(h);
+	assert_int_equal(late.calls, 1);
+	assert_int_equal(late.st, WMS_ERR_CANCELLED);
+	assert_int_equal(late.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(wms_async_run(f->a, 100), WMS_OK);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* ---- callbacks that start, cancel and free ---------------------------------------- */
+
+typedef struct chain {
+	fx *f;
+	it_order o;
+	int left, done;
+	wms_status last;
+	wms_async_call *victim;
+	seen victim_seen;
+	int free_at;
+} chain;
+
+static void chain_next(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
+{
+	chain *c = p;
+	(void)r;
+	(void)err;
+	c->done++;
+	c->last = st;
+	if (c->victim) {
+		/* cancel another call from a callback */
+		wms_async_cancel(c->f->a, c->victim);
+		c->victim = NULL;
+	}
+	if (c->free_at && c->done == c->free_at) {
+		wms_async_free(c->f->a); /* deferred to the end of the dispatch */
+		c->f->a = NULL;
+		return;
+	}
+	if (st == WMS_OK && --c->left > 0)
+		assert_int_equal(wms_async_submit_order(NULL, c->f->a, &c->o.order, chain_next, c),
+				 WMS_OK);
+}
+
+static void callbacks_start_and_cancel_calls(void **state)
+{
+	fx *f = *state;
+	chain c;
+	it_order v;
+
+	memset(&c, 0, sizeof(c));
+	c.f = f;
+	c.left = 50;
+	order_of(&c.o, "CH-1");
+	order_of(&v, "CH-V");
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_async_get_order_status(&c.victim, f->a, "CH-V", on_status,
+						    &c.victim_seen),
+			 WMS_OK);
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &c.o.order, chain_next, &c), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 20000), WMS_OK);
+	assert_int_equal(c.done, 50);
+	assert_int_equal(c.last, WMS_OK);
+	assert_int_equal(c.victim_seen.calls, 1);
+	assert_int_equal(c.victim_seen.st, WMS_ERR_CANCELLED);
+	wms_sim_clear_faults(f->sim);
+}
+
+static void callback_frees_its_context(void **state)
+{
+	fx *f = *state;
+	chain c;
+	seen others[SOME];
+	it_order o[SOME];
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	memset(others, 0, sizeof(others));
+	c.f = f;
+	c.left = 10;
+	c.free_at = 3;
+	order_of(&c.o, "FR-1");
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	for (i = 0; i < SOME; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "FR-X%zu", i);
+		order_of(&o[i], id);
+		assert_int_equal(wms_async_get_order_status(NULL, f->a, o[i].id, on_status,
+							    &others[i]),
+				 WMS_OK);
+	}
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &c.o.order, chain_next, &c), WMS_OK);
+	{
+		wms_async *a = f->a;
+		while (f->a)
+			assert_int_equal(wms_async_poll(a, 100), WMS_OK);
+	}
+	assert_int_equal(c.done, 3);
+	for (i = 0; i < SOME; i++) {
+		assert_int_equal(others[i].calls, 1);
+		assert_int_equal(others[i].st, WMS_ERR_CANCELLED);
+	}
+	wms_sim_clear_faults(f->sim);
+}
+
+/* ---- the bounds ---------------------------------------------------------------- */
+
+static void max_in_flight_on_both_sides(void **state)
+{
+	fx *f = *state;
+	copts o;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	seen s[7];
+	it_order ord[7];
+	size_t i;
+	int round;
+
+	memset(&o, 0, sizeof(o));
+	ao.max_in_flight = 5;
+	use_client(f, &o, &ao);
+	for (i = 0; i < 7; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "L-%zu", i);
+		order_of(&ord[i], id);
+	}
+	for (round = 0; round < 2; round++) {
+		memset(s, 0, sizeof(s));
+		for (i = 0; i < 5; i++)
+			assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit,
+								&s[i]),
+					 WMS_OK);
+		for (i = 5; i < 7; i++) {
+			assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit,
+								&s[i]),
+					 WMS_OK);
+			assert_int_equal(s[i].calls, 1);
+			assert_int_equal(s[i].st, WMS_ERR_BULKHEAD_FULL);
+			assert_int_equal(s[i].err.delivery, WMS_DELIVERY_NOT_SENT);
+		}
+		assert_int_equal(wms_async_in_flight(f->a), 5);
+		assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+		for (i = 0; i < 5; i++) {
+			assert_int_equal(s[i].calls, 1);
+			assert_int_equal(s[i].st, WMS_OK);
+		}
+	}
+	assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), 10);
+}
+
+/* The client's bulkhead counts the async calls with the blocking ones. */
+static void client_bulkhead_caps_async_calls(void **state)
+{
+	fx *f = *state;
+	copts o;
+	seen s[4];
+	it_order ord[4];
+	size_t i;
+
+	memset(&o, 0, sizeof(o));
+	o.bulkhead = 3;
+	use_client(f, &o, NULL);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < 4; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "K-%zu", i);
+		order_of(&ord[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	}
+	assert_int_equal(s[3].calls, 1);
+	assert_int_equal(s[3].st, WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(wms_async_in_flight(f->a), 3);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(s[i].st, WMS_OK);
+	{
+		wms_bulkhead_snapshot b;
+		assert_int_equal(wms_client_bulkhead_get(&b, f->c, "SubmitOrder"), WMS_OK);
+		assert_int_equal(b.in_flight, 0);
+		assert_int_equal(b.rejected, 1);
+	}
+}
+
+#define CONN_CALLS 40
+
+static void max_connections_caps_and_reuses(void **state)
+{
+	fx *f = *state;
+	copts o;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	static seen s[CONN_CALLS];
+	static it_order ord[CONN_CALLS];
+	size_t i;
+	uint64_t before;
+
+	memset(&o, 0, sizeof(o));
+	ao.max_connections = 4;
+	use_client(f, &o, &ao);
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, 20),
+			 WMS_SIM_OK);
+	before = wms_sim_connections(f->sim, NULL);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < CONN_CALLS; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "N-%zu", i);
+		order_of(&ord[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	}
+	assert_int_equal(wms_async_run(f->a, 20000), WMS_OK);
+	for (i = 0; i < CONN_CALLS; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].st, WMS_OK);
+	}
+	assert_true(wms_sim_connections(f->sim, NULL) - before <= 4);
+	assert_true(wms_sim_connections(f->sim, NULL) - before >= 1);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* Options are checked; a bound past the most is refused. */
+static void options_checked(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *a = (wms_async *)f;
+	wms_error err;
+
+	ao.max_in_flight = 65536;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	wms_async_free(a);
+	ao.max_in_flight = 65537;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_ERR_INVALID_ARG);
+	assert_null(a);
+	ao.max_in_flight = 0;
+	ao.max_connections = 65537;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_ERR_INVALID_ARG);
+	ao.max_connections = 0;
+	ao.version = 99;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_options_init(&ao, 99), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_options_init(&ao, WMS_ASYNC_OPTIONS_VERSION), WMS_OK);
+	assert_int_equal(wms_async_new(&a, NULL, &ao, &err), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_new(NULL, f->c, &ao, &err), WMS_ERR_INVALID_ARG);
+	/* own loop functions on a context with a loop of the caller's */
+	assert_int_equal(wms_async_poll(NULL, 0), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_cancel(f->a, NULL), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_cancel_all(NULL), 0);
+	assert_int_equal(wms_async_in_flight(NULL), 0);
+	wms_async_free(NULL);
 }
 
 int main(void)
@@ -319,6 +921,22 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fault_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_arguments_complete_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(many_in_flight_from_one_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(open_breaker_completes_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(timeout_on_the_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(retries_pause_on_timers, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_before_sending, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_while_the_wms_has_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_between_attempts, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancelled_trial_frees_the_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_all_and_free_with_calls_in_flight, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(client_freed_with_calls_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(callbacks_start_and_cancel_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(callback_frees_its_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(options_checked, setup, teardown),
 	};
 	raise_fd_limit();
 	return cmocka_run_group_tests_name("async calls against wms-sim", tests, NULL, NULL);
