@@ -952,8 +952,10 @@ wms_status wms_async_poll(wms_async *a, int timeout_ms)
 		}
 	}
 	/* the watch list may change under the actions: a copy */
-	memcpy(fds, a->pfds, n * sizeof(*fds));
-	memcpy(what, a->pfd_what, n * sizeof(*what));
+	if (n) {
+		memcpy(fds, a->pfds, n * sizeof(*fds));
+		memcpy(what, a->pfd_what, n * sizeof(*what));
+	}
 	ms = poll_wait_ms(a, timeout_ms);
 	r = poll(fds, (nfds_t)n, ms);
 	if (r < 0 && errno != EINTR) {
