@@ -204,17 +204,17 @@ static int own_watch(wms_async *a, int fd, struct watch *w, int what)
 	return 0;
 }
 
-static int engine_watch(void *ctx, int fd, int what)
+static wms_status engine_watch(void *ctx, int fd, int what)
 {
 	wms_async *a = ctx;
 	struct watch *w = watch_of(a, fd, what != WMS_POLL_REMOVE);
 	int rc;
 	if (!w)
-		return what == WMS_POLL_REMOVE ? 0 : -1;
+		return what == WMS_POLL_REMOVE ? WMS_OK : WMS_ERR_NOMEM;
 	if (!a->o.watch)
-		return own_watch(a, fd, w, what);
+		return own_watch(a, fd, w, what) == 0 ? WMS_OK : WMS_ERR_NOMEM;
 	if (what == WMS_POLL_REMOVE && !w->what)
-		return 0;
+		return WMS_OK;
 	rc = a->o.watch(a, fd, what, a->o.loop_payload, &w->sockp);
 	if (rc != 0)
 		a->loop_failed = 1;
@@ -224,18 +224,20 @@ static int engine_watch(void *ctx, int fd, int what)
 	} else {
 		w->what = what;
 	}
-	return rc;
+	return rc == 0 ? WMS_OK : WMS_ERR_INTERNAL;
 }
 
-static int engine_timer(void *ctx, long timeout_ms)
+static wms_status engine_timer(void *ctx, long timeout_ms)
 {
 	wms_async *a = ctx;
 	if (timeout_ms < 0) {
 		wms__heap_remove(&a->timers, &a->engine_timer);
-		return 0;
+		return WMS_OK;
 	}
 	return wms__heap_set(&a->timers, &a->engine_timer,
-			     wms__now_ns() + (uint64_t)timeout_ms * 1000000u);
+			     wms__now_ns() + (uint64_t)timeout_ms * 1000000u) == 0
+		       ? WMS_OK
+		       : WMS_ERR_NOMEM;
 }
 
 /* Tell the caller's loop when the earliest timer is due (if it moved). */
@@ -430,7 +432,7 @@ static void call_timer(struct wms_async_call *x)
 		x->xfer = NULL;
 		wms_transport_fail(&x->err, WMS_ERR_TIMEOUT, d,
 				   "no reply within %u ms (timeout_ms)%s", (unsigned)x->at.timeout_ms,
-				   d == WMS_DELIVERY_NOT_SENT ? ", no connection free in time" : "");
+				   d == WMS_DELIVERY_NOT_SENT ? ", nothing sent" : "");
 		x->err.cause = WMS_CAUSE_TIMEOUT;
 		(void)attempt_done(x, WMS_ERR_TIMEOUT);
 		return;

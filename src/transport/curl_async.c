@@ -36,7 +36,19 @@ struct wms__engine {
 	/* the conn whose transfer owns each watched socket (stall guard) */
 	struct conn **by_fd;
 	size_t by_fd_cap;
+	/* why the loop's watch or timer refused, for the transfers it fails */
+	wms_status loop_failed;
 };
+
+/* A loop callback's status, as libcurl wants it (-1 fails the multi call). */
+static int note(struct wms__engine *e, wms_status st)
+{
+	if (st == WMS_OK)
+		return 0;
+	if (e->loop_failed == WMS_OK)
+		e->loop_failed = st;
+	return -1;
+}
 
 static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
@@ -64,14 +76,14 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 			e->by_fd[s] = what == CURL_POLL_REMOVE ? NULL : k;
 		}
 	}
-	return e->loop.watch(e->loop.ctx, (int)s, what);
+	return note(e, e->loop.watch(e->loop.ctx, (int)s, what));
 }
 
 static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 {
 	struct wms__engine *e = userp;
 	(void)multi;
-	return e->loop.timer(e->loop.ctx, timeout_ms);
+	return note(e, e->loop.timer(e->loop.ctx, timeout_ms));
 }
 
 static wms_status engine_create(wms_transport *self, const wms__engine_loop *loop,
@@ -297,21 +309,55 @@ static void drain(struct wms__engine *e)
 	}
 }
 
+/* A multi call failed (no memory, or a socket that could not be watched):
+ * libcurl may have left any running transfer half-done, with no timer to
+ * finish it. Each is ended now, as the blocking loop ends its one
+ * transfer, and its handle is not reused. */
+static void fail_running(struct wms__engine *e, CURLMcode mc)
+{
+	wms_status st = mc == CURLM_OUT_OF_MEMORY ? WMS_ERR_NOMEM
+			: e->loop_failed	  ? e->loop_failed
+						  : WMS_ERR_INTERNAL;
+	e->loop_failed = WMS_OK;
+	while (e->running) {
+		struct wms__xfer *x = e->running;
+		wms_delivery d = delivery_so_far(x->k->h);
+		wms_error *err = x->err;
+		void *arg = x->arg;
+		x->k->xfer = NULL;
+		unlink_running(e, x);
+		curl_multi_remove_handle(e->m, x->k->h);
+		wms__curl_finish(x->k, x->req, CURLE_OK, x->resp, err);
+		x->k->broken = 1;
+		give(e, x);
+		wms_transport_fail(err, st, d, "%s (%s)",
+				   st == WMS_ERR_NOMEM ? "out of memory in the transfer loop"
+						       : "the event loop refused to watch a socket",
+				   curl_multi_strerror(mc));
+		e->loop.done(e->loop.ctx, arg, st);
+	}
+}
+
 static void engine_socket(wms__engine *e, int fd, int events)
 {
 	int running = 0;
+	CURLMcode mc;
 	/* bytes in are movement for the stall guard, whole header lines or not */
 	if ((events & CURL_CSELECT_IN) && fd >= 0 && (size_t)fd < e->by_fd_cap && e->by_fd[fd])
 		e->by_fd[fd]->c.last_move_ns = wms__now_ns();
-	curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running);
+	mc = curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running);
 	drain(e);
+	if (mc != CURLM_OK)
+		fail_running(e, mc);
 }
 
 static void engine_timeout(wms__engine *e)
 {
 	int running = 0;
-	curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
+	CURLMcode mc = curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
 	drain(e);
+	if (mc != CURLM_OK)
+		fail_running(e, mc);
 }
 
 static const wms__engine_ops curl_engine = {

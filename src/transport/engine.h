@@ -11,12 +11,13 @@ typedef struct wms__engine wms__engine;
 typedef struct wms__xfer wms__xfer;
 
 /* What an engine asks of its loop. watch/timer as wms_async_options'
- * (WMS_POLL_*; *sockp: the loop's slot for fd). done: a transfer ended
+ * (WMS_POLL_*), returning WMS_OK, or NOMEM or INTERNAL (the caller's
+ * callback failed) for the transfers on it to end with. done: a transfer ended
  * with `st` (as send() returns it; err and resp filled as send fills them);
  * the xfer is gone when done is called. */
 typedef struct wms__engine_loop {
-	int (*watch)(void *ctx, int fd, int what);
-	int (*timer)(void *ctx, long timeout_ms);
+	wms_status (*watch)(void *ctx, int fd, int what);
+	wms_status (*timer)(void *ctx, long timeout_ms);
 	void (*done)(void *ctx, void *arg, wms_status st);
 	void *ctx;
 } wms__engine_loop;

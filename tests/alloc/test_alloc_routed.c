@@ -89,7 +89,7 @@ static const char fault_unknown_sku[] =
 	"</SOAP-ENV:Body>\n"
 	"</SOAP-ENV:Envelope>\n";
 
-typedef enum call_kind { SUBMIT, STOCK, SUBMIT_FAULT, GENERIC } call_kind;
+typedef enum call_kind { SUBMIT, STOCK, SUBMIT_FAULT, GENERIC, ASYNC } call_kind;
 
 typedef struct scenario {
 	const char *name;
@@ -124,6 +124,68 @@ static wms_status submit(wms_client *client, wms_error *err)
 		assert_string_equal(err->wms_code, "UNKNOWN_SKU");
 		assert_int_equal(err->delivery, WMS_DELIVERY_ANSWERED);
 	}
+	return st;
+}
+
+/* An asynchronous call's outcome. */
+typedef struct async_seen {
+	int calls;
+	wms_status st;
+	wms_error err;
+	wms_submit_reply reply;
+} async_seen;
+
+static void async_done(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
+{
+	async_seen *s = p;
+	s->calls++;
+	s->st = st;
+	s->err = *err;
+	if (r)
+		s->reply = *r;
+}
+
+/* SubmitOrder through the asynchronous API (own loop): one call, then the
+ * same order again over the kept connection, then the context freed. */
+static wms_status submit_async(wms_client *client, wms_error *err)
+{
+	static const wms_order_line lines[] = { { "SKU-123", 2 }, { "SKU-456", 1 } };
+	wms_order order = WMS_ORDER_INIT;
+	wms_async *a = NULL;
+	async_seen s;
+	wms_status st;
+	int i;
+
+	order.order_id = "ORD-2024-0001";
+	order.ship_to = (wms_address){ "Ada Lovelace", "12 Analytical Way", NULL, "London", NULL,
+				       "N1 9GU", "GB" };
+	order.lines = lines;
+	order.line_count = 2;
+	st = wms_async_new(&a, client, NULL, err);
+	if (st != WMS_OK) {
+		assert_null(a);
+		return st;
+	}
+	for (i = 0; i < 2; i++) {
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &s), WMS_OK);
+		st = wms_async_run(a, 20000);
+		if (st != WMS_OK) {
+			/* the loop itself failed (NOMEM): the call is cancelled */
+			wms_async_free(a);
+			assert_int_equal(s.calls, 1);
+			wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "the loop failed");
+			return st;
+		}
+		assert_int_equal(s.calls, 1);
+		*err = s.err;
+		st = s.st;
+		if (st != WMS_OK)
+			break;
+		assert_string_equal(s.reply.wms_reference, "WMS:778899");
+		assert_string_equal(s.reply.order_id, "ORD-2024-0001");
+	}
+	wms_async_free(a);
 	return st;
 }
 
@@ -198,6 +260,8 @@ static wms_status run_once(const scenario *sc, const char *url, wms_error *err)
 			check_stock_tree(doc);
 			wms__xml_doc_free(doc);
 		}
+	} else if (sc->kind == ASYNC) {
+		st = submit_async(client, err);
 	} else if (sc->kind == STOCK) {
 		st = wms_get_stock_level(&stock, client, skus, 2, err);
 		if (st == WMS_OK) {
@@ -239,7 +303,7 @@ static int libcurl_misreport(wms_status st, const wms_error *err)
 
 /* ---- the loop ---------------------------------------------------------- */
 
-#define STATUS_SLOTS (WMS_ERR_BULKHEAD_FULL + 1)
+#define STATUS_SLOTS (WMS_ERR_CANCELLED + 1)
 #define RESTART_EVERY 100 /* the loopback server joins its threads on stop */
 #define MAX_RUNS 200000
 #define MISSES_TO_STOP 5 /* runs in a row that did not reach the N-th allocation */
@@ -397,6 +461,15 @@ static void test_generic_call(void **state)
 	total_runs += every_n(&generic_sc, 0);
 }
 
+static const scenario async_sc = { "wms_async_submit_order", ASYNC, 200, submit_ok, WMS_OK };
+
+static void test_async_submit(void **state)
+{
+	(void)state;
+	total_runs += every_n(&async_sc, 0);
+	total_runs += every_n(&async_sc, 1);
+}
+
 static void test_soap_fault(void **state)
 {
 	(void)state;
@@ -462,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_get_stock_level),
 		cmocka_unit_test(test_soap_fault),
 		cmocka_unit_test(test_generic_call),
+		cmocka_unit_test(test_async_submit),
 		cmocka_unit_test(test_not_vacuous),
 	};
 
