@@ -88,6 +88,7 @@ struct wms_async {
 	wms__engine *engine;
 	wms__heap timers;
 	wms__timer engine_timer; /* libcurl's one timer */
+	int engine_timer_moved;  /* libcurl set or cleared it since we looked */
 	uint64_t armed_ns;       /* what the caller's timer is set to; 0: none */
 	int armed;
 	struct watch *watches; /* by fd */
@@ -230,6 +231,7 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 static wms_status engine_timer(void *ctx, long timeout_ms)
 {
 	wms_async *a = ctx;
+	a->engine_timer_moved = 1;
 	if (timeout_ms < 0) {
 		wms__heap_remove(&a->timers, &a->engine_timer);
 		return WMS_OK;
@@ -351,6 +353,9 @@ static void complete(struct wms_async_call *x, wms_status st)
 	wms__heap_remove(&a->timers, &x->timer);
 	unlink_call(a, x);
 	wms__call_end(a->client, &x->k, &x->at, st);
+	/* completed: its handle names no context (a cancel of it from its own
+	 * callback is INVALID_ARG, not a second completion) */
+	x->a = NULL;
 	deliver(x->kind, &x->cb, x->payload, st, out, &x->err);
 	call_release(a, x);
 }
@@ -459,10 +464,18 @@ static void run_timers(wms_async *a)
 	wms__timer *t;
 	while (!a->free_pending && (t = wms__heap_top(&a->timers)) != NULL && t->due_ns <= now) {
 		wms__heap_remove(&a->timers, t);
-		if (t == &a->engine_timer)
+		if (t == &a->engine_timer) {
+			a->engine_timer_moved = 0;
 			a->ops->timeout(a->engine);
-		else
+			/* Not yet due by libcurl's clock (it counts in whole ms),
+			 * so it acted on nothing and, its deadline unchanged,
+			 * set no new timer: look again in a millisecond rather
+			 * than lose it (as curl.c's blocking loop does). */
+			if (!a->engine_timer_moved && a->engine && !a->free_pending)
+				wms__heap_set(&a->timers, &a->engine_timer, now + 1000000u);
+		} else {
 			call_timer(CALL_OF_TIMER(t));
+		}
 	}
 }
 

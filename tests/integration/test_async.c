@@ -789,6 +789,41 @@ static void callback_frees_its_context(void **state)
 	wms_sim_clear_faults(f->sim);
 }
 
+typedef struct selfc {
+	wms_async *a;
+	wms_async_call *h;
+	int calls;
+	wms_status cancel_rc;
+} selfc;
+
+static void cancel_self(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
+{
+	selfc *s = p;
+	(void)st;
+	(void)r;
+	(void)err;
+	s->calls++;
+	/* completed already: no second completion */
+	s->cancel_rc = wms_async_cancel(s->a, s->h);
+}
+
+static void callback_cancels_itself(void **state)
+{
+	fx *f = *state;
+	selfc sc;
+	it_order o;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.a = f->a;
+	order_of(&o, "SELF-1");
+	assert_int_equal(wms_async_submit_order(&sc.h, f->a, &o.order, cancel_self, &sc), WMS_OK);
+	assert_non_null(sc.h);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(sc.calls, 1);
+	assert_int_equal(sc.cancel_rc, WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+}
+
 /* ---- the bounds ---------------------------------------------------------------- */
 
 static void max_in_flight_on_both_sides(void **state)
@@ -954,6 +989,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(client_freed_with_calls_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(callbacks_start_and_cancel_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(callback_frees_its_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(callback_cancels_itself, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
