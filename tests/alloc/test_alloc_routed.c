@@ -470,6 +470,84 @@ static void test_async_submit(void **state)
 	total_runs += every_n(&async_sc, 1);
 }
 
+/* Memory per asynchronous call in flight, everything counted (libwms,
+ * libcurl, libxml2): N calls sent to a server that never answers, the live
+ * bytes over the idle context's, divided by N; bounded, and all of it
+ * back once they are cancelled and the context freed. A call refused by an
+ * open breaker allocates nothing. */
+#define MEM_CALLS 200
+#define MEM_PER_CALL_MAX (64 * 1024)
+
+static void test_async_memory_per_call(void **state)
+{
+	static const wms_order_line lines[] = { { "SKU-123", 2 }, { "SKU-456", 1 } };
+	static async_seen seen[MEM_CALLS];
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_order order = WMS_ORDER_INIT;
+	lb_script script;
+	lb_server *srv;
+	wms_client *client = NULL;
+	wms_async *a = NULL;
+	wms_error err;
+	long base, base_bytes, idle_bytes, busy_bytes, calls;
+	double t0;
+	size_t i;
+	(void)state;
+
+	memset(&script, 0, sizeof(script));
+	script.after = LB_HOLD; /* no response: read, answer nothing */
+	srv = lb_start(&script);
+	assert_non_null(srv);
+	order.order_id = "ORD-MEM-1";
+	order.ship_to = (wms_address){ "Ada Lovelace", "12 Analytical Way", NULL, "London", NULL,
+				       "N1 9GU", "GB" };
+	order.lines = lines;
+	order.line_count = 2;
+	arm(0, 0);
+	base = live_now();
+	base_bytes = atomic_load(&cnt.live_bytes);
+	o.endpoint = lb_url(srv);
+	o.timeout_ms = 60000;
+	o.stall_timeout_ms = 60000;
+	assert_int_equal(wms_client_new(&client, &o, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&a, client, NULL, &err), WMS_OK);
+	idle_bytes = atomic_load(&cnt.live_bytes);
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < MEM_CALLS; i++)
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &seen[i]),
+				 WMS_OK);
+	t0 = now_s();
+	while (lb_requests(srv) < MEM_CALLS && now_s() - t0 < 30.0)
+		assert_int_equal(wms_async_poll(a, 50), WMS_OK);
+	assert_int_equal(lb_requests(srv), MEM_CALLS);
+	busy_bytes = atomic_load(&cnt.live_bytes);
+	printf("# async: %d calls in flight hold %ld bytes (%ld per call: libwms, libcurl and "
+	       "libxml2 together); the idle context and client %ld\n",
+	       MEM_CALLS, busy_bytes - idle_bytes, (busy_bytes - idle_bytes) / MEM_CALLS,
+	       idle_bytes - base_bytes);
+	assert_true((busy_bytes - idle_bytes) / MEM_CALLS <= MEM_PER_CALL_MAX);
+	assert_int_equal(wms_async_cancel_all(a), MEM_CALLS);
+	for (i = 0; i < MEM_CALLS; i++) {
+		assert_int_equal(seen[i].calls, 1);
+		assert_int_equal(seen[i].st, WMS_ERR_CANCELLED);
+		assert_int_equal(seen[i].err.delivery, WMS_DELIVERY_UNKNOWN);
+	}
+	/* refused at once by an open breaker: not one allocation */
+	wms_breaker_force_open(wms_client_breaker(client));
+	calls = atomic_load(&cnt.calls);
+	for (i = 0; i < 1000; i++) {
+		memset(&seen[0], 0, sizeof(seen[0]));
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &seen[0]),
+				 WMS_OK);
+		assert_int_equal(seen[0].st, WMS_ERR_CIRCUIT_OPEN);
+	}
+	assert_int_equal(atomic_load(&cnt.calls), calls);
+	wms_async_free(a);
+	wms_client_free(client);
+	assert_int_equal(live_now(), base);
+	lb_stop(srv);
+}
+
 static void test_soap_fault(void **state)
 {
 	(void)state;
@@ -536,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_soap_fault),
 		cmocka_unit_test(test_generic_call),
 		cmocka_unit_test(test_async_submit),
+		cmocka_unit_test(test_async_memory_per_call),
 		cmocka_unit_test(test_not_vacuous),
 	};
 

@@ -71,6 +71,7 @@ static void *ca_malloc(size_t n, void *payload)
 		h->h.magic = MAGIC_LIVE;
 		h->h.size = n;
 		p = h + 1;
+		atomic_fetch_add(&a->live_bytes, (long)n);
 	}
 	if (p)
 		atomic_fetch_add(&a->live, 1);
@@ -89,10 +90,14 @@ static void *ca_realloc(void *p, size_t n, void *payload)
 	if (fails(a) || n > SIZE_MAX - sizeof(hdr))
 		return NULL;
 	h->h.magic = MAGIC_DEAD;
-	g = realloc(h, sizeof(hdr) + n);
-	if (!g) {
-		h->h.magic = MAGIC_LIVE;
-		return NULL;
+	{
+		size_t was = h->h.size;
+		g = realloc(h, sizeof(hdr) + n);
+		if (!g) {
+			h->h.magic = MAGIC_LIVE;
+			return NULL;
+		}
+		atomic_fetch_add(&a->live_bytes, (long)n - (long)was);
 	}
 	g->h.magic = MAGIC_LIVE;
 	g->h.size = n;
@@ -107,6 +112,7 @@ static void ca_free(void *p, void *payload)
 	atomic_fetch_sub(&a->live, 1);
 	if (a->headers) {
 		hdr *h = header_of(p);
+		atomic_fetch_sub(&a->live_bytes, (long)h->h.size);
 		h->h.magic = MAGIC_DEAD;
 		free(h);
 		return;

@@ -20,6 +20,7 @@ typedef struct count_alloc {
 	atomic_int sticky;   /* fail every counted one from fail_at on */
 	atomic_long failed;  /* events failed so far */
 	atomic_long live;    /* blocks handed out and not yet freed */
+	atomic_long live_bytes; /* their sizes (with headers only) */
 	/* Blocks carry a header, checked when they come back: a block that
 	 * did not come from this allocator, or comes back twice, aborts.
 	 * Only for an allocator installed before anything was allocated (as
