@@ -491,9 +491,13 @@ static void test_async_memory_per_call(void **state)
 	wms_error err;
 	long base, base_bytes, idle_bytes, busy_bytes, calls;
 	double t0;
-	size_t i;
+	size_t i, n = MEM_CALLS;
+	const char *vg = getenv("WMS_UNDER_VALGRIND");
 	(void)state;
 
+	/* under valgrind every server thread crawls: fewer, longer */
+	if (vg && *vg && strcmp(vg, "0") != 0)
+		n = 50;
 	memset(&script, 0, sizeof(script));
 	script.after = LB_HOLD; /* no response: read, answer nothing */
 	srv = lb_start(&script);
@@ -507,27 +511,27 @@ static void test_async_memory_per_call(void **state)
 	base = live_now();
 	base_bytes = atomic_load(&cnt.live_bytes);
 	o.endpoint = lb_url(srv);
-	o.timeout_ms = 60000;
-	o.stall_timeout_ms = 60000;
+	o.timeout_ms = 120000;
+	o.stall_timeout_ms = 120000;
 	assert_int_equal(wms_client_new(&client, &o, &err), WMS_OK);
 	assert_int_equal(wms_async_new(&a, client, NULL, &err), WMS_OK);
 	idle_bytes = atomic_load(&cnt.live_bytes);
 	memset(seen, 0, sizeof(seen));
-	for (i = 0; i < MEM_CALLS; i++)
+	for (i = 0; i < n; i++)
 		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &seen[i]),
 				 WMS_OK);
 	t0 = now_s();
-	while (lb_requests(srv) < MEM_CALLS && now_s() - t0 < 30.0)
+	while (lb_requests(srv) < n && now_s() - t0 < 50.0)
 		assert_int_equal(wms_async_poll(a, 50), WMS_OK);
-	assert_int_equal(lb_requests(srv), MEM_CALLS);
+	assert_int_equal(lb_requests(srv), n);
 	busy_bytes = atomic_load(&cnt.live_bytes);
-	printf("# async: %d calls in flight hold %ld bytes (%ld per call: libwms, libcurl and "
+	printf("# async: %zu calls in flight hold %ld bytes (%ld per call: libwms, libcurl and "
 	       "libxml2 together); the idle context and client %ld\n",
-	       MEM_CALLS, busy_bytes - idle_bytes, (busy_bytes - idle_bytes) / MEM_CALLS,
+	       n, busy_bytes - idle_bytes, (busy_bytes - idle_bytes) / (long)n,
 	       idle_bytes - base_bytes);
-	assert_true((busy_bytes - idle_bytes) / MEM_CALLS <= MEM_PER_CALL_MAX);
-	assert_int_equal(wms_async_cancel_all(a), MEM_CALLS);
-	for (i = 0; i < MEM_CALLS; i++) {
+	assert_true((busy_bytes - idle_bytes) / (long)n <= MEM_PER_CALL_MAX);
+	assert_int_equal(wms_async_cancel_all(a), n);
+	for (i = 0; i < n; i++) {
 		assert_int_equal(seen[i].calls, 1);
 		assert_int_equal(seen[i].st, WMS_ERR_CANCELLED);
 		assert_int_equal(seen[i].err.delivery, WMS_DELIVERY_UNKNOWN);
