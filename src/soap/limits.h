@@ -65,10 +65,12 @@ enum {
  * instructions are skipped; the scan stops at a DOCTYPE (libxml2 reads
  * nothing past one: the parsers refuse it). On XML that is not well-formed
  * it may count more than libxml2 would, never less: the parsers stop
- * libxml2 at its first fatal error, and up to that point the two read the
- * same markup. A comment holding "--" (not well-formed) is reported as
- * malformed: libxml2's tree parser copies the comment read so far for each
- * one, a cost quadratic in the comment. `deadline_ns` (wms__now_ns() time, 0: none) is looked at
+ * libxml2 at its first fatal error (the reply parser's push parser stops
+ * there and is fed no more; the tree parser, soap/tree.c, ends the parse
+ * from its error handler and gives libxml2 no more input), and up to that
+ * point the two read the same markup. A comment holding "--" (not
+ * well-formed) is reported as malformed: libxml2's tree parser copies the
+ * comment read so far for each one, a cost quadratic in the comment. `deadline_ns` (wms__now_ns() time, 0: none) is looked at
  * every WMS__XML_SCAN_CLOCK_BYTES. Returns a WMS__XML_SCAN_* value.
  */
 int wms__xml_scan_limits(wms__xml_scan *out, const char *buf, size_t len, uint64_t deadline_ns);

@@ -190,7 +190,8 @@ wms_status wms__xml_check_limits(struct wms__xml_scan *out, const char *buf, siz
  * substitution, no DTD loading and no DOCTYPE at all, within the
  * structural limits of soap/limits.h (checked before libxml2 reads a
  * byte); `encoding` NULL: as the document says. NULL with `why` set on
- * failure. The tree's names live in the document's dictionary. */
+ * failure: the parse stops at libxml2's first fatal error, which `why`
+ * names. The tree's names live in the document's dictionary. */
 struct _xmlDoc *wms__xml_safe_parse(const char *buf, size_t len, const char *url,
 				    const char *encoding, char *why, size_t why_size);
 
@@ -234,5 +235,10 @@ typedef struct wms__xml_quiet {
 
 void wms__xml_quiet_begin(wms__xml_quiet *q);
 void wms__xml_quiet_end(wms__xml_quiet *q);
+/* Count an error as if it had reached the handler _begin installed: for a
+ * parser context's own structured handler, which takes the context's
+ * errors before the thread's handler would (soap/tree.c). */
+struct _xmlError;
+void wms__xml_quiet_note(wms__xml_quiet *q, const struct _xmlError *error);
 
 #endif

@@ -77,6 +77,11 @@ static void quiet_structured(void *ctx, xmlErrorPtr error)
 		q->first_code = error->code;
 }
 
+void wms__xml_quiet_note(wms__xml_quiet *q, const struct _xmlError *error)
+{
+	quiet_structured(q, (xmlErrorPtr)error);
+}
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
