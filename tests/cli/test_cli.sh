@@ -61,13 +61,17 @@ run() {
 	fi
 }
 
-# expect out|err EXTENDED_REGEX DESCRIPTION
+# expect out|err [--] EXTENDED_REGEX DESCRIPTION (-- before a regex that
+# starts with -)
 expect() {
-	if grep -Eq -- "$2" "$tmp/$1"; then
-		ok "$3"
+	where=$1
+	shift
+	[ "$1" = -- ] && shift
+	if grep -Eq -- "$1" "$tmp/$where"; then
+		ok "$2"
 	else
-		not_ok "$3" "std$1 does not match /$2/:"
-		sed 's/^/#   | /' "$tmp/$1" | head -n 10
+		not_ok "$2" "std$where does not match /$1/:"
+		sed 's/^/#   | /' "$tmp/$where" | head -n 10
 	fi
 }
 
