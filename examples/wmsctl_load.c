@@ -210,6 +210,13 @@ static void print_summary(const load_run *run, uint64_t end_ns, wms_breaker *bre
 	fputs("}}\n", stdout);
 }
 
+/* Call `seq`'s order id, PREFIX-SEQ, into id (WMS_ID_MAX + 1 bytes). */
+static void order_id(char *id, const ctl_config *cfg, const char *prefix, uint32_t seq)
+{
+	snprintf(id, WMS_ID_MAX + 1, "%s-%" PRIu32, cfg->order_prefix ? cfg->order_prefix : prefix,
+		 seq);
+}
+
 /* One blocking call at a time, each started when it is due (or at once
  * when the one before ended late). */
 static void run_blocking(load_run *run, const ctl_config *cfg, wms_client *client,
@@ -230,8 +237,7 @@ static void run_blocking(load_run *run, const ctl_config *cfg, wms_client *clien
 			if (stop_requested)
 				break;
 		}
-		snprintf(id, WMS_ID_MAX + 1, "%s-%" PRIu32,
-			 cfg->order_prefix ? cfg->order_prefix : prefix, seq);
+		order_id(id, cfg, prefix, seq);
 		st = wms_submit_order(NULL, client, order, &err);
 		end = mono_ns();
 		record_call(run, seq, start, end, st, &err);
@@ -354,8 +360,7 @@ static int run_concurrent(load_run *run, const ctl_config *cfg, wms_client *clie
 			slot *sl = fl.free;
 			fl.free = sl->next_free;
 			sl->seq = seq;
-			snprintf(id, WMS_ID_MAX + 1, "%s-%" PRIu32,
-				 cfg->order_prefix ? cfg->order_prefix : prefix, seq);
+			order_id(id, cfg, prefix, seq);
 			sl->start_ns = mono_ns();
 			/* the order is copied: id is free for the next one on return */
 			st = wms_async_submit_order(NULL, async, order, on_done, sl);
