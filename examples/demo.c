@@ -19,6 +19,9 @@
  *            [--no-compare] [--endpoint URL]
  *   wms-demo --replicas N ...   the fleet demo (wms-demo-fleet): N replica
  *            processes, per-process breakers and then one shared through Redis
+ *   wms-demo --scenario slow-wms [--rate N] [--short]   a WMS slowing down
+ *            under ~200 orders/s from one thread (wms-demo-slow: the
+ *            asynchronous API, the bulkhead, the breaker's slow-call rule)
  * A replica of the fleet demo runs with --endpoint URL --replica ID
  * [--shared-redis URL]: its orders are R<ID>-ORD-nnnn, its breaker shared
  * when a Redis URL is given, and it ends with one "replica ..." line.
@@ -577,10 +580,31 @@ static int usage(void)
 		"                [--outage hang|refuse|http-503|server-fault|reply-lost|garbage]\n"
 		"                [--tick-ms N] [--ticks N] [--no-compare] [--endpoint URL]\n"
 		"       wms-demo --replicas N   (the fleet demo: N processes, one shared breaker)\n"
-		"scenarios (seed 002's presets):\n");
+		"       wms-demo --scenario slow-wms [--rate N] [--short]\n"
+		"scenarios (the first five are seed 002's presets):\n");
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		fprintf(stderr, "  %-14s %s\n", scenarios[i].name, scenarios[i].what);
+	fprintf(stderr, "  %-14s %s\n", "slow-wms",
+		"replies slow from 5 ms to 2 s and back under ~200 orders/s from ONE thread\n"
+		"                 (the asynchronous API; the bulkhead and the slow-call rule act)");
 	return 2;
+}
+
+/* Run a demo program of its own, next to this one, with the same
+ * arguments (the fleet demo, the slow-WMS one). Returns only on failure. */
+static int exec_sibling(const char *name, char **argv)
+{
+	char self[4096], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 32);
+	if (n <= 0)
+		return usage();
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	strcpy(slash ? slash + 1 : self, name);
+	argv[0] = self;
+	execv(self, argv);
+	fprintf(stderr, "wms-demo: cannot run %s: %s\n", self, strerror(errno));
+	return 1;
 }
 
 static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -608,7 +632,10 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.lock, NULL);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--scenario") && v) {
+		if (!strcmp(a, "--scenario") && v && !strcmp(v, "slow-wms")) {
+			/* one thread, asynchronous calls: a program of its own */
+			return exec_sibling("wms-demo-slow", argv);
+		} else if (!strcmp(a, "--scenario") && v) {
 			for (k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); k++)
 				if (!strcmp(scenarios[k].name, v))
 					break;
@@ -649,17 +676,7 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--replicas")) {
 			/* the fleet demo is a program of its own, next to this one */
-			char self[4096], *slash;
-			ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 32);
-			if (n <= 0)
-				return usage();
-			self[n] = '\0';
-			slash = strrchr(self, '/');
-			strcpy(slash ? slash + 1 : self, "wms-demo-fleet");
-			argv[0] = self;
-			execv(self, argv);
-			fprintf(stderr, "wms-demo: cannot run %s: %s\n", self, strerror(errno));
-			return 1;
+			return exec_sibling("wms-demo-fleet", argv);
 		} else {
 			return usage();
 		}

@@ -53,6 +53,8 @@ typedef struct ctl_config {
 	const char *call_log;
 	const char *order_prefix;
 	const char *health_listen; /* --health-listen ADDR:PORT: serve /health, /metrics */
+	uint32_t concurrency;      /* --concurrency N: up to N calls in flight from one
+				      thread (wms/async.h); 0: one blocking call at a time */
 	/* health */
 	int probe;
 	int prometheus;

@@ -2,13 +2,18 @@
  * wmsctl load: a measured series of SubmitOrder calls through one client,
  * so one breaker sees them all, as a service's would. Every call becomes a
  * JSON line; the breaker's transitions come from its on_state_change hook.
+ * One call at a time (blocking calls), or with --concurrency N up to N in
+ * flight at once, all from this one thread (wms/async.h on libwms's own
+ * poll loop): the same schedule, lines and summary either way.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "wmsctl.h"
@@ -29,6 +34,12 @@ typedef struct load_run {
 	uint64_t by_status[STATUS_SLOTS];
 	uint64_t calls, ok, failed, rejected;
 	uint64_t waiting_ns;
+	wms_breaker *breaker; /* read after each call for its line */
+	FILE *call_log;       /* --call-log, or NULL */
+	/* --concurrency (0: one blocking call at a time) */
+	uint32_t concurrency;
+	size_t max_in_flight; /* the most calls in flight at once */
+	long threads;         /* the most threads the process had when looked at; -1: unknown */
 } load_run;
 
 static volatile sig_atomic_t stop_requested;
@@ -120,6 +131,38 @@ static void print_call(uint32_t seq, uint64_t t_ms, wms_status st, const wms_err
 	fflush(stdout); /* one line per call, as it happens: `| tail -f`, `| jq` */
 }
 
+/* One call that has ended, however it was made: counted, printed as its
+ * JSON line, written to the call log. */
+static void record_call(load_run *run, uint32_t seq, uint64_t start, uint64_t end, wms_status st,
+			const wms_error *err)
+{
+	const char *outcome;
+
+	run->calls++;
+	run->by_status[(unsigned)st < STATUS_SLOTS - 1 ? (unsigned)st : STATUS_SLOTS - 1]++;
+	if (st == WMS_OK)
+		run->ok++;
+	else if (st == WMS_ERR_CIRCUIT_OPEN)
+		run->rejected++;
+	else
+		run->failed++;
+	print_call(seq, ms_since(start, run->t0_ns), st, err, wms_breaker_state_get(run->breaker),
+		   (double)(end - start) / 1e6);
+	outcome = ctl_breaker_outcome(st, err);
+	if (run->call_log && outcome)
+		fprintf(run->call_log, "%" PRIu64 ",%s,%.2f\n", ms_since(start, run->t0_ns), outcome,
+			(double)(end - start) / 1e6);
+}
+
+/* When call `seq` is due on the fixed schedule (saturating). */
+static uint64_t due_ns(const load_run *run, uint32_t seq, uint32_t interval_ms)
+{
+	uint64_t offset_ms = (uint64_t)(seq - 1) * interval_ms;
+
+	return offset_ms > (UINT64_MAX - run->t0_ns) / 1000000u ? UINT64_MAX
+								 : run->t0_ns + offset_ms * 1000000u;
+}
+
 static void print_summary(const load_run *run, uint64_t end_ns, wms_breaker *breaker)
 {
 	wms_breaker_snapshot snap;
@@ -148,6 +191,14 @@ static void print_summary(const load_run *run, uint64_t end_ns, wms_breaker *bre
 	}
 	printf("],\"wall_ms\":%" PRIu64 ",\"time_waiting_ms\":%" PRIu64,
 	       ms_since(end_ns, run->t0_ns), run->waiting_ns / 1000000u);
+	if (run->concurrency) {
+		printf(",\"concurrency\":%" PRIu32 ",\"max_in_flight\":%zu,\"threads\":",
+		       run->concurrency, run->max_in_flight);
+		if (run->threads > 0)
+			printf("%ld", run->threads);
+		else
+			fputs("null", stdout);
+	}
 	if (run->lost_tr)
 		printf(",\"transitions_lost\":%zu", run->lost_tr);
 	/* a shared breaker (the SLA file's circuit_breaker.shared): its store at the end */
@@ -157,6 +208,202 @@ static void print_summary(const load_run *run, uint64_t end_ns, wms_breaker *bre
 	if (stop_requested)
 		fputs(",\"interrupted\":true", stdout);
 	fputs("}}\n", stdout);
+}
+
+/* Call `seq`'s order id, PREFIX-SEQ, into id (WMS_ID_MAX + 1 bytes). */
+static void order_id(char *id, const ctl_config *cfg, const char *prefix, uint32_t seq)
+{
+	snprintf(id, WMS_ID_MAX + 1, "%s-%" PRIu32, cfg->order_prefix ? cfg->order_prefix : prefix,
+		 seq);
+}
+
+/* One blocking call at a time, each started when it is due (or at once
+ * when the one before ended late). */
+static void run_blocking(load_run *run, const ctl_config *cfg, wms_client *client,
+			 const wms_order *order, char *id, const char *prefix)
+{
+	run->t0_ns = mono_ns();
+	for (uint32_t seq = 1; seq <= cfg->count && !stop_requested; seq++) {
+		uint64_t target = due_ns(run, seq, cfg->interval_ms);
+		uint64_t start = mono_ns(), end;
+		wms_error err;
+		wms_status st;
+
+		if (target > start) {
+			sleep_until(target);
+			end = mono_ns();
+			run->waiting_ns += end - start;
+			start = end;
+			if (stop_requested)
+				break;
+		}
+		order_id(id, cfg, prefix, seq);
+		st = wms_submit_order(NULL, client, order, &err);
+		end = mono_ns();
+		record_call(run, seq, start, end, st, &err);
+	}
+}
+
+/* ---- --concurrency: many calls in flight from this one thread ------------ */
+
+struct flight;
+
+/* One call in flight: what its line needs when it completes. */
+typedef struct slot {
+	struct flight *fl;
+	uint32_t seq;
+	uint64_t start_ns;
+	struct slot *next_free;
+} slot;
+
+typedef struct flight {
+	load_run *run;
+	slot *slots; /* --concurrency of them */
+	slot *free;  /* those not in flight */
+} flight;
+
+/* The process's threads now (/proc/self/status), -1 if it cannot tell. */
+static long threads_now(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Threads:", 8) == 0) {
+			n = strtol(line + 8, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return n;
+}
+
+static void note_threads(load_run *run)
+{
+	long n = threads_now();
+
+	if (n > run->threads)
+		run->threads = n;
+}
+
+/* A socket per call in flight: let the process open that many, if it may. */
+static void raise_fd_limit(uint32_t calls)
+{
+	struct rlimit r;
+	rlim_t want = (rlim_t)calls + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= want)
+		return;
+	r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < want ? r.rlim_max : want;
+	setrlimit(RLIMIT_NOFILE, &r);
+}
+
+/* The completion callback (on this thread, from inside libwms's loop, or
+ * from wms_async_submit_order itself for a call refused at once). */
+static void on_done(wms_status st, const wms_submit_reply *reply, const wms_error *err,
+		    void *payload)
+{
+	slot *sl = payload;
+
+	(void)reply;
+	record_call(sl->fl->run, sl->seq, sl->start_ns, mono_ns(), st, err);
+	sl->next_free = sl->fl->free;
+	sl->fl->free = sl;
+}
+
+/* The schedule of the blocking path, with up to cfg->concurrency calls in
+ * flight: a call starts when it is due and a slot is free. Returns an exit
+ * code; every call started has completed (or was cancelled) on return. */
+static int run_concurrent(load_run *run, const ctl_config *cfg, wms_client *client,
+			  wms_order *order, char *id, const char *prefix)
+{
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *async = NULL;
+	flight fl;
+	uint64_t looked = 0;
+	uint32_t seq = 1;
+	wms_error err;
+	wms_status st;
+	int rc = CTL_EXIT_OK;
+
+	fl.slots = calloc(cfg->concurrency, sizeof(*fl.slots));
+	if (!fl.slots) {
+		fputs("wmsctl: load: out of memory\n", stderr);
+		return CTL_EXIT_INTERNAL;
+	}
+	fl.run = run;
+	fl.free = NULL;
+	for (uint32_t i = cfg->concurrency; i-- > 0;) {
+		fl.slots[i].fl = &fl;
+		fl.slots[i].next_free = fl.free;
+		fl.free = &fl.slots[i];
+	}
+	raise_fd_limit(cfg->concurrency);
+	ao.max_in_flight = cfg->concurrency; /* never reached past: a call starts in a free slot */
+	st = wms_async_new(&async, client, &ao, &err);
+	if (st != WMS_OK) {
+		ctl_print_error(cfg->command, st, &err);
+		free(fl.slots);
+		return CTL_EXIT_INTERNAL;
+	}
+	run->threads = threads_now();
+	run->t0_ns = mono_ns();
+	while (!stop_requested) {
+		uint64_t now = mono_ns(), target = 0, before;
+		int timeout_ms = -1;
+
+		/* start every call that is due and has a slot */
+		while (seq <= cfg->count && fl.free && !stop_requested &&
+		       (target = due_ns(run, seq, cfg->interval_ms)) <= now) {
+			slot *sl = fl.free;
+			fl.free = sl->next_free;
+			sl->seq = seq;
+			order_id(id, cfg, prefix, seq);
+			sl->start_ns = mono_ns();
+			/* the order is copied: id is free for the next one on return */
+			st = wms_async_submit_order(NULL, async, order, on_done, sl);
+			if (st != WMS_OK) { /* only for a NULL context or callback */
+				fprintf(stderr, "wmsctl: load: cannot start a call: %s\n",
+					wms_strerror(st));
+				rc = CTL_EXIT_INTERNAL;
+				goto out;
+			}
+			seq++;
+			if (wms_async_in_flight(async) > run->max_in_flight)
+				run->max_in_flight = wms_async_in_flight(async);
+			now = mono_ns();
+		}
+		if (now - looked >= 20000000u) { /* every 20 ms or so */
+			note_threads(run);
+			looked = now;
+		}
+		if ((seq > cfg->count && !wms_async_in_flight(async)) || stop_requested)
+			break;
+		/* a free slot and a call to come: the schedule holds it back */
+		if (seq <= cfg->count && fl.free) {
+			uint64_t left = (target - now + 999999u) / 1000000u;
+			timeout_ms = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		before = mono_ns();
+		st = wms_async_poll(async, timeout_ms); /* a signal ends the wait */
+		if (timeout_ms >= 0)
+			run->waiting_ns += mono_ns() - before;
+		if (st != WMS_OK) {
+			fprintf(stderr, "wmsctl: load: the event loop failed: %s\n", wms_strerror(st));
+			rc = CTL_EXIT_INTERNAL;
+			goto out;
+		}
+	}
+out:
+	/* Ctrl-C, SIGTERM or a failure: the calls still in flight end now,
+	 * CANCELLED (their lines say whether the WMS may have them) */
+	wms_async_cancel_all(async);
+	note_threads(run);
+	wms_async_free(async);
+	free(fl.slots);
+	return rc;
 }
 
 /* --health-listen: served from before the first call until after the summary,
@@ -205,6 +452,7 @@ int ctl_run_load(const ctl_config *cfg)
 			goto done;
 		}
 	}
+	run.call_log = call_log;
 	bo.name = "wmsctl-load"; /* the SLA file's name, if it has one, wins */
 	bo.callbacks.on_state_change = on_state_change;
 	bo.callbacks.payload = &run;
@@ -212,6 +460,7 @@ int ctl_run_load(const ctl_config *cfg)
 	if (rc != CTL_EXIT_OK)
 		goto done;
 	breaker = wms_client_breaker(client);
+	run.breaker = breaker;
 
 	if (cfg->sku_count) {
 		lines = calloc(cfg->sku_count, sizeof(*lines));
@@ -242,44 +491,13 @@ int ctl_run_load(const ctl_config *cfg)
 	catch_signal(SIGINT, &sa);
 	catch_signal(SIGTERM, &sa);
 
-	run.t0_ns = mono_ns();
-	for (uint32_t seq = 1; seq <= cfg->count && !stop_requested; seq++) {
-		uint64_t offset_ms = (uint64_t)(seq - 1) * cfg->interval_ms;
-		uint64_t target = offset_ms > (UINT64_MAX - run.t0_ns) / 1000000u
-					  ? UINT64_MAX
-					  : run.t0_ns + offset_ms * 1000000u;
-		uint64_t start = mono_ns(), end;
-		const char *outcome;
-		wms_error err;
-		wms_status st;
-
-		if (target > start) {
-			sleep_until(target);
-			end = mono_ns();
-			run.waiting_ns += end - start;
-			start = end;
-			if (stop_requested)
-				break;
-		}
-		snprintf(id, sizeof(id), "%s-%" PRIu32,
-			 cfg->order_prefix ? cfg->order_prefix : prefix, seq);
-		st = wms_submit_order(NULL, client, &order, &err);
-		end = mono_ns();
-
-		run.calls++;
-		run.by_status[(unsigned)st < STATUS_SLOTS - 1 ? (unsigned)st : STATUS_SLOTS - 1]++;
-		if (st == WMS_OK)
-			run.ok++;
-		else if (st == WMS_ERR_CIRCUIT_OPEN)
-			run.rejected++;
-		else
-			run.failed++;
-		print_call(seq, ms_since(start, run.t0_ns), st, &err, wms_breaker_state_get(breaker),
-			   (double)(end - start) / 1e6);
-		outcome = ctl_breaker_outcome(st, &err);
-		if (call_log && outcome)
-			fprintf(call_log, "%" PRIu64 ",%s,%.2f\n", ms_since(start, run.t0_ns), outcome,
-				(double)(end - start) / 1e6);
+	if (cfg->concurrency) {
+		run.concurrency = cfg->concurrency;
+		rc = run_concurrent(&run, cfg, client, &order, id, prefix);
+		if (rc != CTL_EXIT_OK)
+			goto done;
+	} else {
+		run_blocking(&run, cfg, client, &order, id, prefix);
 	}
 	print_summary(&run, mono_ns(), breaker);
 	if (run.lost_tr)

@@ -5,6 +5,13 @@ summary object, all consistent with each other (and with --call-log).
 usage: check_load.py OUTPUT [--statuses OK*3,CIRCUIT_OPEN*2] [--transition CLOSED>OPEN]
                             [--has-transition OPEN>HALF_OPEN ...]
                             [--call-log FILE --outcomes ok*3] [--min-t-ms SEQ:MS]
+                            [--concurrency N [--max-in-flight M] [--threads T]
+                             [--max-wall-ms MS]]
+With --concurrency (load --concurrency N) the lines come in completion
+order: their seqs must be 1..calls once each (in order when N is 1),
+--statuses is compared as counts, and the summary must say N, the most
+calls in flight at once (at most N; exactly M with --max-in-flight) and the
+threads (exactly T with --threads).
 Exits 1 with one line saying what is wrong.
 """
 import argparse
@@ -19,7 +26,7 @@ SUMMARY_KEYS = {"calls", "ok", "failed", "rejected", "by_status", "transitions",
                 "time_waiting_ms"}
 STATUSES = {"OK", "INVALID_ARG", "NOMEM", "CIRCUIT_OPEN", "CONNECT", "TIMEOUT", "TRANSPORT",
             "HTTP", "SOAP_FAULT", "NOT_XML", "TRUNCATED", "UNEXPECTED_REPLY", "TOO_LARGE",
-            "UNSAFE_XML", "TLS", "FIXTURE", "CONFIG", "INTERNAL"}
+            "UNSAFE_XML", "TLS", "FIXTURE", "CONFIG", "INTERNAL", "BULKHEAD_FULL", "CANCELLED"}
 DELIVERIES = {"NOT_SENT", "UNKNOWN", "ANSWERED"}
 STATES = {"CLOSED", "OPEN", "HALF_OPEN", "DISABLED", "FORCED_OPEN"}
 
@@ -51,7 +58,12 @@ def main():
     ap.add_argument("--call-log")
     ap.add_argument("--outcomes")
     ap.add_argument("--min-t-ms", action="append", default=[])
+    ap.add_argument("--concurrency", type=int)
+    ap.add_argument("--max-in-flight", type=int)
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--max-wall-ms", type=int)
     a = ap.parse_args()
+    concurrent = a.concurrency is not None
 
     with open(a.output, encoding="utf-8") as f:
         lines = f.read().splitlines()
@@ -66,9 +78,10 @@ def main():
         keys = list(obj)
         if keys[:len(CALL_KEYS)] != CALL_KEYS or not set(keys[len(CALL_KEYS):]) <= CALL_OPTIONAL:
             fail("line %d: keys %s" % (i, keys))
-        if obj["seq"] != i or not is_int(obj["t_ms"]) or obj["t_ms"] < 0:
+        if not is_int(obj["seq"]) or (obj["seq"] != i and (not concurrent or a.concurrency == 1)) \
+           or not is_int(obj["t_ms"]) or obj["t_ms"] < 0:
             fail("line %d: seq/t_ms wrong: %s" % (i, text))
-        if calls and obj["t_ms"] < calls[-1]["t_ms"]:
+        if not concurrent and calls and obj["t_ms"] < calls[-1]["t_ms"]:
             fail("line %d: t_ms goes back" % i)
         if obj["status"] not in STATUSES or obj["delivery"] not in DELIVERIES or \
            obj["breaker"] not in STATES:
@@ -83,6 +96,15 @@ def main():
         if obj["status"] != "OK" and "message" not in obj:
             fail("line %d: a failed call has no message" % i)
         calls.append(obj)
+    if concurrent:
+        # completion order: every call started (seq 1..n) has its one line,
+        # and they started in seq order
+        calls.sort(key=lambda c: c["seq"])
+        if [c["seq"] for c in calls] != list(range(1, len(calls) + 1)):
+            fail("seqs are not 1..%d once each: %s" % (len(calls), [c["seq"] for c in calls]))
+        for prev, c in zip(calls, calls[1:]):
+            if c["t_ms"] < prev["t_ms"]:
+                fail("call %d started before call %d" % (c["seq"], prev["seq"]))
 
     try:
         summary = json.loads(lines[-1])["summary"]
@@ -102,6 +124,23 @@ def main():
         if set(t) != {"t_ms", "from", "to", "reason"} or t["from"] not in STATES or \
            t["to"] not in STATES or not isinstance(t["reason"], str) or not t["reason"]:
             fail("bad transition %s" % t)
+    if concurrent:
+        if summary.get("concurrency") != a.concurrency:
+            fail("summary concurrency %s, expected %d" % (summary.get("concurrency"),
+                                                          a.concurrency))
+        mif, threads = summary.get("max_in_flight"), summary.get("threads")
+        if not is_int(mif) or not 1 <= mif <= a.concurrency:
+            fail("max_in_flight %s is not 1..%d" % (mif, a.concurrency))
+        if a.max_in_flight is not None and mif != a.max_in_flight:
+            fail("max_in_flight %d, expected %d" % (mif, a.max_in_flight))
+        if not is_int(threads) or threads < 1:
+            fail("threads %s is not a count" % threads)
+        if a.threads is not None and threads != a.threads:
+            fail("threads %d, expected %d" % (threads, a.threads))
+        if a.max_wall_ms is not None and summary["wall_ms"] > a.max_wall_ms:
+            fail("wall_ms %d, expected at most %d" % (summary["wall_ms"], a.max_wall_ms))
+    elif {"concurrency", "max_in_flight", "threads"} & set(summary):
+        fail("a run without --concurrency has concurrency fields: %s" % summary)
     if not is_int(summary["wall_ms"]) or summary["wall_ms"] < calls[-1]["t_ms"] or \
        not is_int(summary["time_waiting_ms"]) or \
        summary["time_waiting_ms"] > summary["wall_ms"] + 1:
@@ -111,7 +150,10 @@ def main():
     if first_open is not None and not any(t["to"] == "OPEN" for t in summary["transitions"]):
         fail("calls report an OPEN breaker but no transition to OPEN was listed")
 
-    if a.statuses and statuses != expand(a.statuses):
+    if a.statuses and concurrent:
+        if count != collections.Counter(expand(a.statuses)):
+            fail("statuses %s, expected %s" % (dict(count), a.statuses))
+    elif a.statuses and statuses != expand(a.statuses):
         fail("statuses %s, expected %s" % (statuses, expand(a.statuses)))
     if a.transition:
         frm, to = a.transition.split(">")
@@ -127,6 +169,8 @@ def main():
         if calls[seq - 1]["t_ms"] < ms:
             fail("call %d started at %d ms, scheduled at %d" % (seq, calls[seq - 1]["t_ms"], ms))
 
+    if a.call_log and concurrent:
+        fail("load --concurrency writes no call log")
     if a.call_log:
         with open(a.call_log, encoding="utf-8") as f:
             log = f.read().splitlines()
@@ -141,7 +185,10 @@ def main():
             outcomes.append(m.group(2))
         if a.outcomes and outcomes != expand(a.outcomes):
             fail("call log outcomes %s, expected %s" % (outcomes, expand(a.outcomes)))
-    print("check_load: %d calls, summary consistent" % len(calls))
+    print("check_load: %d calls, summary consistent%s" % (
+        len(calls), ", %d at most in flight, %d thread(s)" % (summary["max_in_flight"],
+                                                              summary["threads"])
+        if concurrent else ""))
 
 
 if __name__ == "__main__":

@@ -61,13 +61,17 @@ run() {
 	fi
 }
 
-# expect out|err EXTENDED_REGEX DESCRIPTION
+# expect out|err [--] EXTENDED_REGEX DESCRIPTION (-- before a regex that
+# starts with -)
 expect() {
-	if grep -Eq -- "$2" "$tmp/$1"; then
-		ok "$3"
+	where=$1
+	shift
+	[ "$1" = -- ] && shift
+	if grep -Eq -- "$1" "$tmp/$where"; then
+		ok "$2"
 	else
-		not_ok "$3" "std$1 does not match /$2/:"
-		sed 's/^/#   | /' "$tmp/$1" | head -n 10
+		not_ok "$2" "std$where does not match /$1/:"
+		sed 's/^/#   | /' "$tmp/$where" | head -n 10
 	fi
 }
 
@@ -248,6 +252,29 @@ usage)
 		--interval-ms 0 --call-log "$tmp/none/log"
 	run "load --order-id (not a load option)" 2 load --endpoint $E --count 1 --interval-ms 0 \
 		--order-id A
+	# --concurrency N: 1-65536, checked before anything is sent
+	for c in 0 65537 -1 abc 1.5 " 4" ""; do
+		run "load --concurrency '$c' refused" 2 load --endpoint $E --count 1 \
+			--interval-ms 0 --concurrency "$c"
+		expect_empty out
+	done
+	expect err "^wmsctl: load: --concurrency '': must be a whole number 1-65536\$" \
+		"explains the range"
+	expect err '^usage: wmsctl load .*\[--concurrency C\]' "prints load's usage"
+	run "load --concurrency given twice" 2 load --endpoint $E --count 1 --interval-ms 0 \
+		--concurrency 2 --concurrency 3
+	run "load --concurrency with --call-log" 2 load --endpoint $E --count 1 \
+		--interval-ms 0 --concurrency 2 --call-log "$tmp/log"
+	expect err '^wmsctl: load: --call-log records calls made one after another .*not with --concurrency$' \
+		"says why"
+	if [ -e "$tmp/log" ]; then not_ok "no call log written"; else ok "no call log written"; fi
+	run "submit --concurrency (not a submit option)" 2 submit --endpoint $E $ORDER \
+		--concurrency 2
+	expect err 'does not apply to submit' "says it does not apply"
+	run "load --concurrency 65536 accepted (refused endpoint: exit 0)" 0 load --endpoint $E \
+		--count 2 --interval-ms 0 --concurrency=65536
+	expect out '"concurrency":65536,"max_in_flight":[12],"threads":[0-9]+' \
+		"summary says the concurrency"
 
 	# call: every bad body or option is exit 2 before anything is sent (the
 	# endpoint refuses connections: a call that went out would be exit 4)
@@ -302,6 +329,9 @@ usage)
 	run "help load" 0 help load
 	expect out -- '--call-log FILE' "load's help documents --call-log"
 	expect out -- '--config FILE' "and --config"
+	expect out -- '--concurrency C +up to C calls in flight at once, 1-65536' \
+		"and --concurrency with its range"
+	expect out '"max_in_flight"' "and what it adds to the summary"
 	run "help health" 0 help health
 	expect out '0 UP' "health's help documents UP"
 	expect out '10 DEGRADED' "... DEGRADED"
@@ -453,6 +483,39 @@ load)
 	done
 	sigterm_load $pid
 	check_load "and is consistent with the calls made"
+
+	# --concurrency over fixtures: the replay transport has no event engine,
+	# so the loop calls it (one at a time) - same lines, same summary
+	run "load --concurrency 1 (fixtures)" 0 load --fixtures "$fx" --count 5 --interval-ms 0 \
+		--order-prefix cli-load --sku LOAD-OK --qty 1 --concurrency 1
+	check_load "5 lines in seq order + summary, 1 in flight, 1 thread" --concurrency 1 \
+		--statuses 'OK*5' --max-in-flight 1 --threads 1
+	expect out '^\{"seq":1,"t_ms":[0-9]+,"status":"OK","delivery":"ANSWERED","breaker":"CLOSED","latency_ms":[0-9]+\.[0-9][0-9]\}$' \
+		"call lines exactly as without --concurrency"
+	expect out '^\{"summary":\{"calls":5,"ok":5,"failed":0,"rejected":0,"by_status":\{"OK":5\},"transitions":\[\],"wall_ms":[0-9]+,"time_waiting_ms":[0-9]+,"concurrency":1,"max_in_flight":1,"threads":1\}\}$' \
+		"summary: today's fields, then concurrency, max_in_flight, threads"
+	run "load --concurrency 4, WMS failing" 0 load --fixtures "$fx" --count 6 --interval-ms 0 \
+		--sku LOAD-FAIL --qty 1 --breaker-threshold 2 --open-ms 600000 --concurrency 4
+	# the 4 first are in flight before any ends: all 4 made (the 2nd opens
+	# the breaker; the others were permitted before), the 2 next refused
+	check_load "4 Server faults, the breaker opens, then CIRCUIT_OPEN" --concurrency 4 \
+		--statuses 'SOAP_FAULT*4,CIRCUIT_OPEN*2' --transition 'CLOSED>OPEN' \
+		--max-in-flight 4
+	run "load --concurrency 2 on a schedule" 0 load --fixtures "$fx" --count 3 \
+		--interval-ms 40 --order-prefix cli-load --sku LOAD-OK --qty 1 --concurrency 2
+	check_load "calls start no earlier than scheduled" --concurrency 2 --statuses 'OK*3' \
+		--min-t-ms 2:40 --min-t-ms 3:80
+	rm -f "$tmp/out"
+	$vg "$wmsctl" load --fixtures "$fx" --count 10000 --interval-ms 20 --sku LOAD-REJECT \
+		--qty 1 --concurrency 8 >"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	i=0
+	while [ ! -s "$tmp/out" ] && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	sigterm_load $pid
+	check_load "--concurrency 8 stopped by SIGTERM: consistent" --concurrency 8
 	;;
 
 network)
@@ -486,6 +549,14 @@ network)
 			--breaker-threshold 1 --open-ms $((150 * scale)) "$tmp/log"
 		check_sim "every logged call permitted" "$tmp/log" --counts rejected=0,successes=0 \
 			--transitions CLOSED,OPEN,HALF_OPEN,OPEN,HALF_OPEN,OPEN
+		# 3 in flight before any fails: all 3 sent (the 2nd failure opens
+		# it, the 3rd was permitted before), the rest refused at once
+		run "load --concurrency 3 against a refused endpoint" 0 load \
+			--endpoint http://127.0.0.1:1/ --count 6 --interval-ms 0 \
+			--breaker-threshold 2 --open-ms 600000 --concurrency 3
+		check_load "CONNECT*3, then CIRCUIT_OPEN*3, on one thread" --concurrency 3 \
+			--statuses 'CONNECT*3,CIRCUIT_OPEN*3' --transition 'CLOSED>OPEN' \
+			--max-in-flight 3 --threads 1
 	fi
 	;;
 
@@ -799,6 +870,15 @@ live)
 			--outcomes 'ok*5'
 		run "its call log replays" 0 breaker-sim "$tmp/log"
 		check_sim "5 ok, closed" "$tmp/log" --transitions CLOSED --counts successes=5
+		# --concurrency: the asynchronous API from one thread
+		run "load --concurrency 1" 0 load --endpoint "$url" --count 20 --interval-ms 0 \
+			--concurrency 1 --order-prefix LIVE-C1
+		check_load "20 accepted, one at a time, in order, 1 thread" --concurrency 1 \
+			--statuses 'OK*20' --max-in-flight 1 --threads 1
+		run "load --concurrency 50" 0 load --endpoint "$url" --count 200 --interval-ms 0 \
+			--concurrency 50 --order-prefix LIVE-C50
+		check_load "200 accepted, 50 in flight at once, 1 thread" --concurrency 50 \
+			--statuses 'OK*200' --max-in-flight 50 --threads 1
 	fi
 	run "health --probe" 0 health --endpoint "$url" --probe --config "$cfgs/per-operation.yaml"
 	if [ "$python" != none ]; then
@@ -842,6 +922,24 @@ live)
 			--interval-ms 0 --breaker-threshold 2 --open-ms 600000
 		check_load "the breaker opens after 2" --statuses 'SOAP_FAULT*2,CIRCUIT_OPEN*3' \
 			--transition 'CLOSED>OPEN'
+	fi
+	stop_sim
+
+	# 100 calls of 200 ms each: 20 s one after another, 2 rounds of 50 at once
+	start_sim --fault slow --fault-param 200
+	if [ "$python" != none ]; then
+		run "load --concurrency 50, WMS slow (200 ms)" 0 load --endpoint "$url" \
+			--count 100 --interval-ms 0 --concurrency 50
+		check_load "the calls overlapped: well under 20 s" --concurrency 50 \
+			--statuses 'OK*100' --max-in-flight 50 --threads 1 --max-wall-ms 10000
+		if command -v curl >/dev/null 2>&1; then
+			if curl -s "${url%/wms}/stats" | grep -q '"SubmitOrder":100[,}]'; then
+				ok "the sim got the 100 SubmitOrder calls"
+			else
+				not_ok "the sim got the 100 SubmitOrder calls" \
+					"$(curl -s "${url%/wms}/stats")"
+			fi
+		fi
 	fi
 	stop_sim
 
