@@ -510,6 +510,51 @@ static void client_freed_first(void **state)
 	finish(f);
 }
 
+/* The client freed from a completion callback (a program that ends on
+ * its last reply): as wms_client_free elsewhere, every call left completes
+ * as CANCELLED and every socket is let go; nothing of the freed engine may
+ * be touched after the callback returns. */
+static void on_quick_free_client(wms_status st, const wms_status_reply *r, const wms_error *err,
+				 void *p)
+{
+	fx *f = p;
+	(void)r;
+	quick.calls++;
+	quick.st = st;
+	quick.err = *err;
+	wms_client_free(f->c);
+	f->c = NULL;
+	check_hung_cancelled();
+	assert_int_equal(f->sockets_open, 0);
+}
+
+static void start_quick_free_client(fx *f)
+{
+	if (wms_sim_requests(f->sim, "SubmitOrder") < HUNG)
+		return;
+	uv_close((uv_handle_t *)&f->tick, NULL);
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "NO-SUCH", on_quick_free_client, f),
+			 WMS_OK);
+}
+
+static void client_freed_from_a_callback(void **state)
+{
+	fx *f = *state;
+
+	memset(&quick, 0, sizeof(quick));
+	start_hung(f, "UV-CLIENTCB");
+	f->on_tick = start_quick_free_client;
+	assert_int_equal(uv_timer_start(&f->tick, on_tick, 5, 5), 0);
+	assert_true(run_loop(f, 10000));
+	assert_null(f->c);
+	assert_int_equal(quick.calls, 1);
+	assert_int_equal(quick.st, WMS_ERR_SOAP_FAULT);
+	check_hung_cancelled();
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	finish(f);
+	assert_int_equal(quick.calls, 1);
+}
+
 /* ---- (d) a chain: each callback starts the next call --------------------------- */
 
 #define CHAIN 50
@@ -581,6 +626,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(free_with_calls_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(free_from_a_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_freed_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_freed_from_a_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(chain_from_callbacks, setup_patient, teardown),
 	};
 	raise_fd_limit();
