@@ -210,14 +210,16 @@ static inline int wms_async_libuv_attach(wms_async_options *opts, uv_loop_t *loo
 /**
  * Let go of what wms_async_libuv_attach made: its timer is closed (its
  * memory freed by the close callback, when the loop next runs) and opts'
- * watch, timer and loop_payload are set to NULL. After wms_async_free (or
- * a failed wms_async_new); NULL-safe, and a no-op on options without the
- * adapter.
+ * watch, timer and loop_payload are set to NULL. `opts` is what
+ * wms_async_libuv_attach filled (in this or another source file: the
+ * functions are each file's own, so they are not compared). After
+ * wms_async_free (or a failed wms_async_new); NULL-safe, and a no-op once
+ * loop_payload is NULL (a second detach).
  */
 static inline void wms_async_libuv_detach(wms_async_options *opts)
 {
 	wms_async_libuv_loop *l;
-	if (!opts || opts->timer != wms_async_libuv_timer || !opts->loop_payload)
+	if (!opts || !opts->loop_payload)
 		return;
 	l = (wms_async_libuv_loop *)opts->loop_payload;
 	l->async = NULL;
