@@ -9,7 +9,10 @@
 # embeds by value (an option group): their size never changes, they grow
 # into their room.
 # Layouts come from clang's record-layout dump (this machine's ABI: x86-64
-# LP64). Not checked here: enum values, callback signatures, *_INIT macros.
+# LP64). Not checked here: enum values, callback signatures, *_INIT macros,
+# and the event-loop adapters (wms/adapters/: header only, their structs
+# and code are compiled into the caller's program together, never shared
+# with a built libwms; and they need their loop's headers).
 #
 # usage: abi.sh CLANG INCLUDE_DIR BASELINE        check
 #        abi.sh CLANG INCLUDE_DIR BASELINE --update   write the baseline
@@ -22,7 +25,7 @@ if [ "$clang" = none ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-structs=$(cd "$inc" && grep -rhoE '^(typedef )?struct wms_[a-z0-9_]+ \{' wms |
+structs=$(cd "$inc" && grep -rhoE --exclude-dir=adapters '^(typedef )?struct wms_[a-z0-9_]+ \{' wms |
 	sed -E 's/^(typedef )?struct //; s/ \{$//' | sort -u)
 # written or read whole by libwms in memory the caller sized
 FIXED="wms_error wms_submit_reply wms_status_reply wms_cancel_reply wms_stock_level
@@ -31,7 +34,7 @@ wms_fallbacks wms_allocator wms_retry_options wms_breaker_options wms_breaker_ca
 wms_curl_transport_options wms_wsse_options wms_client_callbacks wms_bulkhead_options
 wms_bulkhead_snapshot wms_read_cache_options wms_read_cache_snapshot"
 {
-	for h in $(cd "$inc" && find wms -name '*.h' | sort); do
+	for h in $(cd "$inc" && find wms -path wms/adapters -prune -o -name '*.h' -print | sort); do
 		printf '#include <%s>\n' "$h"
 	done
 	printf 'int wms_abi_sizes[] = {\n'

@@ -86,6 +86,7 @@ wms_client *it_client(const wms_sim *sim, const it_client_opts *o)
 	co.soap_version = o->soap_version;
 	co.timeout_ms = o->timeout_ms ? o->timeout_ms : 2000u + it_slack_ms();
 	co.connect_timeout_ms = 1000u + it_slack_ms();
+	co.stall_timeout_ms = o->stall_timeout_ms;
 	co.breaker_options.failure_threshold = o->failure_threshold ? o->failure_threshold : 1000u;
 	co.breaker_options.open_duration_ms = o->open_duration_ms ? o->open_duration_ms : 300u;
 	co.breaker_options.callbacks.on_state_change = o->on_state_change;

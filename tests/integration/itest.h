@@ -30,6 +30,7 @@ void it_wait_sim_closed(wms_sim *sim);
 typedef struct it_client_opts {
 	wms_soap_version soap_version;
 	uint32_t timeout_ms;        /* 0: 2000 */
+	uint32_t stall_timeout_ms;  /* 0: the client's default (5000) */
 	uint32_t failure_threshold; /* 0: 1000 (the breaker stays out of the way) */
 	uint32_t open_duration_ms;  /* 0: 300 */
 	wms_breaker_event_fn on_state_change;
