@@ -32,9 +32,11 @@
  * client may be shared with other threads making blocking calls and with
  * other wms_async contexts (one per loop thread): its breakers, bulkheads
  * and read cache are thread-safe. A completion callback may start calls and
- * cancel calls (any, itself excluded: it has completed); wms_async_free on
- * its own context from a callback is deferred to when the outermost
- * dispatch returns.
+ * cancel calls (any; cancelling itself is WMS_ERR_INVALID_ARG: it has
+ * completed); wms_async_free on its own context from a callback is
+ * deferred to when the outermost dispatch returns; wms_client_free of its
+ * client from a callback completes the other calls as cancelled and leaves
+ * the context to be freed.
  *
  * Since 0.3.2.
  */
@@ -71,16 +73,18 @@ typedef struct wms_async_call wms_async_call;
  * watched before, or stop (WMS_POLL_REMOVE). `*sockp` is the caller's slot
  * for this socket (NULL the first time; what it is set to comes back on
  * the next calls for the same fd, until WMS_POLL_REMOVE, after which the
- * callback frees whatever it put there). Return 0; -1 fails the calls on
- * that socket.
+ * callback frees whatever it put there). Return 0; -1 ends the calls on
+ * that socket with WMS_ERR_INTERNAL, and the next wms_async_socket_action
+ * or wms_async_timeout returns WMS_ERR_INTERNAL once.
  */
 typedef int (*wms_async_watch_fn)(wms_async *async, int fd, int what, void *payload,
 				  void **sockp);
 /**
  * Call wms_async_timeout() once `timeout_ms` have passed (0: as soon as
  * possible, from the loop, not from inside this callback), replacing the
- * timer set before; -1: no timer. Return 0; -1 is reported as an error by
- * the function that caused it.
+ * timer set before; -1: no timer. Return 0; -1 is reported once, as
+ * WMS_ERR_INTERNAL, by the next wms_async_socket_action or
+ * wms_async_timeout, and the timer is asked for again at the next change.
  */
 typedef int (*wms_async_timer_fn)(wms_async *async, long timeout_ms, void *payload);
 

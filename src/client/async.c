@@ -88,7 +88,6 @@ struct wms_async {
 	wms__engine *engine;
 	wms__heap timers;
 	wms__timer engine_timer; /* libcurl's one timer */
-	int engine_timer_moved;  /* libcurl set or cleared it since we looked */
 	uint64_t armed_ns;       /* what the caller's timer is set to; 0: none */
 	int armed;
 	struct watch *watches; /* by fd */
@@ -231,7 +230,6 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 static wms_status engine_timer(void *ctx, long timeout_ms)
 {
 	wms_async *a = ctx;
-	a->engine_timer_moved = 1;
 	if (timeout_ms < 0) {
 		wms__heap_remove(&a->timers, &a->engine_timer);
 		return WMS_OK;
@@ -264,8 +262,10 @@ static void update_timer(wms_async *a)
 	ms = t->due_ns <= now ? 0 : (long)((t->due_ns - now + 999999u) / 1000000u);
 	a->armed = 1;
 	a->armed_ns = t->due_ns;
-	if (a->o.timer(a, ms, a->o.loop_payload) != 0)
+	if (a->o.timer(a, ms, a->o.loop_payload) != 0) {
 		a->loop_failed = 1;
+		a->armed = 0; /* asked again at the next change */
+	}
 }
 
 /* ---- one call's life ------------------------------------------------------ */
@@ -465,15 +465,7 @@ static void run_timers(wms_async *a)
 	while (!a->free_pending && (t = wms__heap_top(&a->timers)) != NULL && t->due_ns <= now) {
 		wms__heap_remove(&a->timers, t);
 		if (t == &a->engine_timer) {
-			a->engine_timer_moved = 0;
-			a->ops->timeout(a->engine);
-			/* Not yet due by libcurl's clock (it counts in whole ms),
-			 * so it acted on nothing and, its deadline unchanged,
-			 * set no new timer: look again in a millisecond rather
-			 * than lose it (as curl.c's blocking loop does). */
-			if (!a->engine_timer_moved && a->engine && !a->free_pending)
-				wms__heap_set(&a->timers, &a->engine_timer, now + 1000000u);
-		} else {
+			a->ops->timeout(a->engine);		} else {
 			call_timer(CALL_OF_TIMER(t));
 		}
 	}
@@ -883,6 +875,17 @@ wms_status wms_async_call_start(wms_async_call **out, wms_async *a, const wms_ca
 
 /* ---- the caller's loop ------------------------------------------------------- */
 
+/* INTERNAL once for each time a watch or timer callback of the caller's
+ * failed since the last report (the calls on that socket were ended with
+ * it already), then OK again. */
+static wms_status loop_status(wms_async *a)
+{
+	if (!a->loop_failed)
+		return WMS_OK;
+	a->loop_failed = 0;
+	return WMS_ERR_INTERNAL;
+}
+
 wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 {
 	if (!a)
@@ -891,11 +894,12 @@ wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 		return WMS_OK;
 	enter(a);
 	a->ops->socket(a->engine, fd, events);
+	/* (a->engine may be gone now: the client freed from a callback) */
 	if (!a->free_pending)
 		run_timers(a);
 	if (!leave(a))
 		return WMS_OK;
-	return a->loop_failed ? WMS_ERR_INTERNAL : WMS_OK;
+	return loop_status(a);
 }
 
 wms_status wms_async_timeout(wms_async *a)
@@ -907,7 +911,7 @@ wms_status wms_async_timeout(wms_async *a)
 	run_timers(a);
 	if (!leave(a))
 		return WMS_OK;
-	return a->loop_failed ? WMS_ERR_INTERNAL : WMS_OK;
+	return loop_status(a);
 }
 
 /* ---- libwms's own loop --------------------------------------------------------- */
@@ -985,6 +989,8 @@ wms_status wms_async_poll(wms_async *a, int timeout_ms)
 		w = watch_of(a, fds[i].fd, 0);
 		if (!w || !w->what)
 			continue;
+		if (!a->engine)
+			break; /* the client was freed from a callback */
 		a->ops->socket(a->engine, fds[i].fd, events_of(what[i], fds[i].revents));
 	}
 	if (!a->free_pending)

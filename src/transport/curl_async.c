@@ -38,6 +38,13 @@ struct wms__engine {
 	size_t by_fd_cap;
 	/* why the loop's watch or timer refused, for the transfers it fails */
 	wms_status loop_failed;
+	/* socket and timeout actions running (done callbacks come from them),
+	 * and whether a callback destroyed the engine meanwhile (the client
+	 * freed from a completion callback): its libcurl state is gone, the
+	 * struct waits for the outermost action to end */
+	unsigned busy;
+	int dead;
+	int timer_moved; /* libcurl called on_timer since we looked */
 };
 
 /* A loop callback's status, as libcurl wants it (-1 fails the multi call). */
@@ -83,6 +90,7 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 {
 	struct wms__engine *e = userp;
 	(void)multi;
+	e->timer_moved = 1;
 	return note(e, e->loop.timer(e->loop.ctx, timeout_ms));
 }
 
@@ -132,7 +140,7 @@ static void xfer_free(struct wms__xfer *x)
 static void engine_destroy(wms__engine *e)
 {
 	size_t i;
-	if (!e)
+	if (!e || e->dead)
 		return;
 	/* the caller cancelled every transfer; any left go unreported */
 	while (e->running) {
@@ -149,6 +157,15 @@ static void engine_destroy(wms__engine *e)
 		xfer_free(e->idle[i]);
 	wms__free(e->idle);
 	wms__free(e->by_fd);
+	e->m = NULL;
+	e->idle = NULL;
+	e->idle_count = 0;
+	e->by_fd = NULL;
+	e->by_fd_cap = 0;
+	if (e->busy) {
+		e->dead = 1;
+		return;
+	}
 	wms__free(e);
 }
 
@@ -304,8 +321,11 @@ static void drain(struct wms__engine *e)
 		arg = x->arg;
 		give(e, x);
 		/* the callback may start and cancel transfers: msg is not read
-		 * again, the next comes from a fresh info_read */
+		 * again, the next comes from a fresh info_read; or destroy the
+		 * engine */
 		e->loop.done(e->loop.ctx, arg, st);
+		if (e->dead)
+			return;
 	}
 }
 
@@ -335,7 +355,16 @@ static void fail_running(struct wms__engine *e, CURLMcode mc)
 						       : "the event loop refused to watch a socket",
 				   curl_multi_strerror(mc));
 		e->loop.done(e->loop.ctx, arg, st);
+		if (e->dead)
+			return;
 	}
+}
+
+/* The end of an action: the engine freed if a callback destroyed it. */
+static void action_end(struct wms__engine *e)
+{
+	if (--e->busy == 0 && e->dead)
+		wms__free(e);
 }
 
 static void engine_socket(wms__engine *e, int fd, int events)
@@ -345,19 +374,36 @@ static void engine_socket(wms__engine *e, int fd, int events)
 	/* bytes in are movement for the stall guard, whole header lines or not */
 	if ((events & CURL_CSELECT_IN) && fd >= 0 && (size_t)fd < e->by_fd_cap && e->by_fd[fd])
 		e->by_fd[fd]->c.last_move_ns = wms__now_ns();
+	e->busy++;
 	mc = curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running);
 	drain(e);
-	if (mc != CURLM_OK)
+	if (mc != CURLM_OK && !e->dead)
 		fail_running(e, mc);
+	action_end(e);
 }
 
 static void engine_timeout(wms__engine *e)
 {
 	int running = 0;
-	CURLMcode mc = curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
+	CURLMcode mc;
+	e->busy++;
+	e->timer_moved = 0;
+	mc = curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
+	/* The loop fired the timer and forgot it. libcurl calls on_timer only
+	 * when its deadline changes: fired before it was due by libcurl's
+	 * whole-millisecond clock, it acted on nothing and said nothing, and
+	 * 7.88 does not always say -1 when its last deadline goes. So unless
+	 * it spoke, the timer is what curl_multi_timeout says now (at least
+	 * 1 ms: never a spin). */
+	if (!e->timer_moved && mc == CURLM_OK) {
+		long ms = -1;
+		if (curl_multi_timeout(e->m, &ms) == CURLM_OK)
+			note(e, e->loop.timer(e->loop.ctx, ms < 0 ? -1 : ms < 1 ? 1 : ms));
+	}
 	drain(e);
-	if (mc != CURLM_OK)
+	if (mc != CURLM_OK && !e->dead)
 		fail_running(e, mc);
+	action_end(e);
 }
 
 static const wms__engine_ops curl_engine = {

@@ -824,6 +824,112 @@ static void callback_cancels_itself(void **state)
 	assert_int_equal(wms_async_in_flight(f->a), 0);
 }
 
+/* The client freed from a completion callback: the other calls complete as
+ * cancelled, the loop function returns normally, the context stays. */
+typedef struct freer {
+	fx *f;
+	int calls;
+	wms_status st;
+} freer;
+
+static void free_client_cb(wms_status st, const wms_status_reply *r, const wms_error *err,
+			   void *p)
+{
+	freer *fr = p;
+	(void)r;
+	(void)err;
+	fr->calls++;
+	fr->st = st;
+	wms_client_free(fr->f->c);
+	fr->f->c = NULL;
+}
+
+static void callback_frees_the_client(void **state)
+{
+	fx *f = *state;
+	seen hung[SOME];
+	it_order o[SOME];
+	freer fr;
+	size_t i;
+
+	memset(hung, 0, sizeof(hung));
+	memset(&fr, 0, sizeof(fr));
+	fr.f = f;
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	for (i = 0; i < SOME; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "FC-%zu", i);
+		order_of(&o[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &hung[i]),
+				 WMS_OK);
+	}
+	while (wms_sim_requests(f->sim, "SubmitOrder") < SOME)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "NO-SUCH", free_client_cb, &fr),
+			 WMS_OK);
+	while (!fr.calls)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+	assert_null(f->c);
+	assert_int_equal(fr.st, WMS_ERR_SOAP_FAULT);
+	for (i = 0; i < SOME; i++) {
+		assert_int_equal(hung[i].calls, 1);
+		assert_int_equal(hung[i].st, WMS_ERR_CANCELLED);
+		assert_int_equal(hung[i].err.delivery, WMS_DELIVERY_UNKNOWN);
+	}
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	assert_int_equal(wms_async_run(f->a, 100), WMS_OK);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* A loop of the caller's whose timer callback fails once: reported once. */
+static int no_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	(void)a;
+	(void)fd;
+	(void)what;
+	(void)payload;
+	(void)sockp;
+	return 0;
+}
+
+static int timer_fails_once(wms_async *a, long ms, void *payload)
+{
+	int *n = payload;
+	(void)a;
+	(void)ms;
+	return (*n)++ == 0 ? -1 : 0;
+}
+
+static void failed_timer_reported_once(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *a = NULL;
+	wms_error err;
+	seen s;
+	it_order o;
+	int timer_calls = 0;
+
+	ao.watch = no_watch;
+	ao.timer = timer_fails_once;
+	ao.loop_payload = &timer_calls;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	assert_int_equal(wms_async_poll(a, 0), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_run(a, 0), WMS_ERR_INVALID_ARG);
+	order_of(&o, "TF-1");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, a, &o.order, on_submit, &s), WMS_OK);
+	assert_true(timer_calls >= 1);
+	assert_int_equal(wms_async_timeout(a), WMS_ERR_INTERNAL);
+	assert_int_equal(wms_async_timeout(a), WMS_OK);
+	assert_int_equal(wms_async_timeout(a), WMS_OK);
+	assert_true(timer_calls >= 2); /* asked again */
+	assert_int_equal(wms_async_cancel_all(a), 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	wms_async_free(a);
+}
+
 /* ---- the bounds ---------------------------------------------------------------- */
 
 static void max_in_flight_on_both_sides(void **state)
@@ -990,6 +1096,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(callbacks_start_and_cancel_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(callback_frees_its_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(callback_cancels_itself, setup, teardown),
+		cmocka_unit_test_setup_teardown(callback_frees_the_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_timer_reported_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
