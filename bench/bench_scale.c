@@ -7,9 +7,13 @@
  *   - blocking: wms_submit_order on N threads sharing one client (its
  *     pool keeps N connections);
  *   - gsoap: gSOAP's generated client on N threads, a context each;
- *   - raw_curl (at the largest N only): one libcurl multi handle driven
- *     from one thread by epoll (multi-socket), posting libwms's bytes:
- *     what this machine and server allow, with no SOAP work at all.
+ * and, at the largest N only, two references:
+ *   - async_epoll: the same asynchronous calls on the caller's loop (the
+ *     watch and timer callbacks) run by epoll: what libwms's own poll()
+ *     loop costs next to it;
+ *   - raw_curl: one libcurl multi handle driven from one thread by epoll
+ *     (multi-socket), posting libwms's bytes: what this machine and
+ *     server allow, with no SOAP work at all.
  * For each: calls/s, its ratio to the ideal rate (N / delay), the growth
  * of the process's peak RSS over its RSS before the first call, and CPU
  * per call (getrusage, user + system, every thread of the process).
@@ -63,8 +67,9 @@ unsigned scale_delay_ms = 100;
 
 extern char **environ;
 
-enum { K_ASYNC, K_BLOCKING, K_GSOAP, K_RAW_CURL, K_COUNT };
-static const char *const kind_name[K_COUNT] = { "async", "blocking", "gsoap", "raw_curl" };
+enum { K_ASYNC, K_BLOCKING, K_GSOAP, K_RAW_CURL, K_ASYNC_EPOLL, K_COUNT };
+static const char *const kind_name[K_COUNT] = { "async", "blocking", "gsoap", "raw_curl",
+						"async_epoll" };
 
 #define NLEVELS 3
 static const unsigned levels[NLEVELS] = { 10, 100, 1000 };
@@ -164,12 +169,15 @@ typedef struct snap {
 	uint64_t calls, ns, cpu_ns;
 } snap;
 
-/* async: every call's completion starts the next, until stopping. */
+/* async: every call's completion starts the next, until stopping. With
+ * ep >= 0 the context runs on the caller's loop: this epoll. */
 typedef struct async_run {
 	wms_async *a;
 	unsigned next;
 	uint64_t calls;
 	int stopping;
+	int ep, timer_set;
+	uint64_t timer_due;
 } async_run;
 
 static void async_start(async_run *r);
@@ -205,6 +213,63 @@ static void async_poll_until(async_run *r, uint64_t end)
 	while (now_ns() < end)
 		if (wms_async_poll(r->a, ms_left(end)) != WMS_OK)
 			die("wms_async_poll", NULL);
+}
+
+/* The caller's loop (wms/async.h's watch and timer): epoll. */
+static int ep_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	async_run *r = payload;
+	struct epoll_event ev;
+
+	(void)a;
+	(void)sockp;
+	if (what == WMS_POLL_REMOVE)
+		return epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL) == 0 || errno == ENOENT ? 0 : -1;
+	memset(&ev, 0, sizeof(ev));
+	ev.data.fd = fd;
+	ev.events = ((what & WMS_POLL_IN) ? EPOLLIN : 0u) | ((what & WMS_POLL_OUT) ? EPOLLOUT : 0u);
+	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev) != 0 &&
+	    (errno != EEXIST || epoll_ctl(r->ep, EPOLL_CTL_MOD, fd, &ev) != 0))
+		return -1;
+	return 0;
+}
+
+static int ep_timer(wms_async *a, long timeout_ms, void *payload)
+{
+	async_run *r = payload;
+	(void)a;
+	r->timer_set = timeout_ms >= 0;
+	r->timer_due = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+	return 0;
+}
+
+/* Until `end`; or, with until_idle, until no call is in flight. */
+static void ep_loop_until(async_run *r, uint64_t end, int until_idle)
+{
+	struct epoll_event evs[256];
+
+	while (until_idle ? wms_async_in_flight(r->a) > 0 : now_ns() < end) {
+		int ms = ms_left(end), n;
+		if (r->timer_set && ms_left(r->timer_due) < ms)
+			ms = ms_left(r->timer_due);
+		n = epoll_wait(r->ep, evs, 256, ms);
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			int ev = ((evs[i].events & EPOLLIN) ? WMS_EV_IN : 0) |
+				 ((evs[i].events & EPOLLOUT) ? WMS_EV_OUT : 0) |
+				 ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? WMS_EV_ERR : 0);
+			if (wms_async_socket_action(r->a, evs[i].data.fd, ev) != WMS_OK)
+				die("wms_async_socket_action", NULL);
+		}
+		if (r->timer_set && r->timer_due <= now_ns()) {
+			r->timer_set = 0;
+			if (wms_async_timeout(r->a) != WMS_OK)
+				die("wms_async_timeout", NULL);
+		}
+		if (until_idle && now_ns() > end)
+			die("async (epoll): calls still in flight at the end", NULL);
+	}
 }
 
 /* threads: blocking libwms or gSOAP, each thread one call at a time. */
@@ -372,12 +437,21 @@ int bench_scale_worker(int argc, char **argv)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", port);
 	make_orders(1);
 
-	if (kind == K_ASYNC) {
+	if (kind == K_ASYNC || kind == K_ASYNC_EPOLL) {
+		wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
 		wms_client *c = scale_client(url, 0);
 		async_run r;
 		wms_error err;
 		memset(&r, 0, sizeof(r));
-		if (wms_async_new(&r.a, c, NULL, &err) != WMS_OK)
+		r.ep = -1;
+		if (kind == K_ASYNC_EPOLL) {
+			if ((r.ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
+				die("epoll_create1", strerror(errno));
+			ao.watch = ep_watch;
+			ao.timer = ep_timer;
+			ao.loop_payload = &r;
+		}
+		if (wms_async_new(&r.a, c, &ao, &err) != WMS_OK)
 			die("wms_async_new", err.message);
 		base_kb = status_kb("VmRSS:");
 		peak_reset = reset_peak_rss();
@@ -385,19 +459,29 @@ int bench_scale_worker(int argc, char **argv)
 		for (unsigned i = 0; i < n; i++)
 			async_start(&r);
 		threads = 1;
-		async_poll_until(&r, t0 + warm_ms * 1000000u);
+		if (r.ep >= 0)
+			ep_loop_until(&r, t0 + warm_ms * 1000000u, 0);
+		else
+			async_poll_until(&r, t0 + warm_ms * 1000000u);
 		s0 = (snap){ r.calls, now_ns(), process_cpu_ns() };
-		async_poll_until(&r, s0.ns + measure_ms * 1000000u);
+		if (r.ep >= 0)
+			ep_loop_until(&r, s0.ns + measure_ms * 1000000u, 0);
+		else
+			async_poll_until(&r, s0.ns + measure_ms * 1000000u);
 		s1 = (snap){ r.calls, now_ns(), process_cpu_ns() };
 		if (wms_async_in_flight(r.a) != n)
 			die("the async context does not have N calls in flight", NULL);
 		peak_kb = status_kb("VmHWM:");
 		r.stopping = 1;
-		if (wms_async_run(r.a, 30000) != WMS_OK)
+		if (r.ep >= 0)
+			ep_loop_until(&r, now_ns() + 30000u * 1000000u, 1);
+		else if (wms_async_run(r.a, 30000) != WMS_OK)
 			die("wms_async_run: calls still in flight after 30 s", NULL);
 		total = r.calls;
 		wms_async_free(r.a);
 		wms_client_free(c);
+		if (r.ep >= 0)
+			close(r.ep);
 	} else if (kind == K_RAW_CURL) {
 		wms__buf body = { 0 };
 		raw_curl *rc = calloc(n, sizeof(*rc));
@@ -897,7 +981,7 @@ void bench_scale(void)
 			int order[K_COUNT], m = 0;
 			for (int k = 0; k < K_COUNT; k++)
 				if ((k != K_GSOAP || have_gsoap) &&
-				    (k != K_RAW_CURL || l == NLEVELS - 1))
+				    ((k != K_RAW_CURL && k != K_ASYNC_EPOLL) || l == NLEVELS - 1))
 					order[m++] = k;
 			for (int i = 0; i < m; i++) {
 				int k = order[(i + r) % m];
@@ -951,7 +1035,7 @@ void bench_scale(void)
 			       "per call (%.2f CPUs busy); server CPU %.1f us per request, %.0f "
 			       "connections opened per run\n",
 			       kind_name[k], levels[l], threads, threads > 1 ? "s" : "",
-			       threads < levels[l] && k != K_ASYNC && k != K_RAW_CURL
+			       threads < levels[l] && (k == K_BLOCKING || k == K_GSOAP)
 				       ? " (capped: no more could be started)"
 				       : "",
 			       lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], med(peak, rounds),
