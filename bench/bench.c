@@ -5,11 +5,14 @@
  *     ninja -C build bench-run        (or ./build/bench/bench)
  *     ./build/bench/bench --quick     short runs, a smoke test
  *     ./build/bench/bench --only e2e  one group: breaker, client, envelope, e2e, shared,
- *                                     peers (e.g. under `perf record`)
+ *                                     peers, scale (e.g. under `perf record`)
+ *     ./build/bench/bench --only scale --delay-ms 50
+ *                                     the scale group with another server delay
  *
  * Targets: breaker <= 50 ns/call closed and open with 0 allocations;
  * CIRCUIT_OPEN from wms_submit_order <= 200 ns; end to end >= 0.9 x raw curl
- * (reported with server and callers on two CPUs, and on one).
+ * (reported with server and callers on two CPUs, and on one); the scale
+ * group's own, printed as target_* lines (bench_scale.c).
  */
 #define _GNU_SOURCE /* CPU_SET, pthread_setaffinity_np: the e2e placements */
 #include <pthread.h>
@@ -610,18 +613,34 @@ int main(int argc, char **argv)
 		{ "e2e", bench_e2e },
 		{ "shared", bench_shared },
 		{ "peers", bench_peers },
+		{ "scale", bench_scale },
 	};
 	const char *only = NULL;
 	int found = 0;
 
+	/* the scale group's own processes (this binary again): a client
+	 * configuration, or the delayed server */
+	if (argc >= 2 && strcmp(argv[1], "--scale-worker") == 0)
+		return bench_scale_worker(argc - 2, argv + 2);
+	if (argc >= 2 && strcmp(argv[1], "--scale-server") == 0)
+		return bench_scale_server(argc - 2, argv + 2);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0) {
 			quick = 1;
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
+		} else if (strcmp(argv[i], "--delay-ms") == 0 && i + 1 < argc) {
+			char *end;
+			unsigned long v = strtoul(argv[++i], &end, 10);
+			if (*end || v < 1 || v > 10000) {
+				fprintf(stderr, "bench: --delay-ms takes 1..10000\n");
+				return 2;
+			}
+			scale_delay_ms = (unsigned)v;
 		} else {
 			fprintf(stderr, "usage: %s [--quick] "
-				"[--only breaker|client|envelope|e2e|shared|peers]\n", argv[0]);
+				"[--only breaker|client|envelope|e2e|shared|peers|scale] "
+				"[--delay-ms MS (scale)]\n", argv[0]);
 			return 2;
 		}
 	}

@@ -68,4 +68,14 @@ void bench_shared(void);
 /* bench_peers.c: libwms beside gSOAP and raw libcurl, one thread and eight. */
 void bench_peers(void);
 
+/* bench_scale.c: 10, 100, 1000 calls in flight against a server that
+ * answers after scale_delay_ms (--delay-ms): the asynchronous API from one
+ * thread, blocking calls and gSOAP on N threads. Each client runs in a
+ * process of its own (this binary: bench_scale_worker), the server in
+ * another (bench_scale_server); both return main's exit status. */
+extern unsigned scale_delay_ms;
+void bench_scale(void);
+int bench_scale_worker(int argc, char **argv);
+int bench_scale_server(int argc, char **argv);
+
 #endif
