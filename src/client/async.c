@@ -10,7 +10,8 @@
  * is called from the loop.
  */
 #include <errno.h>
-#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include "client/client.h"
@@ -77,7 +78,6 @@ struct wms_async_call {
  * caller's. */
 struct watch {
 	int what;        /* WMS_POLL_*, 0: not watched */
-	size_t dense;    /* index in pfds (own loop) */
 	void *sockp;     /* the caller's slot */
 };
 
@@ -92,9 +92,7 @@ struct wms_async {
 	int armed;
 	struct watch *watches; /* by fd */
 	size_t watch_cap;
-	struct pollfd *pfds; /* own loop: the watched sockets, dense */
-	int *pfd_what;
-	size_t pfd_count, pfd_cap;
+	int epfd; /* own loop: the watched sockets' epoll set; -1 with the caller's */
 	struct wms_async_call *calls, *spares;
 	size_t in_flight, spare_count;
 	unsigned depth; /* dispatches running (callbacks may re-enter) */
@@ -164,43 +162,29 @@ static struct watch *watch_of(wms_async *a, int fd, int grow)
 	return &a->watches[fd];
 }
 
-/* The own loop's pollfd list follows the watches. */
+/* The own loop's epoll set follows the watches (level-triggered: what
+ * poll() would report). An fd libcurl closed is gone from the set by
+ * itself, so a DEL that fails is no matter and a MOD that finds nothing
+ * is an ADD. 0, or -1 (errno) when the kernel refuses. */
 static int own_watch(wms_async *a, int fd, struct watch *w, int what)
 {
+	struct epoll_event ev;
 	if (what == WMS_POLL_REMOVE) {
-		if (w->what) {
-			size_t i = w->dense, last = --a->pfd_count;
-			if (i != last) {
-				a->pfds[i] = a->pfds[last];
-				a->pfd_what[i] = a->pfd_what[last];
-				a->watches[a->pfds[i].fd].dense = i;
-			}
-		}
+		if (w->what)
+			epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
 		w->what = 0;
 		return 0;
 	}
-	if (!w->what) {
-		if (a->pfd_count == a->pfd_cap) {
-			size_t cap = a->pfd_cap ? a->pfd_cap * 2 : 16;
-			struct pollfd *p = wms__realloc(a->pfds, cap * sizeof(*p));
-			int *q;
-			if (!p)
-				return -1;
-			a->pfds = p;
-			q = wms__realloc(a->pfd_what, cap * sizeof(*q));
-			if (!q)
-				return -1;
-			a->pfd_what = q;
-			a->pfd_cap = cap;
-		}
-		w->dense = a->pfd_count++;
-		a->pfds[w->dense].fd = fd;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = ((what & WMS_POLL_IN) ? EPOLLIN : 0u) | ((what & WMS_POLL_OUT) ? EPOLLOUT : 0u);
+	ev.data.fd = fd;
+	if (epoll_ctl(a->epfd, w->what ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
+		int e = errno;
+		if (!((e == ENOENT && epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) ||
+		      (e == EEXIST && epoll_ctl(a->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)))
+			return -1;
 	}
 	w->what = what;
-	a->pfd_what[w->dense] = what;
-	a->pfds[w->dense].events =
-		(short)(((what & WMS_POLL_IN) ? POLLIN : 0) | ((what & WMS_POLL_OUT) ? POLLOUT : 0));
-	a->pfds[w->dense].revents = 0;
 	return 0;
 }
 
@@ -212,7 +196,9 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 	if (!w)
 		return what == WMS_POLL_REMOVE ? WMS_OK : WMS_ERR_NOMEM;
 	if (!a->o.watch)
-		return own_watch(a, fd, w, what) == 0 ? WMS_OK : WMS_ERR_NOMEM;
+		return own_watch(a, fd, w, what) == 0	  ? WMS_OK
+		       : errno == ENOMEM || errno == ENOSPC ? WMS_ERR_NOMEM
+							   : WMS_ERR_INTERNAL;
 	if (what == WMS_POLL_REMOVE && !w->what)
 		return WMS_OK;
 	rc = a->o.watch(a, fd, what, a->o.loop_payload, &w->sockp);
@@ -931,75 +917,55 @@ static int poll_wait_ms(wms_async *a, int timeout_ms)
 	return timeout_ms >= 0 && (uint64_t)timeout_ms < left ? timeout_ms : (int)left;
 }
 
-/* What poll() saw, in libcurl's terms (as curl.c's transfer loop reads it). */
-static int events_of(int what, short revents)
+/* What epoll saw, in libcurl's terms (as curl.c's transfer loop reads
+ * poll()'s). */
+static int events_of(int what, uint32_t got)
 {
 	int ev = 0;
 	if (what & WMS_POLL_IN) {
-		if (revents & (POLLIN | POLLERR | POLLHUP))
+		if (got & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
 			ev |= WMS_EV_IN;
-		if (revents & (POLLPRI | POLLNVAL))
+		if (got & EPOLLPRI)
 			ev |= WMS_EV_ERR;
 	}
 	if (what & WMS_POLL_OUT) {
-		if (revents & POLLOUT)
+		if (got & EPOLLOUT)
 			ev |= WMS_EV_OUT;
-		if (revents & (POLLERR | POLLHUP | POLLNVAL))
+		if (got & (EPOLLERR | EPOLLHUP))
 			ev |= WMS_EV_ERR;
 	}
 	return ev;
 }
 
+/* Events taken from the kernel per wait (more wait for the next). */
+#define EVENTS_PER_WAIT 256
+
 wms_status wms_async_poll(wms_async *a, int timeout_ms)
 {
-	struct pollfd stack[64], *fds = stack;
-	int what_stack[64], *what = what_stack;
-	size_t i, n;
-	int r, ms;
+	struct epoll_event got[EVENTS_PER_WAIT];
 	wms_status st = WMS_OK;
+	int i, n;
 
 	if (!a || a->o.watch)
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
-	n = a->pfd_count;
-	if (n > 64) {
-		fds = wms__malloc(n * sizeof(*fds));
-		what = wms__malloc(n * sizeof(*what));
-		if (!fds || !what) {
-			st = WMS_ERR_NOMEM;
-			goto done;
-		}
-	}
-	/* the watch list may change under the actions: a copy */
-	if (n) {
-		memcpy(fds, a->pfds, n * sizeof(*fds));
-		memcpy(what, a->pfd_what, n * sizeof(*what));
-	}
-	ms = poll_wait_ms(a, timeout_ms);
-	r = poll(fds, (nfds_t)n, ms);
-	if (r < 0 && errno != EINTR) {
+	n = epoll_wait(a->epfd, got, EVENTS_PER_WAIT, poll_wait_ms(a, timeout_ms));
+	if (n < 0 && errno != EINTR)
 		st = WMS_ERR_INTERNAL;
-		goto done;
-	}
-	for (i = 0; r > 0 && i < n && !a->free_pending; i++) {
-		struct watch *w;
-		if (!fds[i].revents)
-			continue;
-		/* gone or changed since the copy: its own events decide next time */
-		w = watch_of(a, fds[i].fd, 0);
+	for (i = 0; i < n && !a->free_pending; i++) {
+		/* its watch now, which an earlier action may have changed */
+		struct watch *w = watch_of(a, got[i].data.fd, 0);
+		int ev;
 		if (!w || !w->what)
 			continue;
 		if (!a->engine)
 			break; /* the client was freed from a callback */
-		a->ops->socket(a->engine, fds[i].fd, events_of(what[i], fds[i].revents));
+		ev = events_of(w->what, got[i].events);
+		if (ev)
+			a->ops->socket(a->engine, got[i].data.fd, ev);
 	}
 	if (!a->free_pending)
 		run_timers(a);
-done:
-	if (fds != stack)
-		wms__free(fds);
-	if (what != what_stack)
-		wms__free(what);
 	if (!leave(a))
 		return WMS_OK;
 	return st;
@@ -1062,7 +1028,15 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
 	if (!a->o.max_in_flight)
 		a->o.max_in_flight = DEFAULT_IN_FLIGHT;
 	a->client = c;
+	a->epfd = -1;
 	wms__timer_init(&a->engine_timer);
+	if (!a->o.watch && (a->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		int e = errno;
+		wms__free(a);
+		return wms__fail(err, e == ENOMEM ? WMS_ERR_NOMEM : WMS_ERR_INTERNAL,
+				 WMS_DELIVERY_NOT_SENT, "cannot create the event loop's epoll set (errno %d)",
+				 e);
+	}
 	a->ops = wms__transport_engine(c->transport);
 	if (a->ops) {
 		loop.watch = engine_watch;
@@ -1071,6 +1045,8 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
 		loop.ctx = a;
 		st = a->ops->create(c->transport, &loop, a->o.max_connections, &a->engine);
 		if (st != WMS_OK) {
+			if (a->epfd >= 0)
+				close(a->epfd);
 			wms__free(a);
 			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
 					 "cannot create the transport's event engine");
@@ -1111,8 +1087,8 @@ static void async_release(wms_async *a)
 	}
 	wms__heap_free(&a->timers);
 	wms__free(a->watches);
-	wms__free(a->pfds);
-	wms__free(a->pfd_what);
+	if (a->epfd >= 0)
+		close(a->epfd);
 	wms__free(a);
 }
 

@@ -139,7 +139,11 @@ static void *flapper_main(void *arg)
 			fl->phases[f]++;
 		if (f == WMS_SIM_FAULT_NONE)
 			wms_sim_clear_faults(fl->sim);
-		while (!atomic_load(&fl->done) && st_now_ms() < until)
+		/* the first phase lasts until a tenth of the orders have met it,
+		 * however slowly the sim's threads start */
+		while (!atomic_load(&fl->done) &&
+		       (st_now_ms() < until ||
+			(k == 0 && wms_sim_requests(fl->sim, "SubmitOrder") < fl->n / 10)))
 			st_sleep_ms(2);
 	}
 	wms_sim_clear_faults(fl->sim);
