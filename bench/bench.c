@@ -30,6 +30,7 @@
 #include "wms/sys/transport.h"
 #include "bench_server.h"
 #include "bench.h"
+#include "bench_cpu.h"
 
 int quick;
 
@@ -576,20 +577,26 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 	pin_to(-1, saved);
 }
 
+void bench_two_cpus(cpu_set_t *saved, int *first, int *second)
+{
+	*first = *second = -1;
+	if (pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved) != 0)
+		die("pthread_getaffinity_np", NULL);
+	for (int i = 0; i < CPU_SETSIZE && *second < 0; i++)
+		if (CPU_ISSET(i, saved)) {
+			if (*first < 0)
+				*first = i;
+			else
+				*second = i;
+		}
+}
+
 static void bench_e2e(void)
 {
 	cpu_set_t saved;
-	int first = -1, second = -1;
+	int first, second;
 
-	if (pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
-		die("pthread_getaffinity_np", NULL);
-	for (int i = 0; i < CPU_SETSIZE && second < 0; i++)
-		if (CPU_ISSET(i, &saved)) {
-			if (first < 0)
-				first = i;
-			else
-				second = i;
-		}
+	bench_two_cpus(&saved, &first, &second);
 	if (second >= 0)
 		e2e_placement("2cpu", second, first, &saved);
 	else

@@ -59,6 +59,7 @@
 #include "wms/async.h"
 #include "bench_server.h"
 #include "bench.h"
+#include "bench_cpu.h"
 #ifdef BENCH_GSOAP
 #include "bench_gsoap.h"
 #endif
@@ -903,17 +904,9 @@ static double seq_placement(const char *tag, int server_cpu, int client_cpu,
 static void seq_section(double *one_cpu, double *two_cpu)
 {
 	cpu_set_t saved;
-	int first = -1, second = -1;
+	int first, second;
 
-	if (pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
-		die("pthread_getaffinity_np", NULL);
-	for (int i = 0; i < CPU_SETSIZE && second < 0; i++)
-		if (CPU_ISSET(i, &saved)) {
-			if (first < 0)
-				first = i;
-			else
-				second = i;
-		}
+	bench_two_cpus(&saved, &first, &second);
 	*two_cpu = -1;
 	if (second >= 0)
 		*two_cpu = seq_placement("2cpu", second, first, &saved);

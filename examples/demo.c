@@ -38,6 +38,7 @@
 #include "wms/wms.h"
 #include "wms_sim.h"
 #include "util/num.h"
+#include "example_common.h"
 
 enum ledger_state { PENDING, IN_FLIGHT, UNKNOWN, CONFIRMED };
 
@@ -160,23 +161,6 @@ static void on_transition(const wms_breaker_event *ev, void *ctx)
 	    wms_breaker_state_name(ev->from), wms_breaker_state_name(ev->to), ev->reason);
 }
 
-static wms_order make_order(const order_rec *rec, wms_order_line *line)
-{
-	wms_order o = WMS_ORDER_INIT;
-	o.order_id = rec->id;
-	o.ship_to.name = "Demo Customer";
-	o.ship_to.line1 = "1 Loopback Lane";
-	o.ship_to.city = "Localhost";
-	o.ship_to.postal_code = "12700";
-	o.ship_to.country = "DE";
-	o.priority = WMS_PRIORITY_STANDARD;
-	line->sku = "SKU-1";
-	line->quantity = 1;
-	o.lines = line;
-	o.line_count = 1;
-	return o;
-}
-
 /* One SubmitOrder on a worker thread; the ledger learns the outcome. */
 static void *submit_job(void *arg)
 {
@@ -184,7 +168,7 @@ static void *submit_job(void *arg)
 	demo *d = j->d;
 	order_rec *rec = j->rec;
 	wms_order_line line;
-	wms_order o = make_order(rec, &line);
+	wms_order o = ex_demo_order(rec->id, &line);
 	wms_submit_reply reply;
 	wms_error err;
 	uint64_t start;

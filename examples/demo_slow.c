@@ -41,6 +41,7 @@
 #include "wms/wms.h"
 #include "wms_sim.h"
 #include "util/num.h"
+#include "example_common.h"
 
 #define REPORT_MS 500u
 #define TIMEOUT_MS 3000u
@@ -144,22 +145,6 @@ typedef struct thread_count {
 	long other;    /* anything else but this thread: libcurl's resolver, libwms (none expected) */
 } thread_count;
 
-static long status_threads(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long n = -1;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "Threads:", 8) == 0) {
-			n = strtol(line + 8, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return n;
-}
-
 /* Who the threads are, by their names (/proc/self/task/TID/comm): this
  * one is the process's first; libmicrohttpd names its own MHD-listen and
  * MHD-connection; the sim's supervisor was named at its birth (start_sim). */
@@ -172,7 +157,7 @@ static void count_threads(thread_count *tc)
 		struct dirent *e;
 		long seen = 0;
 		memset(tc, 0, sizeof(*tc));
-		tc->total = status_threads();
+		tc->total = ex_threads_now();
 		if (!dir)
 			return;
 		while ((e = readdir(dir)) != NULL) {
@@ -256,28 +241,12 @@ static void on_transition(const wms_breaker_event *ev, void *payload)
 	       wms_breaker_state_name(ev->to), ev->reason);
 }
 
-static wms_order make_order(const order_rec *r, wms_order_line *line)
-{
-	wms_order o = WMS_ORDER_INIT;
-	o.order_id = r->id;
-	o.ship_to.name = "Demo Customer";
-	o.ship_to.line1 = "1 Loopback Lane";
-	o.ship_to.city = "Localhost";
-	o.ship_to.postal_code = "12700";
-	o.ship_to.country = "DE";
-	line->sku = "SKU-1";
-	line->quantity = 1;
-	o.lines = line;
-	o.line_count = 1;
-	return o;
-}
-
 /* Start one SubmitOrder; its callback may have run when this returns
  * (refused at once). */
 static void send_order(demo *d, order_rec *r)
 {
 	wms_order_line line;
-	wms_order o = make_order(r, &line);
+	wms_order o = ex_demo_order(r->id, &line);
 	uint64_t t = now_ns();
 	double ms;
 

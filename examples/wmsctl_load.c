@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "wmsctl.h"
+#include "example_common.h"
 
 #define STATUS_SLOTS 64 /* more than wms_status will ever have; the last one collects strays */
 
@@ -262,27 +263,9 @@ typedef struct flight {
 	slot *free;  /* those not in flight */
 } flight;
 
-/* The process's threads now (/proc/self/status), -1 if it cannot tell. */
-static long threads_now(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long n = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "Threads:", 8) == 0) {
-			n = strtol(line + 8, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return n;
-}
-
 static void note_threads(load_run *run)
 {
-	long n = threads_now();
+	long n = ex_threads_now();
 
 	if (n > run->threads)
 		run->threads = n;
@@ -348,7 +331,7 @@ static int run_concurrent(load_run *run, const ctl_config *cfg, wms_client *clie
 		free(fl.slots);
 		return CTL_EXIT_INTERNAL;
 	}
-	run->threads = threads_now();
+	run->threads = ex_threads_now();
 	run->t0_ns = mono_ns();
 	while (!stop_requested) {
 		uint64_t now = mono_ns(), target = 0, before;

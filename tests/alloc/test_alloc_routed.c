@@ -99,18 +99,25 @@ typedef struct scenario {
 	wms_status want; /* the result without injected failures */
 } scenario;
 
-static wms_status submit(wms_client *client, wms_error *err)
+/* The order every SubmitOrder here sends (ORD-2024-0001, two lines). */
+static wms_order sample_order(void)
 {
 	static const wms_order_line lines[] = { { "SKU-123", 2 }, { "SKU-456", 1 } };
 	wms_order order = WMS_ORDER_INIT;
-	wms_submit_reply reply;
-	wms_status st;
-
 	order.order_id = "ORD-2024-0001";
 	order.ship_to = (wms_address){ "Ada Lovelace", "12 Analytical Way", NULL, "London", NULL,
 				       "N1 9GU", "GB" };
 	order.lines = lines;
 	order.line_count = 2;
+	return order;
+}
+
+static wms_status submit(wms_client *client, wms_error *err)
+{
+	wms_order order = sample_order();
+	wms_submit_reply reply;
+	wms_status st;
+
 	st = wms_submit_order(&reply, client, &order, err);
 	if (st == WMS_OK) {
 		assert_string_equal(reply.wms_reference, "WMS:778899");
@@ -149,18 +156,12 @@ static void async_done(wms_status st, const wms_submit_reply *r, const wms_error
  * same order again over the kept connection, then the context freed. */
 static wms_status submit_async(wms_client *client, wms_error *err)
 {
-	static const wms_order_line lines[] = { { "SKU-123", 2 }, { "SKU-456", 1 } };
-	wms_order order = WMS_ORDER_INIT;
+	wms_order order = sample_order();
 	wms_async *a = NULL;
 	async_seen s;
 	wms_status st;
 	int i;
 
-	order.order_id = "ORD-2024-0001";
-	order.ship_to = (wms_address){ "Ada Lovelace", "12 Analytical Way", NULL, "London", NULL,
-				       "N1 9GU", "GB" };
-	order.lines = lines;
-	order.line_count = 2;
 	st = wms_async_new(&a, client, NULL, err);
 	if (st != WMS_OK) {
 		assert_null(a);
@@ -480,10 +481,9 @@ static void test_async_submit(void **state)
 
 static void test_async_memory_per_call(void **state)
 {
-	static const wms_order_line lines[] = { { "SKU-123", 2 }, { "SKU-456", 1 } };
 	static async_seen seen[MEM_CALLS];
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	wms_order order = WMS_ORDER_INIT;
+	wms_order order = sample_order();
 	lb_script script;
 	lb_server *srv;
 	wms_client *client = NULL;
@@ -502,11 +502,6 @@ static void test_async_memory_per_call(void **state)
 	script.after = LB_HOLD; /* no response: read, answer nothing */
 	srv = lb_start(&script);
 	assert_non_null(srv);
-	order.order_id = "ORD-MEM-1";
-	order.ship_to = (wms_address){ "Ada Lovelace", "12 Analytical Way", NULL, "London", NULL,
-				       "N1 9GU", "GB" };
-	order.lines = lines;
-	order.line_count = 2;
 	arm(0, 0);
 	base = live_now();
 	base_bytes = atomic_load(&cnt.live_bytes);
