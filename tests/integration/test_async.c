@@ -930,6 +930,56 @@ static void failed_timer_reported_once(void **state)
 	wms_async_free(a);
 }
 
+/* ---- every fault of the sim: the async result is the blocking one ------------- */
+
+static void async_matches_blocking_for_every_fault(void **state)
+{
+	fx *f = *state;
+	copts o;
+	int k;
+
+	memset(&o, 0, sizeof(o));
+	o.timeout_ms = 400 + it_slack_ms();
+	use_client(f, &o, NULL);
+	for (k = 1; k < WMS_SIM_FAULT_COUNT; k++) {
+		wms_sim_fault fault = (wms_sim_fault)k;
+		wms_submit_reply br;
+		wms_error berr;
+		wms_status bst;
+		seen s;
+		it_order ob, oa;
+		char id[40];
+		uint32_t param = fault == WMS_SIM_FAULT_SLOW ? 50 : fault == WMS_SIM_FAULT_EVERY_NTH ? 1 : 0;
+
+		snprintf(id, sizeof(id), "EF-B-%d", k);
+		order_of(&ob, id);
+		snprintf(id, sizeof(id), "EF-A-%d", k);
+		order_of(&oa, id);
+		assert_int_equal(wms_sim_set_fault(f->sim, fault == WMS_SIM_FAULT_REFUSE ? NULL
+											  : "SubmitOrder",
+						   fault, param),
+				 WMS_SIM_OK);
+		bst = wms_submit_order(&br, f->c, &ob.order, &berr);
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &oa.order, on_submit, &s), WMS_OK);
+		assert_int_equal(wms_async_run(f->a, 10000 + (int)it_slack_ms()), WMS_OK);
+		assert_int_equal(s.calls, 1);
+		if (s.st != bst || s.err.delivery != berr.delivery ||
+		    s.err.http_status != berr.http_status || s.err.cause != berr.cause ||
+		    strcmp(s.err.fault_code, berr.fault_code) != 0 ||
+		    strcmp(s.err.wms_code, berr.wms_code) != 0)
+			fail_msg("fault %s: blocking %s/%s/%ld/%s (%s), async %s/%s/%ld/%s (%s)",
+				 wms_sim_fault_name(fault), wms_status_name(bst),
+				 wms_delivery_name(berr.delivery), berr.http_status,
+				 wms_cause_name(berr.cause), berr.message, wms_status_name(s.st),
+				 wms_delivery_name(s.err.delivery), s.err.http_status,
+				 wms_cause_name(s.err.cause), s.err.message);
+		wms_sim_clear_faults(f->sim);
+		print_message("async: fault %-12s -> %s, %s (as blocking)\n", wms_sim_fault_name(fault),
+			      wms_status_name(s.st), wms_delivery_name(s.err.delivery));
+	}
+}
+
 /* ---- the bounds ---------------------------------------------------------------- */
 
 static void max_in_flight_on_both_sides(void **state)
@@ -1098,6 +1148,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(callback_cancels_itself, setup, teardown),
 		cmocka_unit_test_setup_teardown(callback_frees_the_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_timer_reported_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_matches_blocking_for_every_fault, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
