@@ -61,7 +61,7 @@ struct wms_async_call {
 		struct _xmlDoc *doc;
 	} out;
 	wms_order order; /* k.order's copy */
-	char *arena;     /* the copied strings and arrays */
+	char *arena;     /* the copied strings and arrays: room, or an allocation */
 	wms__attempts at;
 	wms__buf body;
 	wms_http_request req;
@@ -72,12 +72,15 @@ struct wms_async_call {
 	wms__timer timer;
 	wms_error err;
 	struct wms_async_call *next, *prev; /* in flight; or the spares */
+	/* the arena of a small call (never cleared: written before read) */
+	_Alignas(void *) char room[512];
 };
 
 /* A watched socket: its events for libwms's poll loop, its slot for the
  * caller's. */
 struct watch {
 	int what;        /* WMS_POLL_*, 0: not watched */
+	int in_set;      /* own loop: in the epoll set (it may be, unwatched) */
 	void *sockp;     /* the caller's slot */
 };
 
@@ -163,29 +166,40 @@ static struct watch *watch_of(wms_async *a, int fd, int grow)
 }
 
 /* The own loop's epoll set follows the watches (level-triggered: what
- * poll() would report). An fd libcurl closed is gone from the set by
- * itself, so a DEL that fails is no matter and a MOD that finds nothing
- * is an ADD. 0, or -1 (errno) when the kernel refuses. */
+ * poll() would report). A socket libcurl stops watching stays in the set
+ * until it next reports an event (then it goes): a kept connection is
+ * watched again by its next call, one MOD instead of a DEL and an ADD. An
+ * fd closed meanwhile has left the set by itself, so a MOD that finds
+ * nothing is an ADD. 0, or -1 (errno) when the kernel refuses. */
 static int own_watch(wms_async *a, int fd, struct watch *w, int what)
 {
 	struct epoll_event ev;
 	if (what == WMS_POLL_REMOVE) {
-		if (w->what)
-			epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
 		w->what = 0;
 		return 0;
 	}
 	memset(&ev, 0, sizeof(ev));
 	ev.events = ((what & WMS_POLL_IN) ? EPOLLIN : 0u) | ((what & WMS_POLL_OUT) ? EPOLLOUT : 0u);
 	ev.data.fd = fd;
-	if (epoll_ctl(a->epfd, w->what ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
+	if (epoll_ctl(a->epfd, w->in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
 		int e = errno;
 		if (!((e == ENOENT && epoll_ctl(a->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) ||
-		      (e == EEXIST && epoll_ctl(a->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)))
+		      (e == EEXIST && epoll_ctl(a->epfd, EPOLL_CTL_MOD, fd, &ev) == 0))) {
+			w->in_set = 0;
 			return -1;
+		}
 	}
+	w->in_set = 1;
 	w->what = what;
 	return 0;
+}
+
+/* An event on a socket nobody watches now: out of the set. */
+static void own_unwatched(wms_async *a, int fd, struct watch *w)
+{
+	if (w->in_set)
+		epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
+	w->in_set = 0;
 }
 
 static wms_status engine_watch(void *ctx, int fd, int what)
@@ -317,7 +331,8 @@ static void call_release(wms_async *a, struct wms_async_call *x)
 {
 	wms__buf_free(&x->body);
 	wms__xml_doc_free(x->gbody);
-	wms__free(x->arena);
+	if (x->arena != x->room)
+		wms__free(x->arena);
 	x->gbody = NULL;
 	x->arena = NULL;
 	if (a->spare_count < SPARE_MAX) {
@@ -598,7 +613,9 @@ static wms_status copy_args(struct wms_async_call *x, enum kind kind, const call
 	x->k.out = kind == K_STOCK ? (void *)&x->out.stock : (void *)&x->out;
 	if (!need)
 		return WMS_OK;
-	if (!(x->arena = wms__malloc(need)))
+	/* a one-line order's copy fits the call's own room: no allocation */
+	x->arena = need <= sizeof(x->room) ? x->room : wms__malloc(need);
+	if (!x->arena)
 		return WMS_ERR_NOMEM;
 	p = x->arena;
 	if (o) {
@@ -956,8 +973,12 @@ wms_status wms_async_poll(wms_async *a, int timeout_ms)
 		/* its watch now, which an earlier action may have changed */
 		struct watch *w = watch_of(a, got[i].data.fd, 0);
 		int ev;
-		if (!w || !w->what)
+		if (!w)
 			continue;
+		if (!w->what) {
+			own_unwatched(a, got[i].data.fd, w);
+			continue;
+		}
 		if (!a->engine)
 			break; /* the client was freed from a callback */
 		ev = events_of(w->what, got[i].events);
