@@ -117,12 +117,89 @@ void it_order_init(it_order *o, const char *order_id, const char *sku, uint32_t 
 	o->order.line_count = 1;
 }
 
+/* it_async_mode: it_submit through an async context per client, kept
+ * (with its connections) until it_client_free. */
+#define IT_ASYNC_MAX 8
+static int async_mode;
+static struct {
+	wms_client *c;
+	wms_async *a;
+} async_of[IT_ASYNC_MAX];
+
+void it_async_mode(int on)
+{
+	async_mode = on;
+}
+
+static wms_async *async_for(wms_client *c)
+{
+	wms_error err;
+	size_t i, free_slot = IT_ASYNC_MAX;
+	for (i = 0; i < IT_ASYNC_MAX; i++) {
+		if (async_of[i].c == c)
+			return async_of[i].a;
+		if (!async_of[i].c && free_slot == IT_ASYNC_MAX)
+			free_slot = i;
+	}
+	if (free_slot == IT_ASYNC_MAX)
+		fail_msg("it_submit: more than %d clients in async mode", IT_ASYNC_MAX);
+	if (wms_async_new(&async_of[free_slot].a, c, NULL, &err) != WMS_OK)
+		fail_msg("wms_async_new: %s", err.message);
+	async_of[free_slot].c = c;
+	return async_of[free_slot].a;
+}
+
+void it_client_free(wms_client *c)
+{
+	size_t i;
+	for (i = 0; i < IT_ASYNC_MAX; i++)
+		if (async_of[i].c == c) {
+			wms_async_free(async_of[i].a);
+			async_of[i].c = NULL;
+			async_of[i].a = NULL;
+		}
+	wms_client_free(c);
+}
+
+typedef struct async_result {
+	int calls;
+	wms_status st;
+	wms_submit_reply reply;
+	wms_error err;
+} async_result;
+
+static void async_done(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
+{
+	async_result *res = p;
+	res->calls++;
+	res->st = st;
+	res->err = *err;
+	if (r)
+		res->reply = *r;
+}
+
 wms_status it_submit(wms_client *c, const char *order_id, const char *sku, uint32_t qty,
 		     wms_submit_reply *out, wms_error *err)
 {
+	async_result res;
+	wms_async *a;
 	it_order o;
 	it_order_init(&o, order_id, sku, qty);
-	return wms_submit_order(out, c, &o.order, err);
+	if (!async_mode)
+		return wms_submit_order(out, c, &o.order, err);
+	a = async_for(c);
+	memset(&res, 0, sizeof(res));
+	if (wms_async_submit_order(NULL, a, &o.order, async_done, &res) != WMS_OK)
+		fail_msg("wms_async_submit_order refused to start");
+	if (wms_async_run(a, -1) != WMS_OK)
+		fail_msg("wms_async_run failed");
+	if (res.calls != 1)
+		fail_msg("async SubmitOrder %s completed %d times", order_id, res.calls);
+	if (out && res.st == WMS_OK)
+		*out = res.reply;
+	if (err)
+		*err = res.err;
+	return res.st;
 }
 
 typedef struct sink {

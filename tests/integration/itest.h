@@ -51,6 +51,13 @@ typedef struct it_order {
 
 void it_order_init(it_order *o, const char *order_id, const char *sku, uint32_t qty);
 
+/* With it_async_mode(1), it_submit goes through an async context of the
+ * client (libwms's own loop, run until the call completes), one per
+ * client, kept with its connections until it_client_free. */
+void it_async_mode(int on);
+/* wms_client_free, the client's async context first. */
+void it_client_free(wms_client *c);
+
 /* Submit and return the status; out and err may be NULL. */
 wms_status it_submit(wms_client *c, const char *order_id, const char *sku, uint32_t qty,
 		     wms_submit_reply *out, wms_error *err);

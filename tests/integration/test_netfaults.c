@@ -10,7 +10,9 @@
  * breaker counted it, a time bound relative to the configured deadline or
  * stall guard, whether the WMS carried the order out, and that the client
  * works again afterwards. The raw-socket versions of most of these are in
- * tests/transport/test_curl_transport.c. */
+ * tests/transport/test_curl_transport.c. Every test runs twice: with the
+ * blocking call, then through an async context of the client (it_submit's
+ * async mode), with the same expectations. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,7 +203,7 @@ static void test_refused(void **state)
 
 	wms_breaker_reset(wms_client_breaker(c));
 	recovers(f, c, "NF-R1", 0);
-	wms_client_free(c);
+	it_client_free(c);
 }
 
 /* ---- hang before the headers ------------------------------------------------------ */
@@ -228,8 +230,8 @@ static void test_hang_before_headers(void **state)
 	assert_true(r.ms < o2.timeout_ms);
 	recovers(f, c1, "NF-H1", 0);
 	recovers(f, c2, "NF-H2", 0);
-	wms_client_free(c1);
-	wms_client_free(c2);
+	it_client_free(c1);
+	it_client_free(c2);
 }
 
 /* ---- hang in the middle of the body --------------------------------------------- */
@@ -269,8 +271,8 @@ static void test_hang_mid_body(void **state)
 	faulted_call(f, c1, "NF-M3", &e3, &r);
 	assert_int_equal(r.err.http_status, 200);
 	recovers(f, c1, "NF-M3", 1);
-	wms_client_free(c1);
-	wms_client_free(c2);
+	it_client_free(c1);
+	it_client_free(c2);
 }
 
 /* ---- a trickle of one byte a second ------------------------------------------------ */
@@ -302,8 +304,8 @@ static void test_trickle(void **state)
 	assert_int_equal(r.err.http_status, 200);
 	recovers(f, c1, "NF-T1", 1);
 	recovers(f, c2, "NF-T2", 1);
-	wms_client_free(c1);
-	wms_client_free(c2);
+	it_client_free(c1);
+	it_client_free(c2);
 }
 
 /* ---- reset --------------------------------------------------------------------- */
@@ -327,7 +329,7 @@ static void test_reset(void **state)
 	faulted_call(f, c, "NF-X1", &mid, &r);
 	assert_int_equal(r.err.http_status, 200);
 	recovers(f, c, "NF-X1", 1);
-	wms_client_free(c);
+	it_client_free(c);
 
 	/* On a fresh connection ... */
 	c = client(f, &o);
@@ -342,7 +344,7 @@ static void test_reset(void **state)
 	faulted_call(f, c, "NF-X3", &lost_reused, &r);
 	assert_int_equal(r.err.http_status, 0);
 	recovers(f, c, "NF-X3", 1);
-	wms_client_free(c);
+	it_client_free(c);
 }
 
 /* ---- the server closes the idle keep-alive connection after each reply --------- */
@@ -495,7 +497,7 @@ static void test_idle_connection_closed(void **state)
 		assert_int_equal(it_submit(c, "NF-K-2", "SKU-3", 1, NULL, NULL), WMS_OK);
 		assert_int_equal(wms_sim_connections(f->sim, NULL), conn0);
 	}
-	wms_client_free(c);
+	it_client_free(c);
 	/* And none is left open once the client is gone. */
 	t0 = it_now_ms();
 	while (it_now_ms() - t0 < 2000.0 + it_slack_ms()) {
@@ -521,7 +523,7 @@ static void test_dns_failure(void **state)
 	faulted_call(f, c, "NF-D1", &e, &r);
 	assert_int_equal(r.err.http_status, 0);
 	faulted_call(f, c, "NF-D1", &e, &r); /* the same again: nothing cached as good */
-	wms_client_free(c);
+	it_client_free(c);
 }
 
 int main(void)
@@ -535,5 +537,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_connection_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dns_failure, setup, teardown),
 	};
-	return cmocka_run_group_tests_name("integration: network faults", tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("integration: network faults", tests, NULL, NULL);
+	/* the same faults and expectations through the asynchronous API */
+	it_async_mode(1);
+	failed += cmocka_run_group_tests_name("integration: network faults, async", tests, NULL,
+					      NULL);
+	return failed;
 }
