@@ -227,6 +227,21 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 	return rc == 0 ? WMS_OK : WMS_ERR_INTERNAL;
 }
 
+/* A socket about to be closed: its watch goes now, while the fd is still
+ * the one watched (libcurl's own REMOVE comes after the close, when the
+ * number may be another socket's: it then finds nothing watched). */
+static void engine_closing(void *ctx, int fd)
+{
+	wms_async *a = ctx;
+	struct watch *w = watch_of(a, fd, 0);
+	if (!w)
+		return;
+	if (w->what)
+		(void)engine_watch(ctx, fd, WMS_POLL_REMOVE);
+	if (a->epfd >= 0)
+		own_unwatched(a, fd, w);
+}
+
 static wms_status engine_timer(void *ctx, long timeout_ms)
 {
 	wms_async *a = ctx;
@@ -1063,6 +1078,7 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
 		loop.watch = engine_watch;
 		loop.timer = engine_timer;
 		loop.done = engine_done;
+		loop.closing = engine_closing;
 		loop.ctx = a;
 		st = a->ops->create(c->transport, &loop, a->o.max_connections, &a->engine);
 		if (st != WMS_OK) {

@@ -8,6 +8,7 @@
  * engine's loop thread calls everything here.
  */
 #include <string.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include "internal.h"
 #include "transport/curl_int.h"
@@ -84,6 +85,20 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 		}
 	}
 	return note(e, e->loop.watch(e->loop.ctx, (int)s, what));
+}
+
+/* Every socket of the engine's connections is closed here (libcurl keeps
+ * this per connection, with the engine as its data, for the connection's
+ * life, cache included): the loop lets go of a watch while the fd is
+ * still open, since libcurl says REMOVE only after closing it, when the
+ * number may already be another socket's. */
+static int on_close(void *clientp, curl_socket_t fd)
+{
+	struct wms__engine *e = clientp;
+	if (fd >= 0 && (size_t)fd < e->by_fd_cap)
+		e->by_fd[fd] = NULL;
+	e->loop.closing(e->loop.ctx, (int)fd);
+	return close(fd);
 }
 
 static int on_timer(CURLM *multi, long timeout_ms, void *userp)
@@ -236,6 +251,12 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
 					  "cannot create a libcurl handle");
 	st = wms__curl_prepare(e->t, x->k, req, resp, err);
+	/* (a handle set up afresh lost these: set every time, as cheap) */
+	if (st == WMS_OK &&
+	    (curl_easy_setopt(x->k->h, CURLOPT_CLOSESOCKETFUNCTION, on_close) != CURLE_OK ||
+	     curl_easy_setopt(x->k->h, CURLOPT_CLOSESOCKETDATA, (void *)e) != CURLE_OK))
+		st = wms_transport_fail(err, WMS_ERR_INTERNAL, WMS_DELIVERY_NOT_SENT,
+					"cannot set the socket close callback");
 	if (st != WMS_OK) {
 		give(e, x);
 		return st;

@@ -19,6 +19,8 @@ typedef struct wms__engine_loop {
 	wms_status (*watch)(void *ctx, int fd, int what);
 	wms_status (*timer)(void *ctx, long timeout_ms);
 	void (*done)(void *ctx, void *arg, wms_status st);
+	/* fd is about to be closed (still open now): a watch of it is to go */
+	void (*closing)(void *ctx, int fd);
 	void *ctx;
 } wms__engine_loop;
 
