@@ -100,6 +100,7 @@ struct wms_async {
 	size_t in_flight, spare_count;
 	unsigned depth; /* dispatches running (callbacks may re-enter) */
 	int free_pending;
+	int client_going; /* its client is being freed: no call starts */
 	int loop_failed; /* a watch or timer callback returned -1 */
 	struct wms_async *next_in_client;
 };
@@ -124,6 +125,7 @@ wms_status wms_async_options_init(wms_async_options *opts, unsigned version)
 
 static void update_timer(wms_async *a);
 static void async_destroy(wms_async *a);
+static void async_release(wms_async *a);
 
 /* Enter and leave a dispatch: a free asked for from a callback waits for
  * the outermost one to end. Returns whether `a` is still there. */
@@ -701,17 +703,11 @@ static struct wms_async_call *call_new(wms_async *a)
 	return x;
 }
 
-/* A call that ends before it is in flight: on the stack, no allocation. */
-static void complete_at_once(enum kind kind, const void *cbp, void *payload, wms_status st,
-			     void *out, const wms_error *err)
-{
-	deliver(kind, cbp, payload, st, out, err);
-}
-
 /*
  * Start a call of `kind` with `k` (the caller's arguments, borrowed) and
  * `out` (a reply on the start function's stack). Refused or failing
- * before the first transfer: completed at once.
+ * before the first transfer: completed at once (deliver, from the stack,
+ * no allocation).
  */
 static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, call *k,
 			void *out, const void *cbp, void *payload)
@@ -731,15 +727,16 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 	c = a->client;
 	wms_error_clear(&err);
 	enter(a);
-	if (!c || a->free_pending) {
+	if (!c || a->client_going || a->free_pending) {
 		wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
-			  c ? "the async context is being freed" : "the client was freed");
-		complete_at_once(kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
+			  !c || a->client_going ? "the client was freed"
+						 : "the async context is being freed");
+		deliver(kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
 		goto done;
 	}
 	if (k->g && (st = wms__client_call_slot(c, k->g->opts->operation, &k->slot, &err)) !=
 			    WMS_OK) {
-		complete_at_once(kind, cbp, payload, st, out, &err);
+		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	if (a->in_flight >= a->o.max_in_flight) {
@@ -750,11 +747,14 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 			  "rejected without sending",
 			  (unsigned)a->o.max_in_flight);
 		err.retry_after_ms = c->timeout_ms;
-		complete_at_once(kind, cbp, payload, WMS_ERR_BULKHEAD_FULL, out, &err);
+		/* a read may be answered from the cache or the fallback, as
+		 * when the client's own bulkhead refuses it */
+		st = wms__call_refused(c, k, &err);
+		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	if (!wms__call_admit(c, k, 0, &at, &st, &err)) {
-		complete_at_once(kind, cbp, payload, st, out, &err);
+		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	ws = wms__xml_pool_take(c->xml_pool);
@@ -777,7 +777,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 			call_release(a, x);
 		wms__buf_free(&body);
 		wms__call_end(c, k, &at, st);
-		complete_at_once(kind, cbp, payload, st, out, &err);
+		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	memcpy(&x->cb, cbp, sizeof(x->cb));
@@ -880,6 +880,9 @@ wms_status wms_async_call_start(wms_async_call **out, wms_async *a, const wms_ca
 	memset(&g, 0, sizeof(g));
 	memset(&k, 0, sizeof(k));
 	wms_error_clear(&err);
+	/* a context whose client is gone (or going) cancels it in start() */
+	if (!a->client || a->client_going || a->free_pending)
+		return start(out, a, K_CALL, &k, &reply, (const void *)&cb, payload);
 	/* what wms_call checks first, said through the callback as it says it */
 	st = wms__generic_prepare(&g, a->client, opts, body, &reply, &err);
 	if (st != WMS_OK) {
@@ -972,15 +975,13 @@ static int events_of(int what, uint32_t got)
 /* Events taken from the kernel per wait (more wait for the next). */
 #define EVENTS_PER_WAIT 256
 
-wms_status wms_async_poll(wms_async *a, int timeout_ms)
+/* One wait and what it brought, inside a dispatch the caller entered. */
+static wms_status poll_step(wms_async *a, int timeout_ms)
 {
 	struct epoll_event got[EVENTS_PER_WAIT];
 	wms_status st = WMS_OK;
 	int i, n;
 
-	if (!a || a->o.watch)
-		return WMS_ERR_INVALID_ARG;
-	enter(a);
 	n = epoll_wait(a->epfd, got, EVENTS_PER_WAIT, poll_wait_ms(a, timeout_ms));
 	if (n < 0 && errno != EINTR)
 		st = WMS_ERR_INTERNAL;
@@ -1002,29 +1003,46 @@ wms_status wms_async_poll(wms_async *a, int timeout_ms)
 	}
 	if (!a->free_pending)
 		run_timers(a);
+	return st;
+}
+
+wms_status wms_async_poll(wms_async *a, int timeout_ms)
+{
+	wms_status st;
+	if (!a || a->o.watch)
+		return WMS_ERR_INVALID_ARG;
+	enter(a);
+	st = poll_step(a, timeout_ms);
 	if (!leave(a))
 		return WMS_OK;
 	return st;
 }
 
+/* One dispatch for the whole run: a callback that frees the context (or
+ * its client) is seen here, and the context goes when the run ends. */
 wms_status wms_async_run(wms_async *a, int timeout_ms)
 {
 	uint64_t end = timeout_ms >= 0 ? wms__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-	wms_status st;
+	wms_status st = WMS_OK;
 	if (!a || a->o.watch)
 		return WMS_ERR_INVALID_ARG;
-	while (a->in_flight) {
+	enter(a);
+	while (a->in_flight && !a->free_pending) {
 		int left = -1;
 		if (timeout_ms >= 0) {
 			uint64_t now = wms__now_ns();
-			if (now >= end)
-				return WMS_ERR_TIMEOUT;
+			if (now >= end) {
+				st = WMS_ERR_TIMEOUT;
+				break;
+			}
 			left = (int)((end - now + 999999u) / 1000000u);
 		}
-		if ((st = wms_async_poll(a, left)) != WMS_OK)
-			return st;
+		if ((st = poll_step(a, left)) != WMS_OK)
+			break;
 	}
-	return WMS_OK;
+	if (!leave(a))
+		return WMS_OK;
+	return st;
 }
 
 /* ---- lifetime ------------------------------------------------------------------ */
@@ -1111,8 +1129,12 @@ static void detach(wms_async *a, const char *why)
 
 void wms__async_client_gone(wms_async *a)
 {
+	a->client_going = 1;
 	detach(a, "cancelled: the client was freed");
 	a->client = NULL;
+	/* freed from a callback of this very detach: nothing else will */
+	if (a->free_pending && a->depth == 0)
+		async_release(a);
 }
 
 static void async_release(wms_async *a)
@@ -1131,24 +1153,28 @@ static void async_release(wms_async *a)
 
 void wms_async_free(wms_async *a)
 {
-	if (!a)
+	if (!a || a->free_pending)
 		return;
 	if (a->depth) {
 		/* from one of its callbacks: the outermost dispatch frees it */
-		if (!a->free_pending) {
-			a->free_pending = 1;
-			cancel_every(a, "cancelled: the async context was freed");
-		}
+		a->free_pending = 1;
+		cancel_every(a, "cancelled: the async context was freed");
 		return;
 	}
 	async_destroy(a);
 }
 
+/* The context goes. free_pending first: a callback run by the detach that
+ * starts a call has it cancelled at once, one that frees the context again
+ * does nothing. The client is left after the detach, and only if a
+ * callback did not free it meanwhile (which detached this context and
+ * forgot it). */
 static void async_destroy(wms_async *a)
 {
-	if (a->client) {
-		wms__client_async_remove(a->client, a);
+	a->free_pending = 1;
+	if (a->client)
 		detach(a, "cancelled: the async context was freed");
-	}
+	if (a->client)
+		wms__client_async_remove(a->client, a);
 	async_release(a);
 }

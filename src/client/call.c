@@ -461,7 +461,7 @@ static int serve_cached(wms_client *c, const call *k, wms_error *err)
  * BULKHEAD_FULL): for a typed read, the WMS's last good answer if the
  * cache holds a fresh one, which is better than a made-up one; else the
  * caller's fallback (typed calls only). */
-static wms_status refused(wms_client *c, const call *k, wms_error *err)
+wms_status wms__call_refused(wms_client *c, const call *k, wms_error *err)
 {
 	if (k->g)
 		return err->status;
@@ -500,7 +500,7 @@ int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *a
 	if (!in_slot && may_wait && bh->wait_ms && !breaker_open_now(b, &open_for)) {
 		if (!wms__bulkhead_wait(bh)) {
 			bulkhead_full(c, bh, err);
-			*final = refused(c, k, err);
+			*final = wms__call_refused(c, k, err);
 			return 0;
 		}
 		in_slot = 1;
@@ -509,7 +509,7 @@ int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *a
 	if (ask_breaker(b, &at->permit, err) == WMS_ERR_CIRCUIT_OPEN) {
 		if (in_slot)
 			wms__bulkhead_leave(bh);
-		*final = refused(c, k, err);
+		*final = wms__call_refused(c, k, err);
 		return 0;
 	}
 	if (!in_slot) {
@@ -517,7 +517,7 @@ int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *a
 		wms_breaker_release(b, &at->permit);
 		wms__bulkhead_refused(bh);
 		bulkhead_full(c, bh, err);
-		*final = refused(c, k, err);
+		*final = wms__call_refused(c, k, err);
 		return 0;
 	}
 	return 1;

@@ -155,6 +155,10 @@ size_t wms__call_slot(wms_client *c, const call *k);
  * the call's status (the read cache or a fallback may have answered). */
 int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *at,
 		    wms_status *final, wms_error *err);
+/* A call refused without being sent (err->status CIRCUIT_OPEN or
+ * BULKHEAD_FULL): a typed read answered from the read cache, else the
+ * caller's fallback, else err->status. The call's status. */
+wms_status wms__call_refused(wms_client *c, const call *k, wms_error *err);
 /* Build the first attempt's envelope, number the call (correlation id),
  * set its deadline. Failing, the permit goes back: the call's status. */
 wms_status wms__call_first(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *body,

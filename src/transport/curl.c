@@ -337,6 +337,22 @@ static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
 	return CURL_SOCKOPT_ERROR;
 }
 
+/* The connection is up (or reused) and the request is about to be written:
+ * from here on a byte of it may have left (see curl_async.c's cancel). */
+#if LIBCURL_VERSION_NUM >= 0x075000
+static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip,
+		     int conn_primary_port, int conn_local_port)
+{
+	struct call *c = clientp;
+	(void)conn_primary_ip;
+	(void)conn_local_ip;
+	(void)conn_primary_port;
+	(void)conn_local_port;
+	c->requesting = 1;
+	return CURL_PREREQFUNC_OK;
+}
+#endif
+
 /* ---- the transfer loop --------------------------------------------------- */
 
 static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
@@ -689,6 +705,10 @@ static CURLcode setup(struct curl_transport *t, struct conn *k)
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	SETOPT(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
 	SETOPT(CURLOPT_SOCKOPTDATA, (void *)k);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	SETOPT(CURLOPT_PREREQFUNCTION, on_prereq);
+	SETOPT(CURLOPT_PREREQDATA, &k->c);
+#endif
 #if LIBCURL_VERSION_NUM >= 0x075700
 	/* Do not join a resolver thread still in getaddrinfo() (see "Name
 	 * resolution"); older libcurl has no such option and joins it. */

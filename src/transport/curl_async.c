@@ -24,7 +24,9 @@ struct wms__xfer {
 	wms_http_response *resp;
 	wms_error *err;
 	void *arg;
-	struct wms__xfer *next, *prev; /* running */
+	int retired; /* failed by it, not yet reported: on `failing` */
+	wms_delivery delivery; /* then: how far it got */
+	struct wms__xfer *next, *prev; /* running; or failing (next only) */
 };
 
 struct wms__engine {
@@ -32,6 +34,7 @@ struct wms__engine {
 	wms__engine_loop loop;
 	CURLM *m;
 	struct wms__xfer *running;
+	struct wms__xfer *failing; /* ended by fail_running, to be reported */
 	struct wms__xfer **idle; /* each with its conn, ready for reuse */
 	size_t idle_count, idle_cap;
 	/* the conn whose transfer owns each watched socket (stall guard) */
@@ -165,6 +168,11 @@ static void engine_destroy(wms__engine *e)
 		x->k->xfer = NULL;
 		xfer_free(x);
 	}
+	while (e->failing) {
+		struct wms__xfer *x = e->failing;
+		e->failing = x->next;
+		xfer_free(x);
+	}
 	/* handles out of the multi before it goes; its cache closes the
 	 * connections (REMOVE for each watched socket) */
 	curl_multi_cleanup(e->m);
@@ -235,6 +243,20 @@ static void unlink_running(struct wms__engine *e, struct wms__xfer *x)
 	x->next = x->prev = NULL;
 }
 
+/* Out of the running list and the multi, finished with rc (what libcurl
+ * said; CURLE_OK for a transfer ended before it did): its status. The
+ * caller gives it back. */
+static wms_status retire(struct wms__engine *e, struct wms__xfer *x, CURLcode rc)
+{
+	struct conn *k = x->k;
+	k->xfer = NULL;
+	unlink_running(e, x);
+	/* removed mid-transfer, its connection is closed, never reused */
+	if (curl_multi_remove_handle(e->m, k->h) != CURLM_OK)
+		k->broken = 1;
+	return wms__curl_finish(k, x->req, rc, x->resp, x->err);
+}
+
 static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 			       wms_http_response *resp, wms_error *err, void *arg, wms__xfer **out)
 {
@@ -285,29 +307,45 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 	return WMS_OK;
 }
 
-/* NOT_SENT only while nothing of the request can have left: before the
- * transfer phase (name resolution, connect, TLS handshake) no request
- * byte is written. */
-static wms_delivery delivery_so_far(CURL *h)
+/* NOT_SENT only while nothing of the request can have left: libcurl has
+ * not yet come to writing it (name resolution, connect, TLS handshake, a
+ * wait for a connection). The handle's getinfo cannot say so on its own:
+ * until libcurl takes up a re-added handle it reports the last transfer's
+ * sizes and times. */
+static wms_delivery delivery_so_far(const struct conn *k)
 {
+#if LIBCURL_VERSION_NUM >= 0x075000
+	return k->c.requesting ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT;
+#else
+	/* (no CURLOPT_PREREQFUNCTION before 7.80: a handle's stale figures
+	 * can only make this say UNKNOWN where NOT_SENT was true) */
 	curl_off_t pre = 0;
 	long head = 0;
-	if (curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &head) == CURLE_OK && head > 0)
+	if (curl_easy_getinfo(k->h, CURLINFO_REQUEST_SIZE, &head) == CURLE_OK && head > 0)
 		return WMS_DELIVERY_UNKNOWN;
-	if (curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre) != CURLE_OK || pre > 0)
+	if (curl_easy_getinfo(k->h, CURLINFO_PRETRANSFER_TIME_T, &pre) != CURLE_OK || pre > 0)
 		return WMS_DELIVERY_UNKNOWN;
 	return WMS_DELIVERY_NOT_SENT;
+#endif
 }
 
 static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 {
-	wms_delivery d = delivery_so_far(x->k->h);
-	x->k->xfer = NULL;
-	unlink_running(e, x);
-	/* removed mid-transfer, its connection is closed, never reused */
-	if (curl_multi_remove_handle(e->m, x->k->h) != CURLM_OK)
-		x->k->broken = 1;
-	wms__curl_finish(x->k, x->req, CURLE_OK, x->resp, x->err);
+	wms_delivery d;
+	if (x->retired) {
+		/* failed already, its report not yet made: it is not */
+		struct wms__xfer **p = &e->failing;
+		while (*p != x)
+			p = &(*p)->next;
+		*p = x->next;
+		x->next = NULL;
+		x->retired = 0;
+		d = x->delivery;
+		give(e, x);
+		return d;
+	}
+	d = delivery_so_far(x->k);
+	(void)retire(e, x, CURLE_OK);
 	x->k->configured = 0;
 	give(e, x);
 	return d;
@@ -321,24 +359,15 @@ static void drain(struct wms__engine *e)
 	while ((msg = curl_multi_info_read(e->m, &pending)) != NULL) {
 		struct conn *k = NULL;
 		struct wms__xfer *x;
-		CURLcode rc;
 		void *arg;
 		wms_status st;
 		if (msg->msg != CURLMSG_DONE)
 			continue;
-		rc = msg->data.result;
 		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&k) != CURLE_OK ||
-		    !k)
+		    !k || !(x = k->xfer))
 			continue;
-		x = k->xfer;
-		if (!x)
-			continue;
-		k->xfer = NULL;
 		k->c.transferred = 1;
-		unlink_running(e, x);
-		if (curl_multi_remove_handle(e->m, k->h) != CURLM_OK)
-			k->broken = 1;
-		st = wms__curl_finish(k, x->req, rc, x->resp, x->err);
+		st = retire(e, x, msg->data.result);
 		arg = x->arg;
 		give(e, x);
 		/* the callback may start and cancel transfers: msg is not read
@@ -352,38 +381,52 @@ static void drain(struct wms__engine *e)
 
 /* A multi call failed (no memory, or a socket that could not be watched):
  * libcurl may have left any running transfer half-done, with no timer to
- * finish it. Each is ended now, as the blocking loop ends its one
- * transfer, and its handle is not reused. */
+ * finish it. Each transfer running now is ended, as the blocking loop ends
+ * its one transfer, and its handle is not reused. All leave the multi
+ * before the first is reported: a multi whose callback failed takes no new
+ * transfer while one is alive, and the reports may start new ones (which
+ * this pass leaves alone) or cancel ones not yet reported. */
 static void fail_running(struct wms__engine *e, CURLMcode mc)
 {
 	wms_status st = mc == CURLM_OUT_OF_MEMORY ? WMS_ERR_NOMEM
 			: e->loop_failed	  ? e->loop_failed
 						  : WMS_ERR_INTERNAL;
+	struct wms__xfer *x, **tail = &e->failing;
 	e->loop_failed = WMS_OK;
-	while (e->running) {
-		struct wms__xfer *x = e->running;
-		wms_delivery d = delivery_so_far(x->k->h);
-		wms_error *err = x->err;
-		void *arg = x->arg;
-		x->k->xfer = NULL;
-		unlink_running(e, x);
-		curl_multi_remove_handle(e->m, x->k->h);
-		wms__curl_finish(x->k, x->req, CURLE_OK, x->resp, err);
+	while (*tail)
+		tail = &(*tail)->next;
+	while ((x = e->running) != NULL) {
+		x->delivery = delivery_so_far(x->k);
+		(void)retire(e, x, CURLE_OK);
 		x->k->broken = 1;
-		give(e, x);
-		wms_transport_fail(err, st, d, "%s (%s)",
+		wms_transport_fail(x->err, st, x->delivery, "%s (%s)",
 				   st == WMS_ERR_NOMEM ? "out of memory in the transfer loop"
 						       : "the event loop refused to watch a socket",
 				   curl_multi_strerror(mc));
+		x->retired = 1;
+		*tail = x;
+		tail = &x->next;
+	}
+	while ((x = e->failing) != NULL) {
+		void *arg = x->arg;
+		e->failing = x->next;
+		x->next = NULL;
+		x->retired = 0;
+		give(e, x);
 		e->loop.done(e->loop.ctx, arg, st);
 		if (e->dead)
 			return;
 	}
 }
 
-/* The end of an action: the engine freed if a callback destroyed it. */
-static void action_end(struct wms__engine *e)
+/* The end of an action that made mc: what it finished reported, every
+ * running transfer failed if it failed, the engine freed if a callback
+ * destroyed it. */
+static void action_end(struct wms__engine *e, CURLMcode mc)
 {
+	drain(e);
+	if (mc != CURLM_OK && !e->dead)
+		fail_running(e, mc);
 	if (--e->busy == 0 && e->dead)
 		wms__free(e);
 }
@@ -391,16 +434,11 @@ static void action_end(struct wms__engine *e)
 static void engine_socket(wms__engine *e, int fd, int events)
 {
 	int running = 0;
-	CURLMcode mc;
 	/* bytes in are movement for the stall guard, whole header lines or not */
 	if ((events & CURL_CSELECT_IN) && fd >= 0 && (size_t)fd < e->by_fd_cap && e->by_fd[fd])
 		e->by_fd[fd]->c.last_move_ns = wms__now_ns();
 	e->busy++;
-	mc = curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running);
-	drain(e);
-	if (mc != CURLM_OK && !e->dead)
-		fail_running(e, mc);
-	action_end(e);
+	action_end(e, curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running));
 }
 
 static void engine_timeout(wms__engine *e)
@@ -421,10 +459,7 @@ static void engine_timeout(wms__engine *e)
 		if (curl_multi_timeout(e->m, &ms) == CURLM_OK)
 			note(e, e->loop.timer(e->loop.ctx, ms < 0 ? -1 : ms < 1 ? 1 : ms));
 	}
-	drain(e);
-	if (mc != CURLM_OK && !e->dead)
-		fail_running(e, mc);
-	action_end(e);
+	action_end(e, mc);
 }
 
 static const wms__engine_ops curl_engine = {

@@ -28,6 +28,10 @@ struct call {
 	/* Sockets opened, and whether a resend was refused (see on_sockopt). */
 	int sockets;
 	int resend_refused;
+	/* libcurl is about to write this transfer's request (CURLOPT_PREREQ-
+	 * FUNCTION): before it, no byte of it can have left, whatever the
+	 * handle's getinfo still says of its last transfer. */
+	int requesting;
 	/* The CURLcode came from the transfer (not from setting it up), and
 	 * whether a libcurl allocation failed on this thread meanwhile (seen
 	 * only with libcurl routed through the allocation seam). */

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -36,6 +38,7 @@ typedef struct seen {
 	int64_t stock_on_hand0;
 	char doc_root[64];
 	int reply_null;
+	int from_fallback;
 } seen;
 
 static void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
@@ -80,6 +83,7 @@ static void on_stock(wms_status st, wms_stock_reply *r, const wms_error *err, vo
 	s->reply_null = r == NULL;
 	if (r) {
 		s->stock_count = r->count;
+		s->from_fallback = r->from_fallback;
 		s->stock_on_hand0 = r->count ? r->levels[0].on_hand : -1;
 		wms_stock_reply_free(r);
 	}
@@ -269,6 +273,7 @@ typedef struct copts {
 	uint32_t threshold, open_ms;
 	uint32_t bulkhead;
 	uint32_t stall_ms;
+	uint32_t cache_entries;
 } copts;
 
 static wms_client *client_with(const fx *f, const copts *o)
@@ -287,6 +292,7 @@ static wms_client *client_with(const fx *f, const copts *o)
 	co.retry.backoff_multiplier_pct = 100;
 	co.bulkhead.max_concurrent_calls = o->bulkhead;
 	co.stall_timeout_ms = o->stall_ms;
+	co.read_cache.max_entries = o->cache_entries;
 	if (wms_client_new(&c, &co, &err) != WMS_OK)
 		fail_msg("wms_client_new: %s", err.message);
 	return c;
@@ -930,6 +936,418 @@ static void failed_timer_reported_once(void **state)
 	wms_async_free(a);
 }
 
+
+/* ---- lifetimes crossing each other ------------------------------------------------ */
+
+/* SOME calls the sim holds (GetOrderStatus hangs), each seen in s[]. */
+static void hold_some(fx *f, seen *s, const char *prefix)
+{
+	size_t i;
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(s, 0, SOME * sizeof(*s));
+	for (i = 0; i < SOME; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "%s%zu", prefix, i);
+		assert_int_equal(wms_async_get_order_status(NULL, f->a, id, on_status, &s[i]),
+				 WMS_OK);
+	}
+}
+
+static void all_cancelled(const seen *s)
+{
+	size_t i;
+	for (i = 0; i < SOME; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].st, WMS_ERR_CANCELLED);
+	}
+}
+
+/* wms_async_run, not poll: the context freed by a callback of the run. */
+static void run_survives_a_callback_freeing_its_context(void **state)
+{
+	fx *f = *state;
+	seen held[SOME];
+	chain c;
+
+	hold_some(f, held, "RF-");
+	memset(&c, 0, sizeof(c));
+	c.f = f;
+	c.left = 10;
+	c.free_at = 2;
+	order_of(&c.o, "RF-1");
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &c.o.order, chain_next, &c), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 10000), WMS_OK);
+	assert_null(f->a);
+	assert_int_equal(c.done, 2);
+	all_cancelled(held);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* What a cancelled call's callback does while the context or its client
+ * goes away. */
+typedef struct reentry {
+	fx *f;
+	wms_async *a;
+	int calls;
+	int restart, free_client, free_context;
+	seen restarted[SOME];
+	size_t restarts;
+} reentry;
+
+static void on_reentry(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	reentry *re = p;
+	(void)r;
+	(void)err;
+	assert_int_equal(st, WMS_ERR_CANCELLED);
+	re->calls++;
+	if (re->restart && re->restarts < SOME) {
+		seen *s = &re->restarted[re->restarts++];
+		assert_int_equal(wms_async_get_order_status(NULL, re->a, "RE-NEW", on_status, s),
+				 WMS_OK);
+		/* the context is going: cancelled at once, nothing started */
+		assert_int_equal(s->calls, 1);
+		assert_int_equal(s->st, WMS_ERR_CANCELLED);
+		assert_int_equal(s->err.delivery, WMS_DELIVERY_NOT_SENT);
+	}
+	if (re->free_client && re->calls == 1) {
+		wms_client_free(re->f->c);
+		re->f->c = NULL;
+	}
+	if (re->free_context && re->calls == 1)
+		wms_async_free(re->a); /* again, or first: either way once */
+}
+
+static void hold_reentrant(fx *f, reentry *re)
+{
+	size_t i;
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	re->f = f;
+	re->a = f->a;
+	for (i = 0; i < SOME; i++)
+		assert_int_equal(wms_async_get_order_status(NULL, f->a, "RE-1", on_reentry, re),
+				 WMS_OK);
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < SOME)
+		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+}
+
+/* wms_async_free outside any callback: calls its cancellations start are
+ * cancelled at once, and a second free from them does nothing. */
+static void free_cancels_calls_its_callbacks_start(void **state)
+{
+	fx *f = *state;
+	reentry re;
+
+	memset(&re, 0, sizeof(re));
+	re.restart = 1;
+	re.free_context = 1;
+	hold_reentrant(f, &re);
+	wms_async_free(f->a);
+	f->a = NULL;
+	assert_int_equal(re.calls, SOME);
+	assert_int_equal(re.restarts, SOME);
+	assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), SOME);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* The client freed by a callback of the context's own free. */
+static void free_whose_callback_frees_the_client(void **state)
+{
+	fx *f = *state;
+	reentry re;
+
+	memset(&re, 0, sizeof(re));
+	re.free_client = 1;
+	hold_reentrant(f, &re);
+	wms_async_free(f->a);
+	f->a = NULL;
+	assert_null(f->c);
+	assert_int_equal(re.calls, SOME);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* The context freed by a callback of its client's free: it goes (ASan and
+ * valgrind see a leak otherwise), and new calls never reach it. */
+static void client_free_whose_callback_frees_the_context(void **state)
+{
+	fx *f = *state;
+	reentry re;
+
+	memset(&re, 0, sizeof(re));
+	re.free_context = 1;
+	re.restart = 1;
+	hold_reentrant(f, &re);
+	wms_client_free(f->c);
+	f->c = NULL;
+	f->a = NULL;
+	assert_int_equal(re.calls, SOME);
+	assert_int_equal(re.restarts, SOME);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* A generic call on a context whose client is gone: CANCELLED, as every
+ * typed one. */
+static void generic_call_after_the_client_is_gone(void **state)
+{
+	fx *f = *state;
+	wms_call_options op = WMS_CALL_OPTIONS_INIT;
+	xmlDocPtr body;
+	static const char xml[] =
+		"<wh:GetShipmentStatusRequest xmlns:wh=\"urn:libwms:warehouse:1\">"
+		"<wh:clientOrderId>A-1</wh:clientOrderId></wh:GetShipmentStatusRequest>";
+	wms_async_call *h = (wms_async_call *)&op;
+	seen s;
+
+	wms_client_free(f->c);
+	f->c = NULL;
+	op.operation = "GetShipmentStatus";
+	op.soap_action = "urn:libwms:warehouse:1/GetShipmentStatus";
+	op.reply_namespace = "urn:libwms:warehouse:1";
+	op.reply_element = "GetShipmentStatusResponse";
+	body = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL, XML_PARSE_NONET);
+	assert_non_null(body);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_call_start(&h, f->a, &op, xmlDocGetRootElement(body), on_call,
+					      &s),
+			 WMS_OK);
+	xmlFreeDoc(body);
+	assert_null(h);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_true(s.reply_null);
+}
+
+/* A handle that carried a finished call, reused and cancelled before the
+ * loop ran: nothing of the new request left, whatever libcurl still says
+ * of the last one. Twice, on one context. */
+static void cancel_before_send_on_a_reused_handle(void **state)
+{
+	fx *f = *state;
+	it_order o;
+	seen s;
+	int round;
+
+	order_of(&o, "RU-1");
+	for (round = 0; round < 2; round++) {
+		wms_async_call *h = NULL;
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o.order, on_submit, &s), WMS_OK);
+		assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+		assert_int_equal(s.st, WMS_OK);
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_get_order_status(&h, f->a, "RU-1", on_status, &s),
+				 WMS_OK);
+		assert_non_null(h);
+		assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_ERR_CANCELLED);
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	}
+	assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), 0);
+}
+
+/* A read refused by max_in_flight is answered from the read cache, as when
+ * the client's bulkhead refuses it. */
+static void max_in_flight_refusal_served_from_the_read_cache(void **state)
+{
+	fx *f = *state;
+	copts o;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	const char *skus[] = { "SKU-1" };
+	seen warm, held, s;
+	it_order ord;
+	int round;
+
+	memset(&o, 0, sizeof(o));
+	o.cache_entries = 8;
+	ao.max_in_flight = 1;
+	use_client(f, &o, &ao);
+	memset(&warm, 0, sizeof(warm));
+	assert_int_equal(wms_async_get_stock_level(NULL, f->a, skus, 1, on_stock, &warm), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(warm.st, WMS_OK);
+	assert_false(warm.from_fallback);
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	order_of(&ord, "MC-1");
+	memset(&held, 0, sizeof(held));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &held), WMS_OK);
+	for (round = 0; round < 2; round++) {
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_get_stock_level(NULL, f->a, skus, 1, on_stock, &s),
+				 WMS_OK);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_OK);
+		assert_true(s.from_fallback);
+		assert_true(s.err.fallback);
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_int_equal(s.stock_count, 1);
+		assert_int_equal(s.stock_on_hand0, warm.stock_on_hand0);
+	}
+	assert_int_equal(wms_async_cancel_all(f->a), 1);
+	assert_int_equal(wms_sim_requests(f->sim, "GetStockLevel"), 1);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* ---- a loop of the caller's whose watch fails ---------------------------------- */
+
+typedef struct tloop {
+	int epfd;
+	int armed;
+	double due_ms;
+	int fail_next_new; /* refuse the next socket not watched yet */
+	int refused;
+} tloop;
+
+static int tl_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	tloop *tl = payload;
+	struct epoll_event ev;
+	(void)a;
+	if (what == WMS_POLL_REMOVE) {
+		epoll_ctl(tl->epfd, EPOLL_CTL_DEL, fd, NULL);
+		*sockp = NULL;
+		return 0;
+	}
+	if (!*sockp && tl->fail_next_new) {
+		tl->fail_next_new = 0;
+		tl->refused++;
+		return -1;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = ((what & WMS_POLL_IN) ? EPOLLIN : 0u) | ((what & WMS_POLL_OUT) ? EPOLLOUT : 0u);
+	ev.data.fd = fd;
+	if (epoll_ctl(tl->epfd, *sockp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0 &&
+	    epoll_ctl(tl->epfd, *sockp ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) != 0)
+		return -1;
+	*sockp = tl;
+	return 0;
+}
+
+static int tl_timer(wms_async *a, long ms, void *payload)
+{
+	tloop *tl = payload;
+	(void)a;
+	tl->armed = ms >= 0;
+	tl->due_ms = it_now_ms() + (double)ms;
+	return 0;
+}
+
+/* One wait of the caller's loop; the statuses libwms returned, worst kept. */
+static wms_status tl_step(wms_async *a, tloop *tl, int max_ms)
+{
+	struct epoll_event got[16];
+	wms_status worst = WMS_OK, st;
+	int i, n, wait = max_ms;
+	if (tl->armed) {
+		double left = tl->due_ms - it_now_ms();
+		wait = left <= 0 ? 0 : left < max_ms ? (int)left + 1 : max_ms;
+	}
+	n = epoll_wait(tl->epfd, got, 16, wait);
+	for (i = 0; i < n; i++) {
+		int ev = ((got[i].events & (EPOLLIN | EPOLLHUP)) ? WMS_EV_IN : 0) |
+			 ((got[i].events & EPOLLOUT) ? WMS_EV_OUT : 0) |
+			 ((got[i].events & EPOLLERR) ? WMS_EV_ERR : 0);
+		if ((st = wms_async_socket_action(a, got[i].data.fd, ev)) != WMS_OK)
+			worst = st;
+	}
+	if (tl->armed && it_now_ms() >= tl->due_ms) {
+		tl->armed = 0;
+		if ((st = wms_async_timeout(a)) != WMS_OK)
+			worst = st;
+	}
+	return worst;
+}
+
+typedef struct after_fail {
+	fx *f;
+	wms_async *a;
+	seen failed[SOME + 1];
+	size_t nfailed;
+	seen fresh;
+	it_order o;
+	int started;
+} after_fail;
+
+static void on_failed(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	after_fail *af = p;
+	seen *s = &af->failed[af->nfailed < SOME + 1 ? af->nfailed++ : SOME];
+	on_status(st, r, err, s);
+	/* a call started by the failure's callback is not failed by it */
+	if (!af->started) {
+		af->started = 1;
+		wms_sim_clear_faults(af->f->sim);
+		assert_int_equal(wms_async_submit_order(NULL, af->a, &af->o.order, on_submit,
+							&af->fresh),
+				 WMS_OK);
+	}
+}
+
+/*
+ * SOME calls held by the WMS, then one more whose new socket the caller's
+ * loop refuses to watch: libcurl's multi call fails, and every transfer
+ * running then ends with INTERNAL (the held ones UNKNOWN, the refused one
+ * NOT_SENT), the loop reported once. The first failure's callback starts
+ * a fresh call, which the same pass leaves alone: it completes OK.
+ */
+static void refused_watch_fails_the_running_not_the_new(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *a = NULL;
+	wms_error err;
+	after_fail af;
+	tloop tl;
+	size_t i;
+	int internal = 0;
+	double end;
+
+	memset(&tl, 0, sizeof(tl));
+	tl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(tl.epfd >= 0);
+	ao.watch = tl_watch;
+	ao.timer = tl_timer;
+	ao.loop_payload = &tl;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	memset(&af, 0, sizeof(af));
+	af.f = f;
+	af.a = a;
+	order_of(&af.o, "WF-1");
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	for (i = 0; i < SOME; i++)
+		assert_int_equal(wms_async_get_order_status(NULL, a, "WF-H", on_failed, &af), WMS_OK);
+	end = it_now_ms() + 10000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < SOME && it_now_ms() < end)
+		assert_int_equal(tl_step(a, &tl, 50), WMS_OK);
+	assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), SOME);
+	tl.fail_next_new = 1;
+	assert_int_equal(wms_async_get_order_status(NULL, a, "WF-R", on_failed, &af), WMS_OK);
+	while ((af.nfailed < SOME + 1 || !af.fresh.calls) && it_now_ms() < end)
+		if (tl_step(a, &tl, 50) == WMS_ERR_INTERNAL)
+			internal++;
+	assert_int_equal(tl.refused, 1);
+	assert_int_equal(internal, 1);
+	assert_int_equal(af.nfailed, SOME + 1);
+	for (i = 0; i < SOME + 1; i++) {
+		assert_int_equal(af.failed[i].calls, 1);
+		assert_int_equal(af.failed[i].st, WMS_ERR_INTERNAL);
+		assert_true(af.failed[i].err.delivery == WMS_DELIVERY_UNKNOWN ||
+			    af.failed[i].err.delivery == WMS_DELIVERY_NOT_SENT);
+	}
+	assert_int_equal(af.fresh.calls, 1);
+	if (af.fresh.st != WMS_OK)
+		fail_msg("the fresh call: %s: %s", wms_status_name(af.fresh.st),
+			 af.fresh.err.message);
+	assert_int_equal(wms_async_in_flight(a), 0);
+	wms_async_free(a);
+	close(tl.epfd);
+}
+
 /* ---- every fault of the sim: the async result is the blocking one ------------- */
 
 static void async_matches_blocking_for_every_fault(void **state)
@@ -1148,6 +1566,21 @@ int main(void)
 		cmocka_unit_test_setup_teardown(callback_cancels_itself, setup, teardown),
 		cmocka_unit_test_setup_teardown(callback_frees_the_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_timer_reported_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(run_survives_a_callback_freeing_its_context, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(free_cancels_calls_its_callbacks_start, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(free_whose_callback_frees_the_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_free_whose_callback_frees_the_context, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(generic_call_after_the_client_is_gone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(cancel_before_send_on_a_reused_handle, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(max_in_flight_refusal_served_from_the_read_cache,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_watch_fails_the_running_not_the_new, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(async_matches_blocking_for_every_fault, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
