@@ -34,9 +34,20 @@
  * and read cache are thread-safe. A completion callback may start calls and
  * cancel calls (any; cancelling itself is WMS_ERR_INVALID_ARG: it has
  * completed); wms_async_free on its own context from a callback is
- * deferred to when the outermost dispatch returns; wms_client_free of its
- * client from a callback completes the other calls as cancelled and leaves
- * the context to be freed.
+ * deferred to when the outermost dispatch returns (and wms_async_run
+ * returns WMS_OK then); wms_client_free of its client from a callback
+ * completes the other calls as cancelled and leaves the context to be
+ * freed. A call started while its context or client is being freed (from
+ * one of the cancellations' callbacks) completes at once as cancelled.
+ *
+ * wms_client_free completes the calls of EVERY context of the client, and
+ * runs their callbacks, on the thread that calls it: free a client shared
+ * by several loop threads only once those loops have stopped (no thread
+ * inside a wms_async_* function of one of its contexts), or from the one
+ * thread that runs them all.
+ *
+ * The wire log (when on) ends a cancelled attempt's request record with a
+ * reply record of status WMS_ERR_CANCELLED, no HTTP status and no body.
  *
  * Since 0.3.2.
  */
@@ -73,9 +84,13 @@ typedef struct wms_async_call wms_async_call;
  * watched before, or stop (WMS_POLL_REMOVE). `*sockp` is the caller's slot
  * for this socket (NULL the first time; what it is set to comes back on
  * the next calls for the same fd, until WMS_POLL_REMOVE, after which the
- * callback frees whatever it put there). Return 0; -1 ends the calls on
- * that socket with WMS_ERR_INTERNAL, and the next wms_async_socket_action
- * or wms_async_timeout returns WMS_ERR_INTERNAL once.
+ * callback frees whatever it put there). WMS_POLL_REMOVE comes while the
+ * fd is still open (before libwms closes it). Return 0; -1 cannot be
+ * taken back by libcurl: EVERY call then running on the context ends with
+ * WMS_ERR_INTERNAL (delivery NOT_SENT or UNKNOWN, as far as each got),
+ * calls started from their callbacks run normally, and the function that
+ * was running (wms_async_socket_action, wms_async_timeout) or the next one
+ * returns WMS_ERR_INTERNAL once.
  */
 typedef int (*wms_async_watch_fn)(wms_async *async, int fd, int what, void *payload,
 				  void **sockp);
@@ -98,7 +113,9 @@ typedef struct wms_async_options {
 	wms_async_timer_fn timer;
 	void *loop_payload; /**< passed to watch and timer */
 	/** Calls in flight on this context at most; one more completes at once
-	 *  with WMS_ERR_BULKHEAD_FULL (NOT_SENT). 0: 4096; at most 65536. The
+	 *  with WMS_ERR_BULKHEAD_FULL (NOT_SENT), or from the read cache or a
+	 *  fallback, as when the client's bulkhead refuses a call (it is not
+	 *  counted in the bulkhead's snapshot). 0: 4096; at most 65536. The
 	 *  client's bulkhead, if set, caps every context and blocking call
 	 *  together; calls on a context never wait for its slot. */
 	uint32_t max_in_flight;

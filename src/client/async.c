@@ -531,6 +531,8 @@ static void cancel_call(struct wms_async_call *x, const char *why)
 			     d == WMS_DELIVERY_NOT_SENT ? "nothing sent"
 							: "the WMS may have the request");
 	(void)n;
+	if (held)
+		wms__call_unanswered(a->client, &x->req, WMS_ERR_CANCELLED, &x->err, x->wire_start);
 	wms_http_response_clear(&x->resp);
 	complete(x, WMS_ERR_CANCELLED);
 }

@@ -185,6 +185,16 @@ uint64_t wms__call_sending(wms_client *c, const wms_http_request *req, const wms
 	return wms__now_ns();
 }
 
+void wms__call_unanswered(wms_client *c, const wms_http_request *req, wms_status st,
+			  const wms_error *err, uint64_t start)
+{
+	wms_http_response none;
+	if (!c->cb.on_wire)
+		return;
+	memset(&none, 0, sizeof(none));
+	wire_log(c, req, &none, st, err, start);
+}
+
 wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
 			   const wms_http_request *req, wms_http_response *resp, wms_status sent,
 			   uint64_t deadline_ns, uint64_t start, wms_error *err)

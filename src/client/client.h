@@ -168,6 +168,10 @@ void wms__call_request(wms_client *c, const call *k, const wms__buf *body, uint3
 		       const wms_error *err, wms_http_request *req);
 /* The wire log's request record, if one is kept: its time, else 0. */
 uint64_t wms__call_sending(wms_client *c, const wms_http_request *req, const wms_error *err);
+/* An attempt handed to the transport that ends with st (CANCELLED) and no
+ * reply: the wire log's reply record says so (no HTTP status, no body). */
+void wms__call_unanswered(wms_client *c, const wms_http_request *req, wms_status st,
+			  const wms_error *err, uint64_t start);
 /* What the transport brought back (`sent`: its status): interpreted,
  * logged, correlated; resp cleared. The attempt's status. */
 wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,

@@ -274,6 +274,8 @@ typedef struct copts {
 	uint32_t bulkhead;
 	uint32_t stall_ms;
 	uint32_t cache_entries;
+	wms_wire_log_fn on_wire;
+	void *wire_payload;
 } copts;
 
 static wms_client *client_with(const fx *f, const copts *o)
@@ -293,6 +295,8 @@ static wms_client *client_with(const fx *f, const copts *o)
 	co.bulkhead.max_concurrent_calls = o->bulkhead;
 	co.stall_timeout_ms = o->stall_ms;
 	co.read_cache.max_entries = o->cache_entries;
+	co.callbacks.on_wire = o->on_wire;
+	co.callbacks.payload = o->wire_payload;
 	if (wms_client_new(&c, &co, &err) != WMS_OK)
 		fail_msg("wms_client_new: %s", err.message);
 	return c;
@@ -1192,6 +1196,73 @@ static void max_in_flight_refusal_served_from_the_read_cache(void **state)
 	wms_sim_clear_faults(f->sim);
 }
 
+
+/* The wire log of a cancelled attempt: its request record, then a reply
+ * record that says CANCELLED (no HTTP status, no body), both under the
+ * call's correlation id; before sending and while the WMS has it. */
+typedef struct wire_seen {
+	int n;
+	wms_wire_direction dir[8];
+	wms_status st[8];
+	long http[8];
+	size_t body_len[8];
+	char id[8][64];
+} wire_seen;
+
+static void on_wire(const wms_wire_record *r, void *p)
+{
+	wire_seen *w = p;
+	if (w->n >= 8)
+		return;
+	w->dir[w->n] = r->direction;
+	w->st[w->n] = r->status;
+	w->http[w->n] = r->http_status;
+	w->body_len[w->n] = r->body_len;
+	snprintf(w->id[w->n], sizeof(w->id[0]), "%s", r->correlation_id);
+	w->n++;
+}
+
+static void cancelled_attempt_in_the_wire_log(void **state)
+{
+	fx *f = *state;
+	copts o;
+	wire_seen w;
+	seen s;
+	it_order ord;
+	int round;
+
+	memset(&o, 0, sizeof(o));
+	o.on_wire = on_wire;
+	o.wire_payload = &w;
+	use_client(f, &o, NULL);
+	order_of(&ord, "W-1");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	for (round = 0; round < 2; round++) {
+		wms_async_call *h = NULL;
+		memset(&w, 0, sizeof(w));
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(&h, f->a, &ord.order, on_submit, &s), WMS_OK);
+		if (round == 1)
+			while (wms_sim_requests(f->sim, "SubmitOrder") < 1)
+				assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+		assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+		assert_int_equal(s.st, WMS_ERR_CANCELLED);
+		assert_int_equal(s.err.delivery,
+				 round == 0 ? WMS_DELIVERY_NOT_SENT : WMS_DELIVERY_UNKNOWN);
+		assert_int_equal(w.n, 2);
+		assert_int_equal(w.dir[0], WMS_WIRE_REQUEST);
+		assert_true(w.body_len[0] > 0);
+		assert_int_equal(w.dir[1], WMS_WIRE_REPLY);
+		assert_int_equal(w.st[1], WMS_ERR_CANCELLED);
+		assert_int_equal(w.http[1], 0);
+		assert_int_equal(w.body_len[1], 0);
+		assert_string_equal(w.id[0], w.id[1]);
+		assert_string_equal(w.id[0], s.err.correlation_id);
+	}
+	wms_sim_clear_faults(f->sim);
+}
+
 /* ---- a loop of the caller's whose watch fails ---------------------------------- */
 
 typedef struct tloop {
@@ -1581,6 +1652,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_watch_fails_the_running_not_the_new, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(cancelled_attempt_in_the_wire_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_matches_blocking_for_every_fault, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
