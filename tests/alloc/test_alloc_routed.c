@@ -32,6 +32,7 @@
 #include "wms/call.h"
 #include "soap/soap.h" /* wms__xml_doc_free */
 #include "count_alloc.h"
+#include "async_seen.h"
 
 /* ---- the counting, failing allocator ----------------------------------- */
 
@@ -134,23 +135,6 @@ static wms_status submit(wms_client *client, wms_error *err)
 	return st;
 }
 
-/* An asynchronous call's outcome. */
-typedef struct async_seen {
-	int calls;
-	wms_status st;
-	wms_error err;
-	wms_submit_reply reply;
-} async_seen;
-
-static void async_done(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
-{
-	async_seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	if (r)
-		s->reply = *r;
-}
 
 /* SubmitOrder through the asynchronous API (own loop): one call, then the
  * same order again over the kept connection, then the context freed. */
@@ -158,7 +142,7 @@ static wms_status submit_async(wms_client *client, wms_error *err)
 {
 	wms_order order = sample_order();
 	wms_async *a = NULL;
-	async_seen s;
+	seen s;
 	wms_status st;
 	int i;
 
@@ -169,7 +153,7 @@ static wms_status submit_async(wms_client *client, wms_error *err)
 	}
 	for (i = 0; i < 2; i++) {
 		memset(&s, 0, sizeof(s));
-		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &s), WMS_OK);
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, on_submit, &s), WMS_OK);
 		st = wms_async_run(a, 20000);
 		if (st != WMS_OK) {
 			/* the loop itself failed (NOMEM): the call is cancelled */
@@ -183,8 +167,8 @@ static wms_status submit_async(wms_client *client, wms_error *err)
 		st = s.st;
 		if (st != WMS_OK)
 			break;
-		assert_string_equal(s.reply.wms_reference, "WMS:778899");
-		assert_string_equal(s.reply.order_id, "ORD-2024-0001");
+		assert_string_equal(s.submit.wms_reference, "WMS:778899");
+		assert_string_equal(s.submit.order_id, "ORD-2024-0001");
 	}
 	wms_async_free(a);
 	return st;
@@ -481,7 +465,7 @@ static void test_async_submit(void **state)
 
 static void test_async_memory_per_call(void **state)
 {
-	static async_seen seen[MEM_CALLS];
+	static seen held[MEM_CALLS];
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
 	wms_order order = sample_order();
 	lb_script script;
@@ -511,9 +495,9 @@ static void test_async_memory_per_call(void **state)
 	assert_int_equal(wms_client_new(&client, &o, &err), WMS_OK);
 	assert_int_equal(wms_async_new(&a, client, NULL, &err), WMS_OK);
 	idle_bytes = atomic_load(&cnt.live_bytes);
-	memset(seen, 0, sizeof(seen));
+	memset(held, 0, sizeof(held));
 	for (i = 0; i < n; i++)
-		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &seen[i]),
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, on_submit, &held[i]),
 				 WMS_OK);
 	t0 = now_s();
 	while (lb_requests(srv) < n && now_s() - t0 < 50.0)
@@ -527,18 +511,18 @@ static void test_async_memory_per_call(void **state)
 	assert_true((busy_bytes - idle_bytes) / (long)n <= MEM_PER_CALL_MAX);
 	assert_int_equal(wms_async_cancel_all(a), n);
 	for (i = 0; i < n; i++) {
-		assert_int_equal(seen[i].calls, 1);
-		assert_int_equal(seen[i].st, WMS_ERR_CANCELLED);
-		assert_int_equal(seen[i].err.delivery, WMS_DELIVERY_UNKNOWN);
+		assert_int_equal(held[i].calls, 1);
+		assert_int_equal(held[i].st, WMS_ERR_CANCELLED);
+		assert_int_equal(held[i].err.delivery, WMS_DELIVERY_UNKNOWN);
 	}
 	/* refused at once by an open breaker: not one allocation */
 	wms_breaker_force_open(wms_client_breaker(client));
 	calls = atomic_load(&cnt.calls);
 	for (i = 0; i < 1000; i++) {
-		memset(&seen[0], 0, sizeof(seen[0]));
-		assert_int_equal(wms_async_submit_order(NULL, a, &order, async_done, &seen[0]),
+		memset(&held[0], 0, sizeof(held[0]));
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, on_submit, &held[0]),
 				 WMS_OK);
-		assert_int_equal(seen[0].st, WMS_ERR_CIRCUIT_OPEN);
+		assert_int_equal(held[0].st, WMS_ERR_CIRCUIT_OPEN);
 	}
 	assert_int_equal(atomic_load(&cnt.calls), calls);
 	wms_async_free(a);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include "itest.h"
+#include "async_seen.h"
 
 int it_valgrind(void)
 {
@@ -161,27 +162,11 @@ void it_client_free(wms_client *c)
 	wms_client_free(c);
 }
 
-typedef struct async_result {
-	int calls;
-	wms_status st;
-	wms_submit_reply reply;
-	wms_error err;
-} async_result;
-
-static void async_done(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
-{
-	async_result *res = p;
-	res->calls++;
-	res->st = st;
-	res->err = *err;
-	if (r)
-		res->reply = *r;
-}
 
 wms_status it_submit(wms_client *c, const char *order_id, const char *sku, uint32_t qty,
 		     wms_submit_reply *out, wms_error *err)
 {
-	async_result res;
+	seen res;
 	wms_async *a;
 	it_order o;
 	it_order_init(&o, order_id, sku, qty);
@@ -189,14 +174,14 @@ wms_status it_submit(wms_client *c, const char *order_id, const char *sku, uint3
 		return wms_submit_order(out, c, &o.order, err);
 	a = async_for(c);
 	memset(&res, 0, sizeof(res));
-	if (wms_async_submit_order(NULL, a, &o.order, async_done, &res) != WMS_OK)
+	if (wms_async_submit_order(NULL, a, &o.order, on_submit, &res) != WMS_OK)
 		fail_msg("wms_async_submit_order refused to start");
 	if (wms_async_run(a, -1) != WMS_OK)
 		fail_msg("wms_async_run failed");
 	if (res.calls != 1)
 		fail_msg("async SubmitOrder %s completed %d times", order_id, res.calls);
 	if (out && res.st == WMS_OK)
-		*out = res.reply;
+		*out = res.submit;
 	if (err)
 		*err = res.err;
 	return res.st;

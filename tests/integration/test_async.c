@@ -18,6 +18,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include "itest.h"
+#include "async_seen.h"
 #include "build_kind.h"
 
 typedef struct fx {
@@ -25,83 +26,6 @@ typedef struct fx {
 	wms_client *c;
 	wms_async *a;
 } fx;
-
-/* What one callback saw. */
-typedef struct seen {
-	int calls; /* how many times it ran: must end at 1 */
-	wms_status st;
-	wms_error err;
-	wms_submit_reply submit;
-	wms_status_reply status;
-	wms_cancel_reply cancel;
-	size_t stock_count;
-	int64_t stock_on_hand0;
-	char doc_root[64];
-	int reply_null;
-	int from_fallback;
-} seen;
-
-static void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
-{
-	seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	s->reply_null = r == NULL;
-	if (r)
-		s->submit = *r;
-}
-
-static void on_status(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
-{
-	seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	s->reply_null = r == NULL;
-	if (r)
-		s->status = *r;
-}
-
-static void on_cancel(wms_status st, const wms_cancel_reply *r, const wms_error *err, void *p)
-{
-	seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	s->reply_null = r == NULL;
-	if (r)
-		s->cancel = *r;
-}
-
-static void on_stock(wms_status st, wms_stock_reply *r, const wms_error *err, void *p)
-{
-	seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	s->reply_null = r == NULL;
-	if (r) {
-		s->stock_count = r->count;
-		s->from_fallback = r->from_fallback;
-		s->stock_on_hand0 = r->count ? r->levels[0].on_hand : -1;
-		wms_stock_reply_free(r);
-	}
-}
-
-static void on_call(wms_status st, struct _xmlDoc *doc, const wms_error *err, void *p)
-{
-	seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	s->reply_null = doc == NULL;
-	if (doc) {
-		xmlNodePtr root = xmlDocGetRootElement(doc);
-		snprintf(s->doc_root, sizeof(s->doc_root), "%s", root ? (const char *)root->name : "");
-		xmlFreeDoc(doc);
-	}
-}
 
 static void raise_fd_limit(void)
 {

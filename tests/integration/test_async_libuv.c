@@ -19,6 +19,7 @@
 #include <uv.h>
 #include "wms/adapters/libuv.h"
 #include "itest.h"
+#include "async_seen.h"
 
 typedef struct fx {
 	uv_loop_t loop;
@@ -36,23 +37,6 @@ typedef struct fx {
 	long sockets_open, sockets_max, watch_calls, timer_calls, watch_failed, timer_failed;
 } fx;
 
-/* What one callback saw. */
-typedef struct seen {
-	int calls;
-	wms_status st;
-	wms_error err;
-	wms_submit_reply submit;
-} seen;
-
-static void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
-{
-	seen *s = p;
-	s->calls++;
-	s->st = st;
-	s->err = *err;
-	if (r)
-		s->submit = *r;
-}
 
 /* ---- the adapter, counted ---------------------------------------------------- */
 
