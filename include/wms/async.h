@@ -31,14 +31,33 @@
  * open, bulkhead full, max_in_flight reached: "completes at once"). The
  * client may be shared with other threads making blocking calls and with
  * other wms_async contexts (one per loop thread): its breakers, bulkheads
- * and read cache are thread-safe. A completion callback may start calls and
- * cancel calls (any; cancelling itself is WMS_ERR_INVALID_ARG: it has
- * completed); wms_async_free on its own context from a callback is
- * deferred to when the outermost dispatch returns (and wms_async_run
- * returns WMS_OK then); wms_client_free of its client from a callback
- * completes the other calls as cancelled and leaves the context to be
- * freed. A call started while its context or client is being freed (from
- * one of the cancellations' callbacks) completes at once as cancelled.
+ * and read cache are thread-safe.
+ *
+ * What a callback may call:
+ *   - a completion callback: anything. It may start calls and cancel calls
+ *     (any; cancelling itself is WMS_ERR_INVALID_ARG: it has completed);
+ *     wms_async_free on its own context is deferred to when the outermost
+ *     dispatch returns (and wms_async_run returns WMS_OK then);
+ *     wms_client_free of its client completes the other calls as cancelled
+ *     and leaves the context to be freed;
+ *   - the client's callbacks that a call's own step runs (the wire log,
+ *     error_filter, the breaker's on_state_change and clock, a transport of
+ *     the caller's): wms_async_cancel, wms_async_cancel_all, starts and
+ *     wms_async_free. A call they cancel that is in the middle of its step
+ *     (the one being logged, say) completes as cancelled when the step
+ *     ends, with the delivery it reached (its reply, if it came, is not
+ *     reported); the others at once. Not wms_client_free;
+ *   - the watch and timer callbacks run inside libcurl or a dispatch: only
+ *     wms_async_free (deferred: its calls are cancelled when the dispatch
+ *     returns) and wms_async_in_flight. The rest is refused there:
+ *     wms_async_cancel, the starts, wms_async_socket_action,
+ *     wms_async_timeout, wms_async_poll and wms_async_run return
+ *     WMS_ERR_INVALID_ARG (no callback), wms_async_cancel_all 0. Not
+ *     wms_client_free.
+ * wms_async_cancel_all cancels the calls in flight when it is called: the
+ * calls their callbacks start run on. A call started while its context or
+ * client is being freed (from one of the cancellations' callbacks)
+ * completes at once as cancelled.
  *
  * wms_client_free completes the calls of EVERY context of the client, and
  * runs their callbacks, on the thread that calls it: free a client shared
@@ -85,12 +104,14 @@ typedef struct wms_async_call wms_async_call;
  * for this socket (NULL the first time; what it is set to comes back on
  * the next calls for the same fd, until WMS_POLL_REMOVE, after which the
  * callback frees whatever it put there). WMS_POLL_REMOVE comes while the
- * fd is still open (before libwms closes it). Return 0; -1 cannot be
- * taken back by libcurl: EVERY call then running on the context ends with
- * WMS_ERR_INTERNAL (delivery NOT_SENT or UNKNOWN, as far as each got),
- * calls started from their callbacks run normally, and the function that
- * was running (wms_async_socket_action, wms_async_timeout) or the next one
- * returns WMS_ERR_INTERNAL once.
+ * fd is still open (before libwms closes it). Return 0; -1 (for IN, OUT
+ * or INOUT) cannot be taken back by libcurl: EVERY call then running on
+ * the context ends with WMS_ERR_INTERNAL (delivery NOT_SENT or UNKNOWN, as
+ * far as each got), calls started from their callbacks run normally, and
+ * the function that was running (wms_async_socket_action,
+ * wms_async_timeout) or the next one returns WMS_ERR_INTERNAL once. A
+ * REMOVE is done whatever the callback returns: libwms and libcurl forget
+ * the socket, nothing else changes. See "What a callback may call" above.
  */
 typedef int (*wms_async_watch_fn)(wms_async *async, int fd, int what, void *payload,
 				  void **sockp);

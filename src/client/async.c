@@ -70,6 +70,13 @@ struct wms_async_call {
 	wms_status last; /* the last attempt's status, across a pause */
 	wms__xfer *xfer;
 	wms__timer timer;
+	uint64_t seq; /* its start's number on the context (cancel_all's cut) */
+	/* In a step of its own (an attempt's start or end, a retry's turn),
+	 * which runs the client's callbacks (the wire log, the breaker's,
+	 * error_filter, a transport of the caller's): a cancel from one of
+	 * them is noted here and carried out when the step is back. */
+	int in_step;
+	const char *cancel_why;
 	wms_error err;
 	struct wms_async_call *next, *prev; /* in flight; or the spares */
 	/* the arena of a small call (never cleared: written before read) */
@@ -99,6 +106,8 @@ struct wms_async {
 	struct wms_async_call *calls, *spares;
 	size_t in_flight, spare_count;
 	unsigned depth; /* dispatches running (callbacks may re-enter) */
+	unsigned in_loop_cb; /* the caller's watch or timer callback is running */
+	uint64_t seq;        /* calls started */
 	int free_pending;
 	int client_going; /* its client is being freed: no call starts */
 	int loop_failed; /* a watch or timer callback returned -1 */
@@ -136,12 +145,18 @@ static void enter(wms_async *a)
 
 static int leave(wms_async *a)
 {
-	if (--a->depth == 0) {
-		if (a->free_pending) {
-			async_destroy(a);
-			return 0;
-		}
+	if (a->depth > 1) {
+		a->depth--;
+		return 1;
+	}
+	/* the outermost: the caller's timer is told what is due while the
+	 * dispatch is still held (a free from its callback waits for this) */
+	if (!a->free_pending)
 		update_timer(a);
+	a->depth--;
+	if (a->free_pending) {
+		async_destroy(a);
+		return 0;
 	}
 	return 1;
 }
@@ -217,16 +232,23 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 							   : WMS_ERR_INTERNAL;
 	if (what == WMS_POLL_REMOVE && !w->what)
 		return WMS_OK;
+	a->in_loop_cb++;
 	rc = a->o.watch(a, fd, what, a->o.loop_payload, &w->sockp);
-	if (rc != 0)
-		a->loop_failed = 1;
+	a->in_loop_cb--;
 	if (what == WMS_POLL_REMOVE) {
+		/* Taken as done, whatever it returned: libcurl lets go of the
+		 * socket either way (and takes a refusal here for a dead multi,
+		 * with no transfer ended), so libwms forgets it too. */
 		w->what = 0;
 		w->sockp = NULL;
-	} else {
-		w->what = what;
+		return WMS_OK;
 	}
-	return rc == 0 ? WMS_OK : WMS_ERR_INTERNAL;
+	if (rc != 0) {
+		a->loop_failed = 1;
+		return WMS_ERR_INTERNAL;
+	}
+	w->what = what;
+	return WMS_OK;
 }
 
 /* A socket about to be closed: its watch goes now, while the fd is still
@@ -257,6 +279,17 @@ static wms_status engine_timer(void *ctx, long timeout_ms)
 		       : WMS_ERR_NOMEM;
 }
 
+/* The caller's timer callback, always inside a dispatch (a free from it
+ * waits for the dispatch to end). */
+static int loop_timer(wms_async *a, long ms)
+{
+	int rc;
+	a->in_loop_cb++;
+	rc = a->o.timer(a, ms, a->o.loop_payload);
+	a->in_loop_cb--;
+	return rc;
+}
+
 /* Tell the caller's loop when the earliest timer is due (if it moved). */
 static void update_timer(wms_async *a)
 {
@@ -268,7 +301,7 @@ static void update_timer(wms_async *a)
 	if (!t) {
 		if (a->armed) {
 			a->armed = 0;
-			if (a->o.timer(a, -1, a->o.loop_payload) != 0)
+			if (loop_timer(a, -1) != 0)
 				a->loop_failed = 1;
 		}
 		return;
@@ -279,7 +312,7 @@ static void update_timer(wms_async *a)
 	ms = t->due_ns <= now ? 0 : (long)((t->due_ns - now + 999999u) / 1000000u);
 	a->armed = 1;
 	a->armed_ns = t->due_ns;
-	if (a->o.timer(a, ms, a->o.loop_payload) != 0) {
+	if (loop_timer(a, ms) != 0) {
 		a->loop_failed = 1;
 		a->armed = 0; /* asked again at the next change */
 	}
@@ -289,6 +322,7 @@ static void update_timer(wms_async *a)
 
 static void complete(struct wms_async_call *x, wms_status st);
 static int attempt_start(struct wms_async_call *x);
+static void cancel_call(struct wms_async_call *x, const char *why);
 
 #define CALL_OF_TIMER(t) ((struct wms_async_call *)((char *)(t) - offsetof(struct wms_async_call, timer)))
 
@@ -385,18 +419,28 @@ static int attempt_done(struct wms_async_call *x, wms_status st)
 	wms_client *c = x->a->client;
 	wms__xml_ws *ws = wms__xml_pool_take(c->xml_pool);
 	uint64_t pause = 0;
+	int again;
 
+	x->in_step = 1;
 	wms__heap_remove(&x->a->timers, &x->timer);
 	x->xfer = NULL;
+	x->stage = S_PAUSE; /* no permit held once it is recorded */
 	st = wms__call_reply(c, ws, &x->k, &x->req, &x->resp, st, x->attempt_deadline,
 			     x->wire_start, &x->err);
 	wms__xml_pool_give(c->xml_pool, ws);
-	if (!wms__call_after(c, &x->k, &x->at, st, &x->err, &pause)) {
+	again = wms__call_after(c, &x->k, &x->at, st, &x->err, &pause);
+	x->in_step = 0;
+	if (x->cancel_why) {
+		/* cancelled from a callback this step ran: the attempt is over
+		 * and recorded, its delivery kept (cancel_call's S_PAUSE) */
+		cancel_call(x, x->cancel_why);
+		return 0;
+	}
+	if (!again) {
 		complete(x, st);
 		return 0;
 	}
 	x->last = st;
-	x->stage = S_PAUSE;
 	/* room for the timer was reserved when the call was admitted */
 	wms__heap_set(&x->a->timers, &x->timer, wms__now_ns() + pause);
 	return 1;
@@ -415,14 +459,21 @@ static int attempt_start(struct wms_async_call *x)
 	wms_client *c = a->client;
 	wms_status st;
 
+	x->in_step = 1;
 	memset(&x->resp, 0, sizeof(x->resp));
 	x->resp.max_body = c->max_reply_bytes;
 	wms__call_request(c, &x->k, &x->body, x->at.timeout_ms, &x->err, &x->req);
 	x->attempt_deadline = wms__now_ns() + (uint64_t)x->at.timeout_ms * 1000000u;
 	x->wire_start = wms__call_sending(c, &x->req, &x->err);
+	/* its permit held, its request built and logged, not yet sent */
+	x->stage = S_SEND;
+	x->in_step = 0;
+	if (x->cancel_why) {
+		cancel_call(x, x->cancel_why);
+		return 0;
+	}
 	if (!a->engine) {
 		/* a blocking transport: called from the loop, as soon as it runs */
-		x->stage = S_SEND;
 		wms__heap_set(&a->timers, &x->timer, 0);
 		return 1;
 	}
@@ -445,6 +496,7 @@ static void call_timer(struct wms_async_call *x)
 
 	switch (x->stage) {
 	case S_SEND:
+		x->in_step = 1; /* the transport may be the caller's */
 		st = c->transport->send(c->transport, &x->req, &x->resp, &x->err);
 		(void)attempt_done(x, st);
 		return;
@@ -462,14 +514,27 @@ static void call_timer(struct wms_async_call *x)
 	}
 	case S_PAUSE: {
 		wms__xml_ws *ws = wms__xml_pool_take(c->xml_pool);
+		int again;
 		st = x->last;
-		if (wms__call_again(c, ws, &x->k, &x->body, &x->at, &st, &x->err)) {
-			wms__xml_pool_give(c->xml_pool, ws);
-			(void)attempt_start(x);
+		x->in_step = 1;
+		again = wms__call_again(c, ws, &x->k, &x->body, &x->at, &st, &x->err);
+		wms__xml_pool_give(c->xml_pool, ws);
+		x->in_step = 0;
+		if (x->cancel_why) {
+			/* cancelled from a callback of the breaker's: the next
+			 * attempt is not made, its permit goes back */
+			if (again) {
+				wms_breaker_release(x->at.b, &x->at.permit);
+				x->at.attempt--;
+				x->err.attempts = x->at.attempt;
+			}
+			cancel_call(x, x->cancel_why);
 			return;
 		}
-		wms__xml_pool_give(c->xml_pool, ws);
-		complete(x, st);
+		if (again)
+			(void)attempt_start(x);
+		else
+			complete(x, st);
 		return;
 	}
 	}
@@ -498,6 +563,12 @@ static void cancel_call(struct wms_async_call *x, const char *why)
 	int held = 0;
 	size_t n;
 
+	if (x->in_step) {
+		/* its step is running a callback: the step ends it */
+		if (!x->cancel_why)
+			x->cancel_why = why;
+		return;
+	}
 	switch (x->stage) {
 	case S_TRANSFER:
 		d = a->ops->cancel(a->engine, x->xfer);
@@ -539,7 +610,7 @@ static void cancel_call(struct wms_async_call *x, const char *why)
 
 wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
 {
-	if (!a || !x || x->a != a)
+	if (!a || !x || x->a != a || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	cancel_call(x, "cancelled by the caller");
@@ -547,23 +618,31 @@ wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
 	return WMS_OK;
 }
 
-static size_t cancel_every(wms_async *a, const char *why)
+/* Cancel the calls started up to number `upto` (a call started from one of
+ * the callbacks is left alone: a callback that starts a call for each one
+ * that ends would never let this end). A call whose own step is running
+ * is only marked (once; it ends when its step is back): it counts. */
+static size_t cancel_every(wms_async *a, const char *why, uint64_t upto)
 {
 	size_t n = 0;
-	while (a->calls) {
-		cancel_call(a->calls, why);
+	for (;;) {
+		struct wms_async_call *x = a->calls;
+		while (x && (x->cancel_why || x->seq > upto))
+			x = x->next;
+		if (!x)
+			return n;
+		cancel_call(x, why);
 		n++;
 	}
-	return n;
 }
 
 size_t wms_async_cancel_all(wms_async *a)
 {
 	size_t n;
-	if (!a)
+	if (!a || a->in_loop_cb)
 		return 0;
 	enter(a);
-	n = cancel_every(a, "cancelled by the caller");
+	n = cancel_every(a, "cancelled by the caller", a->seq);
 	leave(a);
 	return n;
 }
@@ -724,7 +803,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 
 	if (handle)
 		*handle = NULL;
-	if (!a || !cbp)
+	if (!a || !cbp || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	c = a->client;
 	wms_error_clear(&err);
@@ -741,9 +820,16 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
+	if (!wms__call_admit(c, k, 0, &at, &st, &err)) {
+		deliver(kind, cbp, payload, st, out, &err);
+		goto done;
+	}
 	if (a->in_flight >= a->o.max_in_flight) {
-		wms__strlcpy(err.operation, k->g ? k->g->opts->operation : wms__op_name(k->op),
-			     sizeof(err.operation));
+		/* the breaker spoke first (open, it refused); a full context
+		 * refuses as the client's bulkhead does: the permit and slot
+		 * go back unrecorded */
+		wms_breaker_release(at.b, &at.permit);
+		wms__bulkhead_leave(at.bh);
 		wms__fail(&err, WMS_ERR_BULKHEAD_FULL, WMS_DELIVERY_NOT_SENT,
 			  "%u calls in flight on this async context (max_in_flight), call "
 			  "rejected without sending",
@@ -755,13 +841,15 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
-	if (!wms__call_admit(c, k, 0, &at, &st, &err)) {
-		deliver(kind, cbp, payload, st, out, &err);
-		goto done;
-	}
 	ws = wms__xml_pool_take(c->xml_pool);
 	st = wms__call_first(c, ws, k, &body, &at, &err);
 	wms__xml_pool_give(c->xml_pool, ws);
+	if (st == WMS_OK && a->free_pending) {
+		/* freed from a callback the admission ran (the breaker's) */
+		wms_breaker_release(at.b, &at.permit);
+		st = wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
+			       "the async context is being freed");
+	}
 	if (st == WMS_OK && (wms__heap_reserve(&a->timers, a->timers.count + 2) != 0 ||
 			     !(x = call_new(a)))) {
 		wms_breaker_release(at.b, &at.permit);
@@ -787,6 +875,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 	x->at = at;
 	x->body = body;
 	x->err = err;
+	x->seq = ++a->seq;
 	x->next = a->calls;
 	if (a->calls)
 		a->calls->prev = x;
@@ -812,7 +901,7 @@ wms_status wms_async_submit_order(wms_async_call **out, wms_async *a, const wms_
 	k.op = WMS__OP_SUBMIT_ORDER;
 	k.order = order;
 	k.out = &reply;
-	if (a && cb && !order) {
+	if (a && cb && !a->in_loop_cb && !order) {
 		/* as the blocking call: INVALID_ARG through the callback */
 		wms_error err;
 		wms_error_clear(&err);
@@ -877,7 +966,7 @@ wms_status wms_async_call_start(wms_async_call **out, wms_async *a, const wms_ca
 
 	if (out)
 		*out = NULL;
-	if (!a || !cb)
+	if (!a || !cb || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	memset(&g, 0, sizeof(g));
 	memset(&k, 0, sizeof(k));
@@ -911,7 +1000,7 @@ static wms_status loop_status(wms_async *a)
 
 wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 {
-	if (!a)
+	if (!a || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	if (!a->engine)
 		return WMS_OK;
@@ -927,7 +1016,7 @@ wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 
 wms_status wms_async_timeout(wms_async *a)
 {
-	if (!a)
+	if (!a || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	a->armed = 0;
@@ -1011,7 +1100,7 @@ static wms_status poll_step(wms_async *a, int timeout_ms)
 wms_status wms_async_poll(wms_async *a, int timeout_ms)
 {
 	wms_status st;
-	if (!a || a->o.watch)
+	if (!a || a->o.watch || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	st = poll_step(a, timeout_ms);
@@ -1026,7 +1115,7 @@ wms_status wms_async_run(wms_async *a, int timeout_ms)
 {
 	uint64_t end = timeout_ms >= 0 ? wms__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
 	wms_status st = WMS_OK;
-	if (!a || a->o.watch)
+	if (!a || a->o.watch || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	while (a->in_flight && !a->free_pending) {
@@ -1118,15 +1207,17 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
  * let go (watch callbacks with REMOVE), the client left. */
 static void detach(wms_async *a, const char *why)
 {
-	enter(a);
-	cancel_every(a, why);
-	a->depth--;
+	/* held throughout: a free from one of the callbacks (completion,
+	 * watch, timer) waits for the caller of this */
+	a->depth++;
+	cancel_every(a, why, UINT64_MAX);
 	if (a->engine) {
 		a->ops->destroy(a->engine);
 		a->engine = NULL;
 	}
 	wms__heap_remove(&a->timers, &a->engine_timer);
 	update_timer(a);
+	a->depth--;
 }
 
 void wms__async_client_gone(wms_async *a)
@@ -1158,9 +1249,12 @@ void wms_async_free(wms_async *a)
 	if (!a || a->free_pending)
 		return;
 	if (a->depth) {
-		/* from one of its callbacks: the outermost dispatch frees it */
+		/* from one of its callbacks: the outermost dispatch frees it;
+		 * its calls are cancelled now, unless libcurl is running (a
+		 * watch or timer callback): then by that dispatch's end */
 		a->free_pending = 1;
-		cancel_every(a, "cancelled: the async context was freed");
+		if (!a->in_loop_cb)
+			cancel_every(a, "cancelled: the async context was freed", UINT64_MAX);
 		return;
 	}
 	async_destroy(a);

@@ -24,9 +24,12 @@ struct wms__xfer {
 	wms_http_response *resp;
 	wms_error *err;
 	void *arg;
-	int retired; /* failed by it, not yet reported: on `failing` */
-	wms_delivery delivery; /* then: how far it got */
-	struct wms__xfer *next, *prev; /* running; or failing (next only) */
+	/* ended, out of the multi, its report not yet made: on `ended`, with
+	 * its status and how far it got */
+	int retired;
+	wms_status st;
+	wms_delivery delivery;
+	struct wms__xfer *next, *prev; /* running; or ended (next only) */
 };
 
 struct wms__engine {
@@ -34,7 +37,7 @@ struct wms__engine {
 	wms__engine_loop loop;
 	CURLM *m;
 	struct wms__xfer *running;
-	struct wms__xfer *failing; /* ended by fail_running, to be reported */
+	struct wms__xfer *ended; /* out of the multi, to be reported */
 	struct wms__xfer **idle; /* each with its conn, ready for reuse */
 	size_t idle_count, idle_cap;
 	/* the conn whose transfer owns each watched socket (stall guard) */
@@ -168,9 +171,9 @@ static void engine_destroy(wms__engine *e)
 		x->k->xfer = NULL;
 		xfer_free(x);
 	}
-	while (e->failing) {
-		struct wms__xfer *x = e->failing;
-		e->failing = x->next;
+	while (e->ended) {
+		struct wms__xfer *x = e->ended;
+		e->ended = x->next;
 		xfer_free(x);
 	}
 	/* handles out of the multi before it goes; its cache closes the
@@ -333,8 +336,8 @@ static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 {
 	wms_delivery d;
 	if (x->retired) {
-		/* failed already, its report not yet made: it is not */
-		struct wms__xfer **p = &e->failing;
+		/* ended already, its report not yet made: it is not */
+		struct wms__xfer **p = &e->ended;
 		while (*p != x)
 			p = &(*p)->next;
 		*p = x->next;
@@ -351,82 +354,82 @@ static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 	return d;
 }
 
-/* Every transfer libcurl says is done: finished, back to idle, reported. */
-static void drain(struct wms__engine *e)
+/* Onto the end of the `ended` list. */
+static void end_xfer(struct wms__engine *e, struct wms__xfer ***tail, struct wms__xfer *x,
+		     wms_status st)
+{
+	x->st = st;
+	x->delivery = x->err->delivery;
+	x->retired = 1;
+	x->next = NULL;
+	**tail = x;
+	*tail = &x->next;
+	(void)e;
+}
+
+/* Every transfer libcurl says is done: finished, out of the multi, ended. */
+static void collect_done(struct wms__engine *e, struct wms__xfer ***tail)
 {
 	CURLMsg *msg;
 	int pending;
 	while ((msg = curl_multi_info_read(e->m, &pending)) != NULL) {
 		struct conn *k = NULL;
 		struct wms__xfer *x;
-		void *arg;
-		wms_status st;
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&k) != CURLE_OK ||
 		    !k || !(x = k->xfer))
 			continue;
 		k->c.transferred = 1;
-		st = retire(e, x, msg->data.result);
-		arg = x->arg;
-		give(e, x);
-		/* the callback may start and cancel transfers: msg is not read
-		 * again, the next comes from a fresh info_read; or destroy the
-		 * engine */
-		e->loop.done(e->loop.ctx, arg, st);
-		if (e->dead)
-			return;
+		end_xfer(e, tail, x, retire(e, x, msg->data.result));
 	}
 }
 
-/* A multi call failed (no memory, or a socket that could not be watched):
- * libcurl may have left any running transfer half-done, with no timer to
- * finish it. Each transfer running now is ended, as the blocking loop ends
- * its one transfer, and its handle is not reused. All leave the multi
- * before the first is reported: a multi whose callback failed takes no new
- * transfer while one is alive, and the reports may start new ones (which
- * this pass leaves alone) or cancel ones not yet reported. */
-static void fail_running(struct wms__engine *e, CURLMcode mc)
+/* A multi call failed (no memory, a socket the loop would not watch, or
+ * libcurl's own trouble): it may have left any running transfer half-done,
+ * with no timer to finish it. Each transfer running now is ended, as the
+ * blocking loop ends its one transfer, and its handle is not reused. */
+static void fail_running(struct wms__engine *e, CURLMcode mc, struct wms__xfer ***tail)
 {
 	wms_status st = mc == CURLM_OUT_OF_MEMORY ? WMS_ERR_NOMEM
 			: e->loop_failed	  ? e->loop_failed
 						  : WMS_ERR_INTERNAL;
-	struct wms__xfer *x, **tail = &e->failing;
+	const char *why = st == WMS_ERR_NOMEM ? "out of memory in the transfer loop"
+			  : e->loop_failed    ? "the event loop refused to watch a socket"
+					      : "libcurl's transfer loop failed";
+	struct wms__xfer *x;
 	e->loop_failed = WMS_OK;
-	while (*tail)
-		tail = &(*tail)->next;
 	while ((x = e->running) != NULL) {
-		x->delivery = delivery_so_far(x->k);
+		wms_delivery d = delivery_so_far(x->k);
 		(void)retire(e, x, CURLE_OK);
 		x->k->broken = 1;
-		wms_transport_fail(x->err, st, x->delivery, "%s (%s)",
-				   st == WMS_ERR_NOMEM ? "out of memory in the transfer loop"
-						       : "the event loop refused to watch a socket",
-				   curl_multi_strerror(mc));
-		x->retired = 1;
-		*tail = x;
-		tail = &x->next;
+		wms_transport_fail(x->err, st, d, "%s (%s)", why, curl_multi_strerror(mc));
+		end_xfer(e, tail, x, st);
 	}
-	while ((x = e->failing) != NULL) {
+}
+
+/* The end of an action that made mc. What it finished, and, if it failed,
+ * everything still running, leave the multi before the first report: the
+ * reports may start transfers (a multi whose callback failed takes none
+ * while one of its old transfers is alive) and cancel ones not yet
+ * reported. Then the engine is freed if a callback destroyed it. */
+static void action_end(struct wms__engine *e, CURLMcode mc)
+{
+	struct wms__xfer *x, **tail = &e->ended;
+	while (*tail)
+		tail = &(*tail)->next;
+	collect_done(e, &tail);
+	if (mc != CURLM_OK)
+		fail_running(e, mc, &tail);
+	while (!e->dead && (x = e->ended) != NULL) {
 		void *arg = x->arg;
-		e->failing = x->next;
+		wms_status st = x->st;
+		e->ended = x->next;
 		x->next = NULL;
 		x->retired = 0;
 		give(e, x);
 		e->loop.done(e->loop.ctx, arg, st);
-		if (e->dead)
-			return;
 	}
-}
-
-/* The end of an action that made mc: what it finished reported, every
- * running transfer failed if it failed, the engine freed if a callback
- * destroyed it. */
-static void action_end(struct wms__engine *e, CURLMcode mc)
-{
-	drain(e);
-	if (mc != CURLM_OK && !e->dead)
-		fail_running(e, mc);
 	if (--e->busy == 0 && e->dead)
 		wms__free(e);
 }

@@ -1257,6 +1257,27 @@ static wms_status tl_step(wms_async *a, tloop *tl, int max_ms)
 	return worst;
 }
 
+/* One event or the timer, no more: for a loop whose callbacks may free
+ * the context (nothing is called on it after the call that freed it). */
+static void tl_step1(wms_async *a, tloop *tl, int max_ms)
+{
+	struct epoll_event ev;
+	int wait = max_ms;
+	if (tl->armed) {
+		double left = tl->due_ms - it_now_ms();
+		wait = left <= 0 ? 0 : left < max_ms ? (int)left + 1 : max_ms;
+	}
+	if (epoll_wait(tl->epfd, &ev, 1, wait) == 1) {
+		int e = ((ev.events & (EPOLLIN | EPOLLHUP)) ? WMS_EV_IN : 0) |
+			((ev.events & EPOLLOUT) ? WMS_EV_OUT : 0) |
+			((ev.events & EPOLLERR) ? WMS_EV_ERR : 0);
+		(void)wms_async_socket_action(a, ev.data.fd, e);
+	} else if (tl->armed && it_now_ms() >= tl->due_ms) {
+		tl->armed = 0;
+		(void)wms_async_timeout(a);
+	}
+}
+
 typedef struct after_fail {
 	fx *f;
 	wms_async *a;
@@ -1341,6 +1362,674 @@ static void refused_watch_fails_the_running_not_the_new(void **state)
 	assert_int_equal(wms_async_in_flight(a), 0);
 	wms_async_free(a);
 	close(tl.epfd);
+}
+
+
+/* ---- callbacks of the client's, run by a call's own step ---------------------- */
+
+/* The wire log runs inside a call's step (the request record before the
+ * transfer starts, the reply record before the breaker records it): a
+ * cancel of every call from it ends that call too, once its step is back,
+ * with the delivery the step had reached: NOT_SENT from the request record
+ * (nothing reached the WMS, the record gets its CANCELLED reply), ANSWERED
+ * from the reply record (the WMS answered; the answer is not reported). */
+typedef struct wire_cancel {
+	wms_async *a;
+	int fired;
+	wms_wire_direction on;
+	size_t cancelled;
+	wire_seen w;
+} wire_cancel;
+
+static void on_wire_cancel_all(const wms_wire_record *r, void *p)
+{
+	wire_cancel *w = p;
+	on_wire(r, &w->w);
+	if (w->a && !w->fired && r->direction == w->on) {
+		w->fired = 1;
+		w->cancelled = wms_async_cancel_all(w->a);
+	}
+}
+
+static void wire_log_cancels_all(wms_wire_direction on, void **state)
+{
+	fx *f = *state;
+	copts o;
+	wire_cancel w;
+	seen s;
+	it_order ord;
+	int before = wms_sim_requests(f->sim, "SubmitOrder");
+
+	memset(&o, 0, sizeof(o));
+	memset(&w, 0, sizeof(w));
+	w.on = on;
+	o.on_wire = on_wire_cancel_all;
+	o.wire_payload = &w;
+	use_client(f, &o, NULL);
+	w.a = f->a;
+	order_of(&ord, on == WMS_WIRE_REQUEST ? "WC-REQ" : "WC-REP");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	assert_int_equal(w.fired, 1);
+	assert_int_equal(w.cancelled, 1);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	assert_int_equal(w.w.n, 2);
+	assert_int_equal(w.w.dir[0], WMS_WIRE_REQUEST);
+	assert_int_equal(w.w.dir[1], WMS_WIRE_REPLY);
+	if (on == WMS_WIRE_REQUEST) {
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_int_equal(w.w.st[1], WMS_ERR_CANCELLED);
+		assert_int_equal(w.w.http[1], 0);
+		assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), before);
+	} else {
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_ANSWERED);
+		assert_int_equal(w.w.st[1], WMS_OK);
+		assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), before + 1);
+	}
+	/* the context goes on */
+	order_of(&ord, "WC-NEXT");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	assert_int_equal(s.st, WMS_OK);
+}
+
+static void wire_request_record_cancels_all(void **state)
+{
+	wire_log_cancels_all(WMS_WIRE_REQUEST, state);
+}
+
+static void wire_reply_record_cancels_all(void **state)
+{
+	wire_log_cancels_all(WMS_WIRE_REPLY, state);
+}
+
+/* "When the breaker opens, cancel the rest": the breaker's callback runs
+ * in the step that records the failure that opened it. Both calls end,
+ * each once: the one that tripped it with the delivery it had, the one
+ * held by a hanging WMS as cancelled while the WMS has it. */
+typedef struct open_cancel {
+	wms_async *a;
+	int fired;
+	size_t cancelled;
+} open_cancel;
+
+static void on_open_cancel_all(const wms_breaker_event *ev, void *p)
+{
+	open_cancel *oc = p;
+	if (oc->a && ev->to == WMS_BREAKER_STATE_OPEN && !oc->fired) {
+		oc->fired = 1;
+		oc->cancelled = wms_async_cancel_all(oc->a);
+	}
+}
+
+static void breaker_open_callback_cancels_all(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_error err;
+	open_cancel oc;
+	seen s[2];
+	it_order ord;
+	double end;
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&oc, 0, sizeof(oc));
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 2000u + it_slack_ms();
+	co.breaker_options.failure_threshold = 1;
+	co.breaker_options.open_duration_ms = 30000;
+	co.breaker_options.callbacks.on_state_change = on_open_cancel_all;
+	co.breaker_options.callbacks.payload = &oc;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&f->a, f->c, NULL, &err), WMS_OK);
+	oc.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(s, 0, sizeof(s));
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "BO-H", on_status, &s[1]), WMS_OK);
+	/* the hanging call reaches the WMS before the failing one starts */
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 1 && it_now_ms() < end)
+		(void)wms_async_poll(f->a, 20);
+	order_of(&ord, "BO-1");
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s[0]), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	assert_int_equal(oc.fired, 1);
+	assert_int_equal(oc.cancelled, 2);
+	assert_int_equal(s[0].calls, 1);
+	assert_int_equal(s[0].st, WMS_ERR_CANCELLED);
+	/* (a 503 says the WMS may have it, as a blocking call would) */
+	assert_int_equal(s[0].err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(s[0].err.attempts, 1);
+	assert_int_equal(s[1].calls, 1);
+	assert_int_equal(s[1].st, WMS_ERR_CANCELLED);
+	assert_int_equal(s[1].err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(f->c)), WMS_BREAKER_STATE_OPEN);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* Cancelled from a breaker callback (its clock, read by the permit for the
+ * next attempt) when a retry's pause ends: the retry is not made, its
+ * permit goes back, the call keeps the first attempt's delivery. */
+typedef struct clock_cancel {
+	wms_async *a;
+	int armed, fired;
+	size_t cancelled;
+} clock_cancel;
+
+static uint64_t cancelling_clock(void *p)
+{
+	clock_cancel *cc = p;
+	if (cc->armed && cc->a) {
+		cc->armed = 0;
+		cc->fired = 1;
+		cc->cancelled = wms_async_cancel_all(cc->a);
+	}
+	return (uint64_t)(it_now_ms() * 1e6);
+}
+
+static void breaker_callback_cancels_before_a_retry(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_error err;
+	clock_cancel cc;
+	wms_breaker_snapshot snap;
+	wire_seen w;
+	seen s;
+	double end;
+	uint64_t before = wms_sim_requests(f->sim, "GetOrderStatus");
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&cc, 0, sizeof(cc));
+	memset(&w, 0, sizeof(w));
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 5000u + it_slack_ms();
+	co.retry.max_attempts = 2;
+	co.retry.initial_backoff_ms = 200;
+	co.retry.max_backoff_ms = 200;
+	co.retry.backoff_multiplier_pct = 100;
+	co.breaker_options.mode = WMS_BREAKER_MODE_COUNT_BASED; /* reads its clock per permit */
+	co.breaker_options.callbacks.clock = cancelling_clock;
+	co.breaker_options.callbacks.payload = &cc;
+	co.callbacks.on_wire = on_wire;
+	co.callbacks.payload = &w;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&f->a, f->c, NULL, &err), WMS_OK);
+	cc.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "CC-1", on_status, &s), WMS_OK);
+	/* the first attempt's reply, then the pause */
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (w.n < 2 && !s.calls && it_now_ms() < end)
+		(void)wms_async_poll(f->a, 10);
+	assert_int_equal(s.calls, 0);
+	assert_int_equal(w.n, 2);
+	cc.armed = 1;
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	assert_int_equal(cc.fired, 1);
+	assert_int_equal(cc.cancelled, 1);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.attempts, 1);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_UNKNOWN);
+	assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), before + 1);
+	assert_int_equal(w.n, 2); /* no second request record */
+	/* the 503 recorded once; the retry's permit went back unrecorded */
+	wms_breaker_snapshot_get(&snap, wms_client_breaker(f->c));
+	assert_int_equal(snap.failures, 1);
+	assert_int_equal(snap.successes, 0);
+	assert_int_equal(snap.window_calls, 1);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* Cancelled from a transport of the caller's (a blocking one, called from
+ * the loop): the call ends when the transport returns, as cancelled. */
+typedef struct cancel_transport {
+	wms_transport t;
+	wms_async *a;
+	int sends;
+	size_t cancelled;
+} cancel_transport;
+
+static wms_status ct_send(wms_transport *self, const wms_http_request *req,
+			  wms_http_response *resp, wms_error *err)
+{
+	cancel_transport *ct = (cancel_transport *)self;
+	(void)req;
+	(void)resp;
+	ct->sends++;
+	ct->cancelled = wms_async_cancel_all(ct->a);
+	return wms_transport_fail(err, WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT, "refused (test)");
+}
+
+static void ct_free(wms_transport *self)
+{
+	(void)self;
+}
+
+static void transport_cancels_all(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	cancel_transport ct;
+	wms_breaker_snapshot snap;
+	wms_error err;
+	seen s;
+	it_order o;
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&ct, 0, sizeof(ct));
+	ct.t.version = WMS_TRANSPORT_VERSION;
+	ct.t.send = ct_send;
+	ct.t.free = ct_free;
+	co.endpoint = "http://127.0.0.1:9/";
+	co.transport = &ct.t;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&f->a, f->c, NULL, &err), WMS_OK);
+	ct.a = f->a;
+	order_of(&o, "CT-1");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &o.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(ct.sends, 1);
+	assert_int_equal(ct.cancelled, 1);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	/* the attempt was made (the transport refused it): the breaker has it */
+	wms_breaker_snapshot_get(&snap, wms_client_breaker(f->c));
+	assert_int_equal(snap.failures, 1);
+}
+
+/* A callback that starts a call for each one that ends (keep N in flight)
+ * does not keep cancel_all going: it cancels the calls in flight when it
+ * was called, and the ones their callbacks started run. */
+typedef struct refill {
+	wms_async *a;
+	int stopping;
+	size_t started, ended, cancelled_seen;
+	it_order o;
+} refill;
+
+static void on_refill(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	refill *rf = p;
+	(void)r;
+	(void)err;
+	rf->ended++;
+	if (st == WMS_ERR_CANCELLED)
+		rf->cancelled_seen++;
+	if (!rf->stopping) {
+		rf->started++;
+		assert_int_equal(wms_async_get_order_status(NULL, rf->a, "RF", on_refill, rf), WMS_OK);
+	}
+}
+
+static void cancel_all_leaves_what_its_callbacks_start(void **state)
+{
+	fx *f = *state;
+	refill rf;
+	size_t i, n;
+
+	memset(&rf, 0, sizeof(rf));
+	rf.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	for (i = 0; i < SOME; i++) {
+		rf.started++;
+		assert_int_equal(wms_async_get_order_status(NULL, f->a, "RF", on_refill, &rf),
+				 WMS_OK);
+	}
+	(void)wms_async_poll(f->a, 0);
+	n = wms_async_cancel_all(f->a);
+	assert_int_equal(n, SOME);
+	assert_int_equal(rf.cancelled_seen, SOME);
+	assert_int_equal(wms_async_in_flight(f->a), SOME);
+	rf.stopping = 1;
+	assert_int_equal(wms_async_cancel_all(f->a), SOME);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	assert_int_equal(rf.ended, 2 * SOME);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* ---- the caller's loop callbacks --------------------------------------------- */
+
+/* A watch callback that refuses a REMOVE (its EPOLL_CTL_DEL failed, say)
+ * changes nothing: libwms forgets the socket as libcurl does, the other
+ * call in flight runs to its own end (not failed with the loop), a call
+ * started afterwards runs, and no INTERNAL is reported. */
+static int fail_next_remove;
+
+static int tl_watch_rm(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	if (what == WMS_POLL_REMOVE && fail_next_remove) {
+		fail_next_remove = 0;
+		(void)tl_watch(a, fd, what, payload, sockp);
+		return -1;
+	}
+	return tl_watch(a, fd, what, payload, sockp);
+}
+
+static void refused_remove_changes_nothing(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *a = NULL;
+	wms_async_call *h0 = NULL;
+	wms_error err;
+	tloop tl;
+	seen held[2], fresh;
+	it_order o;
+	double end;
+	int internal = 0;
+
+	memset(&tl, 0, sizeof(tl));
+	tl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(tl.epfd >= 0);
+	ao.watch = tl_watch_rm;
+	ao.timer = tl_timer;
+	ao.loop_payload = &tl;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(held, 0, sizeof(held));
+	assert_int_equal(wms_async_get_order_status(&h0, a, "RR-H0", on_status, &held[0]), WMS_OK);
+	assert_int_equal(wms_async_get_order_status(NULL, a, "RR-H1", on_status, &held[1]), WMS_OK);
+	end = it_now_ms() + 10000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 2 && it_now_ms() < end)
+		assert_int_equal(tl_step(a, &tl, 50), WMS_OK);
+	fail_next_remove = 1;
+	assert_int_equal(wms_async_cancel(a, h0), WMS_OK);
+	assert_int_equal(held[0].st, WMS_ERR_CANCELLED);
+	assert_int_equal(fail_next_remove, 0); /* the REMOVE was refused */
+	wms_sim_clear_faults(f->sim);
+	order_of(&o, "RR-1");
+	memset(&fresh, 0, sizeof(fresh));
+	assert_int_equal(wms_async_submit_order(NULL, a, &o.order, on_submit, &fresh), WMS_OK);
+	while ((!fresh.calls || !held[1].calls) && it_now_ms() < end)
+		if (tl_step(a, &tl, 50) == WMS_ERR_INTERNAL)
+			internal++;
+	assert_int_equal(fresh.calls, 1);
+	if (fresh.st != WMS_OK)
+		fail_msg("the fresh call: %s: %s", wms_status_name(fresh.st), fresh.err.message);
+	/* the held call ended by its own deadline, as libcurl timed it */
+	assert_int_equal(held[1].calls, 1);
+	assert_int_equal(held[1].st, WMS_ERR_TIMEOUT);
+	assert_int_equal(internal, 0);
+	wms_async_free(a);
+	close(tl.epfd);
+}
+
+/* A watch callback runs inside libcurl, and a timer callback inside a
+ * dispatch: from either, the calls that would re-enter libcurl are
+ * refused (cancel and start: INVALID_ARG, no callback; cancel_all: 0;
+ * driving the loop: INVALID_ARG), and the call goes on untouched. */
+typedef struct reenter {
+	tloop tl;
+	wms_async *a;
+	wms_async_call *h;
+	int watch_tries, timer_tries;
+	int free_in_watch, freed;
+	seen started;
+} reenter;
+
+static void try_reentry(reenter *r)
+{
+	it_order o;
+	assert_int_equal(wms_async_cancel_all(r->a), 0);
+	if (r->h)
+		assert_int_equal(wms_async_cancel(r->a, r->h), WMS_ERR_INVALID_ARG);
+	order_of(&o, "RE-IN");
+	assert_int_equal(wms_async_submit_order(NULL, r->a, &o.order, on_submit, &r->started),
+			 WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_get_order_status(NULL, r->a, "RE-IN", on_status, &r->started),
+			 WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_timeout(r->a), WMS_ERR_INVALID_ARG);
+	assert_int_equal(wms_async_socket_action(r->a, 0, WMS_EV_IN), WMS_ERR_INVALID_ARG);
+	assert_int_equal(r->started.calls, 0);
+}
+
+static int re_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	reenter *r = payload;
+	int rc = tl_watch(a, fd, what, &r->tl, sockp);
+	if (what != WMS_POLL_REMOVE && r->a) {
+		if (r->free_in_watch) {
+			wms_async_free(r->a); /* waits for the dispatch to end */
+			r->a = NULL;
+			r->freed = 1;
+			/* its calls are not cancelled from inside libcurl */
+			assert_int_equal(wms_async_in_flight(a), 1);
+		} else {
+			r->watch_tries++;
+			try_reentry(r);
+		}
+	}
+	return rc;
+}
+
+static int re_timer(wms_async *a, long ms, void *payload)
+{
+	reenter *r = payload;
+	(void)tl_timer(a, ms, &r->tl);
+	if (r->a && !r->free_in_watch) {
+		r->timer_tries++;
+		try_reentry(r);
+	}
+	return 0;
+}
+
+static void loop_callbacks_cannot_reenter(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_error err;
+	reenter r;
+	seen s;
+	it_order o;
+	double end;
+	int round;
+
+	memset(&r, 0, sizeof(r));
+	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(r.tl.epfd >= 0);
+	ao.watch = re_watch;
+	ao.timer = re_timer;
+	ao.loop_payload = &r;
+	assert_int_equal(wms_async_new(&r.a, f->c, &ao, &err), WMS_OK);
+	/* twice: a new connection, then the kept one */
+	for (round = 0; round < 2; round++) {
+		order_of(&o, round ? "RE-2" : "RE-1");
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(&r.h, r.a, &o.order, on_submit, &s),
+				 WMS_OK);
+		end = it_now_ms() + 5000.0 + it_slack_ms();
+		while (!s.calls && it_now_ms() < end)
+			assert_int_equal(tl_step(r.a, &r.tl, 50), WMS_OK);
+		r.h = NULL;
+		assert_int_equal(s.calls, 1);
+		if (s.st != WMS_OK)
+			fail_msg("%s: %s", wms_status_name(s.st), s.err.message);
+	}
+	assert_true(r.watch_tries >= 1);
+	assert_true(r.timer_tries >= 1);
+	wms_async_free(r.a);
+	close(r.tl.epfd);
+}
+
+/* wms_async_free from a watch callback (inside libcurl): the context goes
+ * when the dispatch that ran it returns, its call cancelled then (nothing
+ * sent: the connection was being made), once. */
+static int tl_timer_of_reenter(wms_async *a, long ms, void *payload)
+{
+	return tl_timer(a, ms, &((reenter *)payload)->tl);
+}
+
+static void free_from_a_watch_callback(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *a = NULL;
+	wms_error err;
+	reenter r;
+	seen s;
+	it_order o;
+	double end;
+
+	memset(&r, 0, sizeof(r));
+	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(r.tl.epfd >= 0);
+	r.free_in_watch = 1;
+	ao.watch = re_watch;
+	ao.timer = tl_timer_of_reenter;
+	ao.loop_payload = &r;
+	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	r.a = a;
+	order_of(&o, "RF-1");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, a, &o.order, on_submit, &s), WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (!r.freed && it_now_ms() < end)
+		tl_step1(a, &r.tl, 50);
+	assert_true(r.freed);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	close(r.tl.epfd);
+}
+
+/* An open breaker speaks before max_in_flight, as it speaks before the
+ * client's bulkhead: CIRCUIT_OPEN, not BULKHEAD_FULL. */
+static void open_breaker_speaks_before_max_in_flight(void **state)
+{
+	fx *f = *state;
+	copts o;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	seen held, s;
+	it_order ord;
+
+	memset(&o, 0, sizeof(o));
+	ao.max_in_flight = 1;
+	use_client(f, &o, &ao);
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	order_of(&ord, "R4-1");
+	memset(&held, 0, sizeof(held));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &held), WMS_OK);
+	wms_breaker_force_open(wms_client_breaker(f->c));
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "R4-1", on_status, &s), WMS_OK);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CIRCUIT_OPEN);
+	wms_breaker_force_closed(wms_client_breaker(f->c));
+	assert_int_equal(wms_async_cancel_all(f->a), 1);
+	wms_sim_clear_faults(f->sim);
+}
+
+
+/* The caller's timer callback frees the context when libwms clears its
+ * timer, nothing left in flight (a "close when idle" loop): the context
+ * goes when the dispatch that told the timer returns. */
+typedef struct r5_loop {
+	tloop tl;
+	wms_async *a;
+	int freed;
+} r5_loop;
+
+static int r5_timer(wms_async *a, long ms, void *payload)
+{
+	r5_loop *r = payload;
+	(void)tl_timer(a, ms, &r->tl);
+	if (ms < 0 && r->a && wms_async_in_flight(a) == 0) {
+		r->a = NULL;
+		r->freed = 1;
+		wms_async_free(a);
+	}
+	return 0;
+}
+
+static int r5_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	return tl_watch(a, fd, what, &((r5_loop *)payload)->tl, sockp);
+}
+
+static void timer_callback_frees_the_context(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_error err;
+	r5_loop r;
+	seen s;
+	it_order o;
+	double end;
+
+	memset(&r, 0, sizeof(r));
+	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(r.tl.epfd >= 0);
+	ao.watch = r5_watch;
+	ao.timer = r5_timer;
+	ao.loop_payload = &r;
+	assert_int_equal(wms_async_new(&r.a, f->c, &ao, &err), WMS_OK);
+	order_of(&o, "R5-1");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, r.a, &o.order, on_submit, &s), WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (!r.freed && it_now_ms() < end)
+		tl_step1(r.a, &r.tl, 50);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_OK);
+	assert_true(r.freed);
+	close(r.tl.epfd);
+}
+
+
+/* The same timer callback, run when the client's free clears the timer of
+ * a context with a call in flight: the call ends cancelled, the context
+ * is freed once, after the client has let go of it. */
+static void client_free_timer_callback_frees_the_context(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_error err;
+	r5_loop r;
+	seen s;
+	double end;
+
+	memset(&r, 0, sizeof(r));
+	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(r.tl.epfd >= 0);
+	ao.watch = r5_watch;
+	ao.timer = r5_timer;
+	ao.loop_payload = &r;
+	assert_int_equal(wms_async_new(&r.a, f->c, &ao, &err), WMS_OK);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_get_order_status(NULL, r.a, "R5B", on_status, &s), WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 1 && it_now_ms() < end)
+		(void)tl_step(r.a, &r.tl, 50);
+	wms_client_free(f->c);
+	f->c = NULL;
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_true(r.freed);
+	close(r.tl.epfd);
+	wms_sim_clear_faults(f->sim);
 }
 
 /* ---- every fault of the sim: the async result is the blocking one ------------- */
@@ -1582,7 +2271,22 @@ int main(void)
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(options_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(wire_request_record_cancels_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(wire_reply_record_cancels_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(breaker_open_callback_cancels_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(breaker_callback_cancels_before_a_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(transport_cancels_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_all_leaves_what_its_callbacks_start, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_remove_changes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(loop_callbacks_cannot_reenter, setup, teardown),
+		cmocka_unit_test_setup_teardown(free_from_a_watch_callback, setup, teardown),
+		cmocka_unit_test_setup_teardown(open_breaker_speaks_before_max_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(timer_callback_frees_the_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_free_timer_callback_frees_the_context, setup, teardown),
 	};
 	raise_fd_limit();
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests_name("async calls against wms-sim", tests, NULL, NULL);
 }
+
