@@ -1624,7 +1624,9 @@ static void transport_cancels_all(void **state)
 {
 	fx *f = *state;
 	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
-	cancel_transport ct;
+	/* the client owns it: static, so that a failed assertion leaves the
+	 * teardown's wms_client_free something to free */
+	static cancel_transport ct;
 	wms_breaker_snapshot snap;
 	wms_error err;
 	seen s;
