@@ -1231,6 +1231,23 @@ static int tl_timer(wms_async *a, long ms, void *payload)
 	return 0;
 }
 
+/* A context of f's client on a caller's epoll loop (tl->epfd made here). */
+static wms_async *tl_new(fx *f, tloop *tl, wms_async_watch_fn watch, wms_async_timer_fn timer,
+			 void *payload)
+{
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_async *a = NULL;
+	wms_error err;
+	tl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(tl->epfd >= 0);
+	ao.watch = watch;
+	ao.timer = timer;
+	ao.loop_payload = payload;
+	if (wms_async_new(&a, f->c, &ao, &err) != WMS_OK)
+		fail_msg("wms_async_new: %s", err.message);
+	return a;
+}
+
 /* One wait of the caller's loop; the statuses libwms returned, worst kept. */
 static wms_status tl_step(wms_async *a, tloop *tl, int max_ms)
 {
@@ -1313,9 +1330,7 @@ static void on_failed(wms_status st, const wms_status_reply *r, const wms_error 
 static void refused_watch_fails_the_running_not_the_new(void **state)
 {
 	fx *f = *state;
-	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
 	wms_async *a = NULL;
-	wms_error err;
 	after_fail af;
 	tloop tl;
 	size_t i;
@@ -1323,12 +1338,7 @@ static void refused_watch_fails_the_running_not_the_new(void **state)
 	double end;
 
 	memset(&tl, 0, sizeof(tl));
-	tl.epfd = epoll_create1(EPOLL_CLOEXEC);
-	assert_true(tl.epfd >= 0);
-	ao.watch = tl_watch;
-	ao.timer = tl_timer;
-	ao.loop_payload = &tl;
-	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	a = tl_new(f, &tl, tl_watch, tl_timer, &tl);
 	memset(&af, 0, sizeof(af));
 	af.f = f;
 	af.a = a;
@@ -1730,10 +1740,8 @@ static int tl_watch_rm(wms_async *a, int fd, int what, void *payload, void **soc
 static void refused_remove_changes_nothing(void **state)
 {
 	fx *f = *state;
-	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
 	wms_async *a = NULL;
 	wms_async_call *h0 = NULL;
-	wms_error err;
 	tloop tl;
 	seen held[2], fresh;
 	it_order o;
@@ -1741,12 +1749,7 @@ static void refused_remove_changes_nothing(void **state)
 	int internal = 0;
 
 	memset(&tl, 0, sizeof(tl));
-	tl.epfd = epoll_create1(EPOLL_CLOEXEC);
-	assert_true(tl.epfd >= 0);
-	ao.watch = tl_watch_rm;
-	ao.timer = tl_timer;
-	ao.loop_payload = &tl;
-	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	a = tl_new(f, &tl, tl_watch_rm, tl_timer, &tl);
 	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
 			 WMS_SIM_OK);
 	memset(held, 0, sizeof(held));
@@ -1782,7 +1785,7 @@ static void refused_remove_changes_nothing(void **state)
  * refused (cancel and start: INVALID_ARG, no callback; cancel_all: 0;
  * driving the loop: INVALID_ARG), and the call goes on untouched. */
 typedef struct reenter {
-	tloop tl;
+	tloop tl; /* first: tl_watch and tl_timer take the payload for it */
 	wms_async *a;
 	wms_async_call *h;
 	int watch_tries, timer_tries;
@@ -1839,8 +1842,6 @@ static int re_timer(wms_async *a, long ms, void *payload)
 static void loop_callbacks_cannot_reenter(void **state)
 {
 	fx *f = *state;
-	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
-	wms_error err;
 	reenter r;
 	seen s;
 	it_order o;
@@ -1848,12 +1849,7 @@ static void loop_callbacks_cannot_reenter(void **state)
 	int round;
 
 	memset(&r, 0, sizeof(r));
-	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
-	assert_true(r.tl.epfd >= 0);
-	ao.watch = re_watch;
-	ao.timer = re_timer;
-	ao.loop_payload = &r;
-	assert_int_equal(wms_async_new(&r.a, f->c, &ao, &err), WMS_OK);
+	r.a = tl_new(f, &r.tl, re_watch, re_timer, &r);
 	/* twice: a new connection, then the kept one */
 	for (round = 0; round < 2; round++) {
 		order_of(&o, round ? "RE-2" : "RE-1");
@@ -1877,30 +1873,18 @@ static void loop_callbacks_cannot_reenter(void **state)
 /* wms_async_free from a watch callback (inside libcurl): the context goes
  * when the dispatch that ran it returns, its call cancelled then (nothing
  * sent: the connection was being made), once. */
-static int tl_timer_of_reenter(wms_async *a, long ms, void *payload)
-{
-	return tl_timer(a, ms, &((reenter *)payload)->tl);
-}
-
 static void free_from_a_watch_callback(void **state)
 {
 	fx *f = *state;
-	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
 	wms_async *a = NULL;
-	wms_error err;
 	reenter r;
 	seen s;
 	it_order o;
 	double end;
 
 	memset(&r, 0, sizeof(r));
-	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
-	assert_true(r.tl.epfd >= 0);
 	r.free_in_watch = 1;
-	ao.watch = re_watch;
-	ao.timer = tl_timer_of_reenter;
-	ao.loop_payload = &r;
-	assert_int_equal(wms_async_new(&a, f->c, &ao, &err), WMS_OK);
+	a = tl_new(f, &r.tl, re_watch, tl_timer, &r);
 	r.a = a;
 	order_of(&o, "RF-1");
 	memset(&s, 0, sizeof(s));
@@ -1948,7 +1932,7 @@ static void open_breaker_speaks_before_max_in_flight(void **state)
  * timer, nothing left in flight (a "close when idle" loop): the context
  * goes when the dispatch that told the timer returns. */
 typedef struct r5_loop {
-	tloop tl;
+	tloop tl; /* first: tl_watch and tl_timer take the payload for it */
 	wms_async *a;
 	int freed;
 } r5_loop;
@@ -1965,28 +1949,16 @@ static int r5_timer(wms_async *a, long ms, void *payload)
 	return 0;
 }
 
-static int r5_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
-{
-	return tl_watch(a, fd, what, &((r5_loop *)payload)->tl, sockp);
-}
-
 static void timer_callback_frees_the_context(void **state)
 {
 	fx *f = *state;
-	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
-	wms_error err;
 	r5_loop r;
 	seen s;
 	it_order o;
 	double end;
 
 	memset(&r, 0, sizeof(r));
-	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
-	assert_true(r.tl.epfd >= 0);
-	ao.watch = r5_watch;
-	ao.timer = r5_timer;
-	ao.loop_payload = &r;
-	assert_int_equal(wms_async_new(&r.a, f->c, &ao, &err), WMS_OK);
+	r.a = tl_new(f, &r.tl, tl_watch, r5_timer, &r);
 	order_of(&o, "R5-1");
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(wms_async_submit_order(NULL, r.a, &o.order, on_submit, &s), WMS_OK);
@@ -2006,19 +1978,12 @@ static void timer_callback_frees_the_context(void **state)
 static void client_free_timer_callback_frees_the_context(void **state)
 {
 	fx *f = *state;
-	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
-	wms_error err;
 	r5_loop r;
 	seen s;
 	double end;
 
 	memset(&r, 0, sizeof(r));
-	r.tl.epfd = epoll_create1(EPOLL_CLOEXEC);
-	assert_true(r.tl.epfd >= 0);
-	ao.watch = r5_watch;
-	ao.timer = r5_timer;
-	ao.loop_payload = &r;
-	assert_int_equal(wms_async_new(&r.a, f->c, &ao, &err), WMS_OK);
+	r.a = tl_new(f, &r.tl, tl_watch, r5_timer, &r);
 	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
 			 WMS_SIM_OK);
 	memset(&s, 0, sizeof(s));
