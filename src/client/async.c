@@ -252,8 +252,8 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 }
 
 /* A socket about to be closed: its watch goes now, while the fd is still
- * the one watched (libcurl's own REMOVE comes after the close, when the
- * number may be another socket's: it then finds nothing watched). */
+ * the one watched (a REMOVE from libcurl after the close, when the number
+ * may be another socket's, then finds nothing watched). */
 static void engine_closing(void *ctx, int fd)
 {
 	wms_async *a = ctx;

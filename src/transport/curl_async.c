@@ -29,6 +29,10 @@ struct wms__xfer {
 	int retired;
 	wms_status st;
 	wms_delivery delivery;
+	/* the sockets libcurl has the loop watch for it (two while happy
+	 * eyeballs race an IPv6 and an IPv4 connect) */
+	curl_socket_t socks[2];
+	int nsocks;
 	struct wms__xfer *next, *prev; /* running; or ended (next only) */
 };
 
@@ -64,11 +68,28 @@ static int note(struct wms__engine *e, wms_status st)
 	return -1;
 }
 
+/* Note s as a socket of x's (watched), or as one no longer. */
+static void note_sock(struct wms__xfer *x, curl_socket_t s, int watched)
+{
+	int i;
+	for (i = 0; i < x->nsocks; i++)
+		if (x->socks[i] == s) {
+			if (!watched)
+				x->socks[i] = x->socks[--x->nsocks];
+			return;
+		}
+	if (watched && x->nsocks < 2)
+		x->socks[x->nsocks++] = s;
+}
+
 static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct wms__engine *e = userp;
 	struct conn *k = NULL;
 	(void)socketp;
+	if (s >= 0 && easy && curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&k) == CURLE_OK &&
+	    k && k->xfer)
+		note_sock(k->xfer, s, what != CURL_POLL_REMOVE);
 	if (s >= 0) {
 		if ((size_t)s >= e->by_fd_cap) {
 			size_t cap = e->by_fd_cap ? e->by_fd_cap : 64;
@@ -83,21 +104,34 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 				e->by_fd_cap = cap;
 			}
 		}
-		if ((size_t)s < e->by_fd_cap) {
-			if (what != CURL_POLL_REMOVE && easy &&
-			    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&k) != CURLE_OK)
-				k = NULL;
+		if ((size_t)s < e->by_fd_cap)
 			e->by_fd[s] = what == CURL_POLL_REMOVE ? NULL : k;
-		}
 	}
 	return note(e, e->loop.watch(e->loop.ctx, (int)s, what));
 }
 
-/* Every socket of the engine's connections is closed here (libcurl keeps
+/* A transfer about to leave the multi before its end: its connection is
+ * closed. libcurl 7.88 closes a socket that has not finished connecting
+ * without the close callback, and says REMOVE only afterwards, when the
+ * number may be another thread's new socket: the loop lets go of x's
+ * sockets now, while they are still open (libcurl's REMOVE then finds
+ * nothing watched). */
+static void let_go(struct wms__engine *e, struct wms__xfer *x)
+{
+	while (x->nsocks) {
+		curl_socket_t fd = x->socks[--x->nsocks];
+		if ((size_t)fd < e->by_fd_cap)
+			e->by_fd[fd] = NULL;
+		e->loop.closing(e->loop.ctx, (int)fd);
+	}
+}
+
+/* The sockets of the engine's connections are closed here (libcurl keeps
  * this per connection, with the engine as its data, for the connection's
- * life, cache included): the loop lets go of a watch while the fd is
- * still open, since libcurl says REMOVE only after closing it, when the
- * number may already be another socket's. */
+ * life, cache included), all but those 7.88 closes before they connect
+ * (let_go): the loop lets go of a watch while the fd is still open, not
+ * trusting libcurl's REMOVE to come first (it need not, for a socket
+ * never connected); a REMOVE after this finds nothing watched. */
 static int on_close(void *clientp, curl_socket_t fd)
 {
 	struct wms__engine *e = clientp;
@@ -217,6 +251,7 @@ static void give(struct wms__engine *e, struct wms__xfer *x)
 	x->resp = NULL;
 	x->err = NULL;
 	x->arg = NULL;
+	x->nsocks = 0;
 	x->k->c.resp = NULL;
 	if (!x->k->broken && e->idle_count < IDLE_MAX) {
 		if (e->idle_count == e->idle_cap) {
@@ -348,6 +383,7 @@ static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 		return d;
 	}
 	d = delivery_so_far(x->k);
+	let_go(e, x);
 	(void)retire(e, x, CURLE_OK);
 	x->k->configured = 0;
 	give(e, x);
@@ -401,6 +437,7 @@ static void fail_running(struct wms__engine *e, CURLMcode mc, struct wms__xfer *
 	e->loop_failed = WMS_OK;
 	while ((x = e->running) != NULL) {
 		wms_delivery d = delivery_so_far(x->k);
+		let_go(e, x);
 		(void)retire(e, x, CURLE_OK);
 		x->k->broken = 1;
 		wms_transport_fail(x->err, st, d, "%s (%s)", why, curl_multi_strerror(mc));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <libxml/parser.h>
@@ -1189,12 +1190,18 @@ static void cancelled_attempt_in_the_wire_log(void **state)
 
 /* ---- a loop of the caller's whose watch fails ---------------------------------- */
 
+#define TL_FDS 4096
+
 typedef struct tloop {
 	int epfd;
 	int armed;
 	double due_ms;
 	int fail_next_new; /* refuse the next socket not watched yet */
 	int refused;
+	/* each watched socket's inode: a REMOVE must come while the fd is
+	 * still that socket (not closed, its number not reused) */
+	ino_t ino[TL_FDS];
+	int stale_removes, removes;
 } tloop;
 
 static int tl_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
@@ -1203,6 +1210,13 @@ static int tl_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
 	struct epoll_event ev;
 	(void)a;
 	if (what == WMS_POLL_REMOVE) {
+		struct stat sb;
+		tl->removes++;
+		if (fd < TL_FDS && tl->ino[fd] &&
+		    (fstat(fd, &sb) != 0 || sb.st_ino != tl->ino[fd]))
+			tl->stale_removes++;
+		if (fd < TL_FDS)
+			tl->ino[fd] = 0;
 		epoll_ctl(tl->epfd, EPOLL_CTL_DEL, fd, NULL);
 		*sockp = NULL;
 		return 0;
@@ -1218,6 +1232,10 @@ static int tl_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
 	if (epoll_ctl(tl->epfd, *sockp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0 &&
 	    epoll_ctl(tl->epfd, *sockp ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) != 0)
 		return -1;
+	if (fd < TL_FDS) {
+		struct stat sb;
+		tl->ino[fd] = fstat(fd, &sb) == 0 ? sb.st_ino : 0;
+	}
 	*sockp = tl;
 	return 0;
 }
@@ -1371,6 +1389,7 @@ static void refused_watch_fails_the_running_not_the_new(void **state)
 			 af.fresh.err.message);
 	assert_int_equal(wms_async_in_flight(a), 0);
 	wms_async_free(a);
+	assert_int_equal(tl.stale_removes, 0);
 	close(tl.epfd);
 }
 
@@ -1777,6 +1796,61 @@ static void refused_remove_changes_nothing(void **state)
 	assert_int_equal(held[1].st, WMS_ERR_TIMEOUT);
 	assert_int_equal(internal, 0);
 	wms_async_free(a);
+	assert_int_equal(tl.stale_removes, 0);
+	close(tl.epfd);
+}
+
+/* A call cancelled while its connection is being made: libcurl 7.88
+ * closes such a socket without the close callback and says REMOVE after
+ * the close, when the number may already be another thread's socket. The
+ * loop is told REMOVE first, while the fd is still the socket it watched;
+ * twice on one context, then a call that runs. */
+static void cancel_while_connecting_removes_first(void **state)
+{
+	fx *f = *state;
+	wms_async *a;
+	wms_async_call *h = NULL;
+	tloop tl;
+	seen s;
+	it_order o;
+	double end;
+	int round;
+
+	memset(&tl, 0, sizeof(tl));
+	a = tl_new(f, &tl, tl_watch, tl_timer, &tl);
+	for (round = 0; round < 2; round++) {
+		int watched = 0, i;
+		order_of(&o, round ? "CW-2" : "CW-1");
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(&h, a, &o.order, on_submit, &s), WMS_OK);
+		assert_non_null(h);
+		/* libcurl's first action: the socket made, its connect begun */
+		end = it_now_ms() + 5000.0 + it_slack_ms();
+		while (!watched && !s.calls && it_now_ms() < end) {
+			assert_true(tl.armed);
+			tl.armed = 0;
+			assert_int_equal(wms_async_timeout(a), WMS_OK);
+			for (i = 0; i < TL_FDS; i++)
+				watched += tl.ino[i] != 0;
+		}
+		assert_int_equal(watched, 1);
+		assert_int_equal(s.calls, 0);
+		assert_int_equal(wms_async_cancel(a, h), WMS_OK);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_ERR_CANCELLED);
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_int_equal(tl.removes, round + 1);
+		assert_int_equal(tl.stale_removes, 0);
+	}
+	order_of(&o, "CW-3");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, a, &o.order, on_submit, &s), WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (!s.calls && it_now_ms() < end)
+		assert_int_equal(tl_step(a, &tl, 50), WMS_OK);
+	assert_int_equal(s.st, WMS_OK);
+	wms_async_free(a);
+	assert_int_equal(tl.stale_removes, 0);
 	close(tl.epfd);
 }
 
@@ -1867,6 +1941,7 @@ static void loop_callbacks_cannot_reenter(void **state)
 	assert_true(r.watch_tries >= 1);
 	assert_true(r.timer_tries >= 1);
 	wms_async_free(r.a);
+	assert_int_equal(r.tl.stale_removes, 0);
 	close(r.tl.epfd);
 }
 
@@ -1896,6 +1971,9 @@ static void free_from_a_watch_callback(void **state)
 	assert_int_equal(s.calls, 1);
 	assert_int_equal(s.st, WMS_ERR_CANCELLED);
 	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(r.tl.removes, 1);
+	assert_int_equal(r.tl.stale_removes, 0);
+	assert_int_equal(r.tl.stale_removes, 0);
 	close(r.tl.epfd);
 }
 
@@ -1968,6 +2046,7 @@ static void timer_callback_frees_the_context(void **state)
 	assert_int_equal(s.calls, 1);
 	assert_int_equal(s.st, WMS_OK);
 	assert_true(r.freed);
+	assert_int_equal(r.tl.stale_removes, 0);
 	close(r.tl.epfd);
 }
 
@@ -1995,6 +2074,7 @@ static void client_free_timer_callback_frees_the_context(void **state)
 	f->c = NULL;
 	assert_int_equal(s.st, WMS_ERR_CANCELLED);
 	assert_true(r.freed);
+	assert_int_equal(r.tl.stale_removes, 0);
 	close(r.tl.epfd);
 	wms_sim_clear_faults(f->sim);
 }
@@ -2245,6 +2325,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(transport_cancels_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_all_leaves_what_its_callbacks_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_remove_changes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_while_connecting_removes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(loop_callbacks_cannot_reenter, setup, teardown),
 		cmocka_unit_test_setup_teardown(free_from_a_watch_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_breaker_speaks_before_max_in_flight, setup, teardown),
