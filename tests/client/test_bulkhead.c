@@ -21,6 +21,7 @@
 #include "wms/sys/transport.h"
 #include <time.h>
 #include "internal.h" /* wms__now_ns */
+#include "build_kind.h"
 #include "loopback.h"
 
 static const char submit_ok[] =
@@ -225,6 +226,36 @@ static void assert_bulkhead(wms_client *c, const char *op, uint32_t in_flight, u
 	assert_int_equal(s.rejected, rejected);
 }
 
+/* The issue's promise: a call over the cap is refused "in under 1 ms".
+ * Each refusal is timed by its own thread around the call, so a refusal
+ * whose thread the scheduler put aside (16 threads on this 2-core machine,
+ * other jobs running) shows that pause too: the median of the refusals is
+ * held to 1 ms, which no pause of a few threads moves, and the slowest to a
+ * bound that a refusal waiting on anything (a lock held across a call, the
+ * WMS, a connection) would cross, 50 ms. Both grow with tk_slowdown()
+ * under valgrind and the sanitizers. */
+static void assert_refused_fast(uint64_t *ns, int n, const char *what)
+{
+	const uint64_t median_max = 1000000ull * tk_slowdown(),
+		       worst_max = 50000000ull * tk_slowdown();
+	uint64_t median;
+	for (int i = 1; i < n; i++) /* insertion sort: n is 12 */
+		for (int j = i; j > 0 && ns[j] < ns[j - 1]; j--) {
+			uint64_t v = ns[j];
+			ns[j] = ns[j - 1];
+			ns[j - 1] = v;
+		}
+	median = n % 2 ? ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2;
+	print_message("%s: %d refusals, median %.3f ms, slowest %.3f ms\n", what, n,
+		      (double)median / 1e6, (double)ns[n - 1] / 1e6);
+	if (median > median_max)
+		fail_msg("%s: median refusal %.3f ms, over %.3f ms", what, (double)median / 1e6,
+			 (double)median_max / 1e6);
+	if (ns[n - 1] > worst_max)
+		fail_msg("%s: slowest refusal %.3f ms, over %.3f ms", what,
+			 (double)ns[n - 1] / 1e6, (double)worst_max / 1e6);
+}
+
 /* ---- the tests ----------------------------------------------------------- */
 
 #define THREADS 16
@@ -242,7 +273,8 @@ static void cap_holds_and_rejects(void **state)
 	for (int round = 1; round <= 2; round++) {
 		atomic_int done = 0;
 		int full = 0, ok = 0;
-		uint64_t worst = 0;
+		uint64_t refused_ns[THREADS];
+		char what[32];
 		gate_set(g, 0);
 		for (int i = 0; i < THREADS; i++)
 			start(&k[i], c, 0, &done);
@@ -258,18 +290,14 @@ static void cap_holds_and_rejects(void **state)
 				continue;
 			}
 			assert_full(&k[i], 10000);
-			full++;
-			if (k[i].ns > worst)
-				worst = k[i].ns;
+			refused_ns[full++] = k[i].ns;
 		}
 		assert_int_equal(ok, 4);
 		assert_int_equal(full, 12);
 		assert_int_equal(g->most, 4);
 		assert_int_equal(g->sends, (unsigned)round * 4);
-		/* told at once: far inside the call's own deadline */
-		assert_true(worst < 1000000000ull);
-		print_message("round %d: the slowest of 12 refusals took %.3f ms\n", round,
-			      (double)worst / 1e6);
+		snprintf(what, sizeof(what), "round %d", round);
+		assert_refused_fast(refused_ns, full, what);
 		assert_bulkhead(c, NULL, 0, (uint64_t)round * 4, 0, (uint64_t)round * 12);
 		/* the breaker saw 4 successes and no refusal, no failure */
 		wms_breaker_snapshot_get(&bs, wms_client_breaker(c));
@@ -355,11 +383,18 @@ static void waits_for_a_freed_slot(void **state)
 	wms_client_free(c);
 }
 
-/* A wait that no call ends in time: BULKHEAD_FULL after max_wait. */
+/* A wait that no call ends in time: BULKHEAD_FULL after max_wait, and not
+ * much later. The call's own deadline (60 s) is far beyond any margin, so a
+ * wait that ran to it, or to the call in flight, cannot pass. */
 static void a_wait_runs_out(void **state)
 {
+	enum { WAIT_MS = 50, TIMEOUT_MS = 60000 };
+	/* the timed wait's wake-up and the refusal: a few ms on a busy 2-core
+	 * machine; 100 ms of margin in a plain build */
+	const uint64_t most_ns = (WAIT_MS + 100ull * tk_slowdown()) * 1000000ull;
 	gate *g = gate_new();
-	wms_client *c = client_with(&g->parent, NULL, 1, 50, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	wms_client *c = client_with(&g->parent, NULL, 1, WAIT_MS, WMS_BREAKER_SCOPE_PER_CLIENT,
+				    TIMEOUT_MS);
 	caller a, b;
 	(void)state;
 
@@ -369,9 +404,14 @@ static void a_wait_runs_out(void **state)
 	for (int round = 0; round < 2; round++) {
 		start(&b, c, 0, NULL);
 		assert_int_equal(pthread_join(b.thread, NULL), 0);
-		assert_full(&b, 5000);
+		assert_full(&b, TIMEOUT_MS);
 		assert_non_null(strstr(b.err.message, "after waiting"));
-		assert_true(b.ns >= 50000000ull); /* it did wait */
+		print_message("round %d: refused after %.3f ms (wait %d ms, bound %.0f ms)\n", round,
+			      (double)b.ns / 1e6, WAIT_MS, (double)most_ns / 1e6);
+		assert_true(b.ns >= WAIT_MS * 1000000ull); /* it did wait */
+		if (b.ns > most_ns)
+			fail_msg("waited %.3f ms for a %d ms wait (bound %.0f ms)", (double)b.ns / 1e6,
+				 WAIT_MS, (double)most_ns / 1e6);
 	}
 	gate_set(g, 1);
 	assert_int_equal(pthread_join(a.thread, NULL), 0);
@@ -597,7 +637,7 @@ static void hanging_wms_over_sockets(void **state)
 	caller k[THREADS];
 	atomic_int done = 0;
 	int full = 0, other = 0;
-	uint64_t worst = 0, sum = 0;
+	uint64_t refused_ns[THREADS];
 	(void)state;
 
 	memset(&script, 0, sizeof(script));
@@ -621,19 +661,14 @@ static void hanging_wms_over_sockets(void **state)
 		assert_int_equal(pthread_join(k[i].thread, NULL), 0);
 		if (k[i].st == WMS_ERR_BULKHEAD_FULL) {
 			assert_full(&k[i], 60000);
-			full++;
-			sum += k[i].ns;
-			if (k[i].ns > worst)
-				worst = k[i].ns;
+			refused_ns[full++] = k[i].ns;
 		} else {
 			other++;
 		}
 	}
 	assert_int_equal(full, 12);
 	assert_int_equal(other, 4);
-	assert_true(worst < 1000000000ull);
-	print_message("12 refusals: mean %.3f ms, slowest %.3f ms; 4 connections reached the WMS\n",
-		      (double)sum / 12 / 1e6, (double)worst / 1e6);
+	assert_refused_fast(refused_ns, full, "against a hanging WMS");
 	wms_client_free(c);
 }
 
