@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <libxml/tree.h>
 
 #include "wms/wms.h"
+#include "wms/call.h"
 #include "wms/sys/transport.h"
 #include <time.h>
 #include "internal.h" /* wms__now_ns */
@@ -157,9 +159,27 @@ static wms_order an_order(void)
 	return o;
 }
 
+/* A generic call (wms/call.h) of `operation`; any single reply element. */
+static wms_status generic_call(wms_client *c, const char *operation, wms_error *err)
+{
+	static const char body[] = "<q:Query xmlns:q=\"urn:example:q\"><q:id>7</q:id></q:Query>";
+	wms_call_options op = WMS_CALL_OPTIONS_INIT;
+	xmlDocPtr reply = (xmlDocPtr)err; /* must come back NULL unless OK */
+	wms_status st;
+	op.operation = operation;
+	op.soap_action = "urn:example:q/Query";
+	st = wms_call_bytes(&reply, c, &op, body, sizeof(body) - 1, err);
+	if (st == WMS_OK)
+		xmlFreeDoc(reply);
+	else
+		assert_null(reply);
+	return st;
+}
+
 typedef struct caller {
 	wms_client *client;
 	int status_call; /* GetOrderStatus instead of SubmitOrder */
+	const char *generic; /* non-NULL: wms_call_bytes of this operation instead */
 	pthread_t thread;
 	wms_status st;
 	wms_error err;
@@ -171,7 +191,9 @@ static void *call_thread(void *arg)
 {
 	caller *k = arg;
 	uint64_t t0 = wms__now_ns();
-	if (k->status_call) {
+	if (k->generic) {
+		k->st = generic_call(k->client, k->generic, &k->err);
+	} else if (k->status_call) {
 		wms_status_reply r;
 		k->st = wms_get_order_status(&r, k->client, "ORD-1", &k->err);
 	} else {
@@ -191,6 +213,14 @@ static void start(caller *k, wms_client *c, int status_call, atomic_int *done)
 	k->client = c;
 	k->status_call = status_call;
 	k->done = done;
+	assert_int_equal(pthread_create(&k->thread, NULL, call_thread, k), 0);
+}
+
+static void start_generic(caller *k, wms_client *c, const char *operation)
+{
+	memset(k, 0, sizeof(*k));
+	k->client = c;
+	k->generic = operation;
 	assert_int_equal(pthread_create(&k->thread, NULL, call_thread, k), 0);
 }
 
@@ -626,6 +656,120 @@ static void health_and_metrics(void **state)
 	wms_client_free(plain);
 }
 
+/* What a breaker has seen: calls permitted, rejected and failed. */
+static void assert_breaker_saw(wms_breaker *b, uint64_t permitted, uint64_t successes)
+{
+	wms_breaker_snapshot bs;
+	assert_non_null(b);
+	wms_breaker_snapshot_get(&bs, b);
+	assert_int_equal(bs.permitted, permitted);
+	assert_int_equal(bs.successes, successes);
+	assert_int_equal(bs.failures, 0);
+	assert_int_equal(bs.rejected, 0);
+	assert_int_equal(bs.ignored, 0);
+	assert_int_equal(bs.state, WMS_BREAKER_STATE_CLOSED);
+}
+
+/* A generic call (wms_call) over the cap is refused like a typed one:
+ * BULKHEAD_FULL, NOT_SENT, nothing sent, nothing for the breaker (more
+ * refusals than the breaker's threshold leave it closed and untouched); a
+ * generic call in flight holds a slot a typed call then cannot have. */
+static void generic_call_over_the_cap(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 0, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	wms_error err;
+	caller a;
+	(void)state;
+
+	gate_set(g, 0);
+	start(&a, c, 0, NULL); /* a typed SubmitOrder holds the one slot */
+	gate_wait_inside(g, 1);
+	for (int i = 0; i < 6; i++) { /* the default threshold is 5 */
+		assert_int_equal(generic_call(c, "GetShipmentStatus", &err), WMS_ERR_BULKHEAD_FULL);
+		assert_int_equal(err.status, WMS_ERR_BULKHEAD_FULL);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_string_equal(err.operation, "GetShipmentStatus");
+		assert_int_equal(err.attempts, 0);
+		assert_int_equal(err.retry_after_ms, 5000);
+		assert_non_null(strstr(err.message, "bulkhead full"));
+		assert_int_equal(wms_error_outcome(&err), WMS_OUTCOME_IGNORED);
+	}
+	assert_int_equal(g->sends, 1);
+	assert_bulkhead(c, NULL, 1, 1, 0, 6);
+	assert_breaker_saw(wms_client_breaker(c), 1, 0);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	assert_breaker_saw(wms_client_breaker(c), 1, 1);
+
+	/* the other way round: a generic call holds the slot */
+	gate_set(g, 0);
+	start_generic(&a, c, "GetShipmentStatus");
+	gate_wait_inside(g, 1);
+	{
+		wms_order order = an_order();
+		assert_int_equal(wms_submit_order(NULL, c, &order, &err), WMS_ERR_BULKHEAD_FULL);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	}
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	assert_int_equal(g->sends, 2);
+	assert_bulkhead(c, NULL, 0, 2, 0, 7);
+	assert_breaker_saw(wms_client_breaker(c), 2, 2);
+	wms_client_free(c);
+}
+
+/* Per-operation breakers: a generic call is capped by the bulkhead of the
+ * operation it names: its own for a new name, the typed operation's for a
+ * typed name. A full one refuses only calls of that name. */
+static void generic_call_per_operation_cap(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 0, WMS_BREAKER_SCOPE_PER_OPERATION, 5000);
+	wms_error err;
+	caller ship, carriers, submit;
+	(void)state;
+
+	gate_set(g, 0);
+	start_generic(&ship, c, "GetShipmentStatus");
+	gate_wait_inside(g, 1);
+	/* the same name: its one slot is taken */
+	assert_int_equal(generic_call(c, "GetShipmentStatus", &err), WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	/* another generic name and a typed operation each have a slot */
+	start_generic(&carriers, c, "ListCarriers");
+	gate_wait_inside(g, 2);
+	start(&submit, c, 0, NULL);
+	gate_wait_inside(g, 3);
+	/* a generic call named SubmitOrder meets the typed call's bulkhead */
+	assert_int_equal(generic_call(c, "SubmitOrder", &err), WMS_ERR_BULKHEAD_FULL);
+	assert_string_equal(err.operation, "SubmitOrder");
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(generic_call(c, "ListCarriers", &err), WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(g->sends, 3);
+	assert_bulkhead(c, "GetShipmentStatus", 1, 1, 0, 1);
+	assert_bulkhead(c, "ListCarriers", 1, 1, 0, 1);
+	assert_bulkhead(c, "SubmitOrder", 1, 1, 0, 1);
+	assert_bulkhead(c, "GetOrderStatus", 0, 0, 0, 0);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(ship.thread, NULL), 0);
+	assert_int_equal(pthread_join(carriers.thread, NULL), 0);
+	assert_int_equal(pthread_join(submit.thread, NULL), 0);
+	assert_int_equal(ship.st, WMS_OK);
+	assert_int_equal(carriers.st, WMS_OK);
+	assert_int_equal(submit.st, WMS_OK);
+	/* each breaker saw its one call, none of the refusals */
+	assert_breaker_saw(wms_client_breaker_for(c, "GetShipmentStatus"), 1, 1);
+	assert_breaker_saw(wms_client_breaker_for(c, "ListCarriers"), 1, 1);
+	assert_breaker_saw(wms_client_breaker_for(c, "SubmitOrder"), 1, 1);
+	/* a slot free again: the same name goes through */
+	assert_int_equal(generic_call(c, "GetShipmentStatus", &err), WMS_OK);
+	assert_bulkhead(c, "GetShipmentStatus", 0, 2, 0, 1);
+	wms_client_free(c);
+}
+
 /* Over real sockets: 16 threads against a WMS that accepts and never
  * answers, cap 4: 4 connections reach it, the 12 other calls come back
  * BULKHEAD_FULL without one. */
@@ -684,6 +828,8 @@ int main(void)
 		cmocka_unit_test(fallback_on_full),
 		cmocka_unit_test(option_bounds),
 		cmocka_unit_test(health_and_metrics),
+		cmocka_unit_test(generic_call_over_the_cap),
+		cmocka_unit_test(generic_call_per_operation_cap),
 		cmocka_unit_test(hanging_wms_over_sockets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
