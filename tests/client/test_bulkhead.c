@@ -16,11 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <libxml/tree.h>
 
 #include "wms/wms.h"
+#include "wms/call.h"
 #include "wms/sys/transport.h"
 #include <time.h>
 #include "internal.h" /* wms__now_ns */
+#include "build_kind.h"
 #include "loopback.h"
 
 static const char submit_ok[] =
@@ -156,9 +159,27 @@ static wms_order an_order(void)
 	return o;
 }
 
+/* A generic call (wms/call.h) of `operation`; any single reply element. */
+static wms_status generic_call(wms_client *c, const char *operation, wms_error *err)
+{
+	static const char body[] = "<q:Query xmlns:q=\"urn:example:q\"><q:id>7</q:id></q:Query>";
+	wms_call_options op = WMS_CALL_OPTIONS_INIT;
+	xmlDocPtr reply = (xmlDocPtr)err; /* must come back NULL unless OK */
+	wms_status st;
+	op.operation = operation;
+	op.soap_action = "urn:example:q/Query";
+	st = wms_call_bytes(&reply, c, &op, body, sizeof(body) - 1, err);
+	if (st == WMS_OK)
+		xmlFreeDoc(reply);
+	else
+		assert_null(reply);
+	return st;
+}
+
 typedef struct caller {
 	wms_client *client;
 	int status_call; /* GetOrderStatus instead of SubmitOrder */
+	const char *generic; /* non-NULL: wms_call_bytes of this operation instead */
 	pthread_t thread;
 	wms_status st;
 	wms_error err;
@@ -170,7 +191,9 @@ static void *call_thread(void *arg)
 {
 	caller *k = arg;
 	uint64_t t0 = wms__now_ns();
-	if (k->status_call) {
+	if (k->generic) {
+		k->st = generic_call(k->client, k->generic, &k->err);
+	} else if (k->status_call) {
 		wms_status_reply r;
 		k->st = wms_get_order_status(&r, k->client, "ORD-1", &k->err);
 	} else {
@@ -190,6 +213,14 @@ static void start(caller *k, wms_client *c, int status_call, atomic_int *done)
 	k->client = c;
 	k->status_call = status_call;
 	k->done = done;
+	assert_int_equal(pthread_create(&k->thread, NULL, call_thread, k), 0);
+}
+
+static void start_generic(caller *k, wms_client *c, const char *operation)
+{
+	memset(k, 0, sizeof(*k));
+	k->client = c;
+	k->generic = operation;
 	assert_int_equal(pthread_create(&k->thread, NULL, call_thread, k), 0);
 }
 
@@ -225,6 +256,36 @@ static void assert_bulkhead(wms_client *c, const char *op, uint32_t in_flight, u
 	assert_int_equal(s.rejected, rejected);
 }
 
+/* The issue's promise: a call over the cap is refused "in under 1 ms".
+ * Each refusal is timed by its own thread around the call, so a refusal
+ * whose thread the scheduler put aside (16 threads on this 2-core machine,
+ * other jobs running) shows that pause too: the median of the refusals is
+ * held to 1 ms, which no pause of a few threads moves, and the slowest to a
+ * bound that a refusal waiting on anything (a lock held across a call, the
+ * WMS, a connection) would cross, 50 ms. Both grow with tk_slowdown()
+ * under valgrind and the sanitizers. */
+static void assert_refused_fast(uint64_t *ns, int n, const char *what)
+{
+	const uint64_t median_max = 1000000ull * tk_slowdown(),
+		       worst_max = 50000000ull * tk_slowdown();
+	uint64_t median;
+	for (int i = 1; i < n; i++) /* insertion sort: n is 12 */
+		for (int j = i; j > 0 && ns[j] < ns[j - 1]; j--) {
+			uint64_t v = ns[j];
+			ns[j] = ns[j - 1];
+			ns[j - 1] = v;
+		}
+	median = n % 2 ? ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2;
+	print_message("%s: %d refusals, median %.3f ms, slowest %.3f ms\n", what, n,
+		      (double)median / 1e6, (double)ns[n - 1] / 1e6);
+	if (median > median_max)
+		fail_msg("%s: median refusal %.3f ms, over %.3f ms", what, (double)median / 1e6,
+			 (double)median_max / 1e6);
+	if (ns[n - 1] > worst_max)
+		fail_msg("%s: slowest refusal %.3f ms, over %.3f ms", what,
+			 (double)ns[n - 1] / 1e6, (double)worst_max / 1e6);
+}
+
 /* ---- the tests ----------------------------------------------------------- */
 
 #define THREADS 16
@@ -242,7 +303,8 @@ static void cap_holds_and_rejects(void **state)
 	for (int round = 1; round <= 2; round++) {
 		atomic_int done = 0;
 		int full = 0, ok = 0;
-		uint64_t worst = 0;
+		uint64_t refused_ns[THREADS];
+		char what[32];
 		gate_set(g, 0);
 		for (int i = 0; i < THREADS; i++)
 			start(&k[i], c, 0, &done);
@@ -258,18 +320,14 @@ static void cap_holds_and_rejects(void **state)
 				continue;
 			}
 			assert_full(&k[i], 10000);
-			full++;
-			if (k[i].ns > worst)
-				worst = k[i].ns;
+			refused_ns[full++] = k[i].ns;
 		}
 		assert_int_equal(ok, 4);
 		assert_int_equal(full, 12);
 		assert_int_equal(g->most, 4);
 		assert_int_equal(g->sends, (unsigned)round * 4);
-		/* told at once: far inside the call's own deadline */
-		assert_true(worst < 1000000000ull);
-		print_message("round %d: the slowest of 12 refusals took %.3f ms\n", round,
-			      (double)worst / 1e6);
+		snprintf(what, sizeof(what), "round %d", round);
+		assert_refused_fast(refused_ns, full, what);
 		assert_bulkhead(c, NULL, 0, (uint64_t)round * 4, 0, (uint64_t)round * 12);
 		/* the breaker saw 4 successes and no refusal, no failure */
 		wms_breaker_snapshot_get(&bs, wms_client_breaker(c));
@@ -355,11 +413,18 @@ static void waits_for_a_freed_slot(void **state)
 	wms_client_free(c);
 }
 
-/* A wait that no call ends in time: BULKHEAD_FULL after max_wait. */
+/* A wait that no call ends in time: BULKHEAD_FULL after max_wait, and not
+ * much later. The call's own deadline (60 s) is far beyond any margin, so a
+ * wait that ran to it, or to the call in flight, cannot pass. */
 static void a_wait_runs_out(void **state)
 {
+	enum { WAIT_MS = 50, TIMEOUT_MS = 60000 };
+	/* the timed wait's wake-up and the refusal: a few ms on a busy 2-core
+	 * machine; 100 ms of margin in a plain build */
+	const uint64_t most_ns = (WAIT_MS + 100ull * tk_slowdown()) * 1000000ull;
 	gate *g = gate_new();
-	wms_client *c = client_with(&g->parent, NULL, 1, 50, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	wms_client *c = client_with(&g->parent, NULL, 1, WAIT_MS, WMS_BREAKER_SCOPE_PER_CLIENT,
+				    TIMEOUT_MS);
 	caller a, b;
 	(void)state;
 
@@ -369,9 +434,14 @@ static void a_wait_runs_out(void **state)
 	for (int round = 0; round < 2; round++) {
 		start(&b, c, 0, NULL);
 		assert_int_equal(pthread_join(b.thread, NULL), 0);
-		assert_full(&b, 5000);
+		assert_full(&b, TIMEOUT_MS);
 		assert_non_null(strstr(b.err.message, "after waiting"));
-		assert_true(b.ns >= 50000000ull); /* it did wait */
+		print_message("round %d: refused after %.3f ms (wait %d ms, bound %.0f ms)\n", round,
+			      (double)b.ns / 1e6, WAIT_MS, (double)most_ns / 1e6);
+		assert_true(b.ns >= WAIT_MS * 1000000ull); /* it did wait */
+		if (b.ns > most_ns)
+			fail_msg("waited %.3f ms for a %d ms wait (bound %.0f ms)", (double)b.ns / 1e6,
+				 WAIT_MS, (double)most_ns / 1e6);
 	}
 	gate_set(g, 1);
 	assert_int_equal(pthread_join(a.thread, NULL), 0);
@@ -586,6 +656,120 @@ static void health_and_metrics(void **state)
 	wms_client_free(plain);
 }
 
+/* What a breaker has seen: calls permitted, rejected and failed. */
+static void assert_breaker_saw(wms_breaker *b, uint64_t permitted, uint64_t successes)
+{
+	wms_breaker_snapshot bs;
+	assert_non_null(b);
+	wms_breaker_snapshot_get(&bs, b);
+	assert_int_equal(bs.permitted, permitted);
+	assert_int_equal(bs.successes, successes);
+	assert_int_equal(bs.failures, 0);
+	assert_int_equal(bs.rejected, 0);
+	assert_int_equal(bs.ignored, 0);
+	assert_int_equal(bs.state, WMS_BREAKER_STATE_CLOSED);
+}
+
+/* A generic call (wms_call) over the cap is refused like a typed one:
+ * BULKHEAD_FULL, NOT_SENT, nothing sent, nothing for the breaker (more
+ * refusals than the breaker's threshold leave it closed and untouched); a
+ * generic call in flight holds a slot a typed call then cannot have. */
+static void generic_call_over_the_cap(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 0, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	wms_error err;
+	caller a;
+	(void)state;
+
+	gate_set(g, 0);
+	start(&a, c, 0, NULL); /* a typed SubmitOrder holds the one slot */
+	gate_wait_inside(g, 1);
+	for (int i = 0; i < 6; i++) { /* the default threshold is 5 */
+		assert_int_equal(generic_call(c, "GetShipmentStatus", &err), WMS_ERR_BULKHEAD_FULL);
+		assert_int_equal(err.status, WMS_ERR_BULKHEAD_FULL);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_string_equal(err.operation, "GetShipmentStatus");
+		assert_int_equal(err.attempts, 0);
+		assert_int_equal(err.retry_after_ms, 5000);
+		assert_non_null(strstr(err.message, "bulkhead full"));
+		assert_int_equal(wms_error_outcome(&err), WMS_OUTCOME_IGNORED);
+	}
+	assert_int_equal(g->sends, 1);
+	assert_bulkhead(c, NULL, 1, 1, 0, 6);
+	assert_breaker_saw(wms_client_breaker(c), 1, 0);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	assert_breaker_saw(wms_client_breaker(c), 1, 1);
+
+	/* the other way round: a generic call holds the slot */
+	gate_set(g, 0);
+	start_generic(&a, c, "GetShipmentStatus");
+	gate_wait_inside(g, 1);
+	{
+		wms_order order = an_order();
+		assert_int_equal(wms_submit_order(NULL, c, &order, &err), WMS_ERR_BULKHEAD_FULL);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	}
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(a.thread, NULL), 0);
+	assert_int_equal(a.st, WMS_OK);
+	assert_int_equal(g->sends, 2);
+	assert_bulkhead(c, NULL, 0, 2, 0, 7);
+	assert_breaker_saw(wms_client_breaker(c), 2, 2);
+	wms_client_free(c);
+}
+
+/* Per-operation breakers: a generic call is capped by the bulkhead of the
+ * operation it names: its own for a new name, the typed operation's for a
+ * typed name. A full one refuses only calls of that name. */
+static void generic_call_per_operation_cap(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 0, WMS_BREAKER_SCOPE_PER_OPERATION, 5000);
+	wms_error err;
+	caller ship, carriers, submit;
+	(void)state;
+
+	gate_set(g, 0);
+	start_generic(&ship, c, "GetShipmentStatus");
+	gate_wait_inside(g, 1);
+	/* the same name: its one slot is taken */
+	assert_int_equal(generic_call(c, "GetShipmentStatus", &err), WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	/* another generic name and a typed operation each have a slot */
+	start_generic(&carriers, c, "ListCarriers");
+	gate_wait_inside(g, 2);
+	start(&submit, c, 0, NULL);
+	gate_wait_inside(g, 3);
+	/* a generic call named SubmitOrder meets the typed call's bulkhead */
+	assert_int_equal(generic_call(c, "SubmitOrder", &err), WMS_ERR_BULKHEAD_FULL);
+	assert_string_equal(err.operation, "SubmitOrder");
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(generic_call(c, "ListCarriers", &err), WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(g->sends, 3);
+	assert_bulkhead(c, "GetShipmentStatus", 1, 1, 0, 1);
+	assert_bulkhead(c, "ListCarriers", 1, 1, 0, 1);
+	assert_bulkhead(c, "SubmitOrder", 1, 1, 0, 1);
+	assert_bulkhead(c, "GetOrderStatus", 0, 0, 0, 0);
+	gate_set(g, 1);
+	assert_int_equal(pthread_join(ship.thread, NULL), 0);
+	assert_int_equal(pthread_join(carriers.thread, NULL), 0);
+	assert_int_equal(pthread_join(submit.thread, NULL), 0);
+	assert_int_equal(ship.st, WMS_OK);
+	assert_int_equal(carriers.st, WMS_OK);
+	assert_int_equal(submit.st, WMS_OK);
+	/* each breaker saw its one call, none of the refusals */
+	assert_breaker_saw(wms_client_breaker_for(c, "GetShipmentStatus"), 1, 1);
+	assert_breaker_saw(wms_client_breaker_for(c, "ListCarriers"), 1, 1);
+	assert_breaker_saw(wms_client_breaker_for(c, "SubmitOrder"), 1, 1);
+	/* a slot free again: the same name goes through */
+	assert_int_equal(generic_call(c, "GetShipmentStatus", &err), WMS_OK);
+	assert_bulkhead(c, "GetShipmentStatus", 0, 2, 0, 1);
+	wms_client_free(c);
+}
+
 /* Over real sockets: 16 threads against a WMS that accepts and never
  * answers, cap 4: 4 connections reach it, the 12 other calls come back
  * BULKHEAD_FULL without one. */
@@ -597,7 +781,7 @@ static void hanging_wms_over_sockets(void **state)
 	caller k[THREADS];
 	atomic_int done = 0;
 	int full = 0, other = 0;
-	uint64_t worst = 0, sum = 0;
+	uint64_t refused_ns[THREADS];
 	(void)state;
 
 	memset(&script, 0, sizeof(script));
@@ -621,19 +805,14 @@ static void hanging_wms_over_sockets(void **state)
 		assert_int_equal(pthread_join(k[i].thread, NULL), 0);
 		if (k[i].st == WMS_ERR_BULKHEAD_FULL) {
 			assert_full(&k[i], 60000);
-			full++;
-			sum += k[i].ns;
-			if (k[i].ns > worst)
-				worst = k[i].ns;
+			refused_ns[full++] = k[i].ns;
 		} else {
 			other++;
 		}
 	}
 	assert_int_equal(full, 12);
 	assert_int_equal(other, 4);
-	assert_true(worst < 1000000000ull);
-	print_message("12 refusals: mean %.3f ms, slowest %.3f ms; 4 connections reached the WMS\n",
-		      (double)sum / 12 / 1e6, (double)worst / 1e6);
+	assert_refused_fast(refused_ns, full, "against a hanging WMS");
 	wms_client_free(c);
 }
 
@@ -649,6 +828,8 @@ int main(void)
 		cmocka_unit_test(fallback_on_full),
 		cmocka_unit_test(option_bounds),
 		cmocka_unit_test(health_and_metrics),
+		cmocka_unit_test(generic_call_over_the_cap),
+		cmocka_unit_test(generic_call_per_operation_cap),
 		cmocka_unit_test(hanging_wms_over_sockets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

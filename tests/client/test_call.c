@@ -495,8 +495,9 @@ static void retries_and_idempotency(void **state)
 	wms_client_free(x.c);
 }
 
-/* WS-Security: the header goes before the Body, the password never in
- * the wire log; the bulkhead and an open breaker refuse before sending. */
+/* WS-Security: the header goes before the Body, a digest's password never
+ * on the wire; an open breaker refuses before sending. (The wire log: the
+ * wire_log_ tests below; the bulkhead: test_bulkhead.) */
 static void wsse_and_refusals(void **state)
 {
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
@@ -528,6 +529,219 @@ static void wsse_and_refusals(void **state)
 	wms_client_free(x.c);
 }
 
+/* ---- the wire log of a generic call -------------------------------------- */
+
+#define WSSE_PW "wsse-pw-Qm41-canary"
+#define BODY_PW "body-pw-Lx09-canary"
+#define REPLY_PW "reply-pw-Tt55-canary"
+
+typedef struct wire_rec {
+	char id[64];
+	char op[80];
+	wms_wire_direction dir;
+	uint32_t attempt;
+	long http_status;
+	wms_status status;
+} wire_rec;
+
+typedef struct wirelog {
+	int n;
+	wire_rec r[8];
+	char text[16384]; /* every record's body, one per line */
+} wirelog;
+
+static void on_wire(const wms_wire_record *r, void *payload)
+{
+	wirelog *w = payload;
+	size_t used = strlen(w->text);
+	if (w->n < 8) {
+		wire_rec *e = &w->r[w->n];
+		snprintf(e->id, sizeof(e->id), "%s", r->correlation_id ? r->correlation_id : "");
+		snprintf(e->op, sizeof(e->op), "%s", r->operation ? r->operation : "");
+		e->dir = r->direction;
+		e->attempt = r->attempt;
+		e->http_status = r->http_status;
+		e->status = r->status;
+	}
+	w->n++;
+	snprintf(w->text + used, sizeof(w->text) - used, "%.*s\n", (int)r->body_len, r->body);
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* The text of the first <tag>...</tag> (or <tag attr...>...</tag>) in xml,
+ * into out; 0 if there is none. */
+static int element_text(char *out, size_t size, const char *xml, const char *tag)
+{
+	char open[64];
+	size_t n = (size_t)snprintf(open, sizeof(open), "<%s", tag);
+	const char *p, *gt, *end;
+	for (p = strstr(xml, open); p && p[n] != '>' && p[n] != ' '; p = strstr(p + n, open))
+		;
+	if (!p || !(gt = strchr(p, '>')) || !(end = strstr(gt, "</")))
+		return 0;
+	snprintf(out, size, "%.*s", (int)(end - gt - 1), gt + 1);
+	return 1;
+}
+
+static const char cred_body[] =
+	"<sh:SetCredentials xmlns:sh=\"" SHIP_NS "\"><sh:user>ops</sh:user>"
+	"<sh:Password>" BODY_PW "</sh:Password></sh:SetCredentials>";
+static const char cred_reply[] =
+	ENV11 "><s:Body><sh:SetCredentialsResponse xmlns:sh=\"" SHIP_NS "\"><sh:ok>true</sh:ok>"
+	"<sh:Password>" REPLY_PW "</sh:Password></sh:SetCredentialsResponse></s:Body></s:Envelope>";
+
+static wms_call_options cred_call(void)
+{
+	wms_call_options o = WMS_CALL_OPTIONS_INIT;
+	o.operation = "SetCredentials";
+	o.soap_action = "urn:example:wms/SetCredentials";
+	o.reply_namespace = SHIP_NS;
+	o.reply_element = "SetCredentialsResponse";
+	o.idempotent = 1;
+	return o;
+}
+
+/* A generic call's wire log: a request and a reply record under the
+ * call's correlation id (the error's, and the X-Correlation-Id the
+ * transport was given), named after the operation; the WS-Security
+ * password (in clear in the envelope), a Password in the caller's own body
+ * and one in the reply are all sent or received, and none is in the log,
+ * while the rest of each body is. A second call has another id. */
+static void wire_log_redacted_and_correlated(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = cred_call();
+	xmlDocPtr reply = NULL;
+	char first[64];
+	wirelog w;
+	wms_error err;
+	fx x;
+	(void)state;
+
+	memset(&w, 0, sizeof(w));
+	o.wsse.mode = WMS_WSSE_PASSWORD_TEXT;
+	o.wsse.username = "svc";
+	o.wsse.password = WSSE_PW;
+	o.callbacks.on_wire = on_wire;
+	o.callbacks.payload = &w;
+	x = setup_client_with(&o);
+	answer(&x, cred_reply);
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, cred_body, strlen(cred_body), &err),
+			 WMS_OK);
+	/* the caller gets the reply as the WMS sent it */
+	assert_non_null(reply);
+	{
+		char *v = child_text(xmlDocGetRootElement(reply), "Password");
+		assert_string_equal(v, REPLY_PW);
+		xmlFree(v);
+	}
+	xmlFreeDoc(reply);
+	/* the WMS got both secrets: the log below could have held them */
+	assert_non_null(strstr(x.t->last_body, ">" WSSE_PW "</wsse:Password>"));
+	assert_non_null(strstr(x.t->last_body, ">" BODY_PW "</sh:Password>"));
+
+	assert_int_equal(w.n, 2);
+	assert_int_equal(w.r[0].dir, WMS_WIRE_REQUEST);
+	assert_int_equal(w.r[1].dir, WMS_WIRE_REPLY);
+	assert_true(strlen(err.correlation_id) > 0);
+	assert_string_equal(w.r[0].id, err.correlation_id);
+	assert_string_equal(w.r[1].id, err.correlation_id);
+	assert_string_equal(x.t->last_correlation_id, err.correlation_id);
+	for (int i = 0; i < 2; i++) {
+		assert_string_equal(w.r[i].op, "SetCredentials");
+		assert_int_equal(w.r[i].attempt, 1);
+	}
+	assert_int_equal(w.r[1].http_status, 200);
+	assert_int_equal(w.r[1].status, WMS_OK);
+	assert_null(strstr(w.text, WSSE_PW));
+	assert_null(strstr(w.text, BODY_PW));
+	assert_null(strstr(w.text, REPLY_PW));
+	assert_int_equal(count_of(w.text, ">REDACTED</"), 3);
+	/* redacted, not withheld: the rest of each body is there */
+	assert_non_null(strstr(w.text, "<wsse:Username>svc</wsse:Username>"));
+	assert_non_null(strstr(w.text, "<sh:user>ops</sh:user>"));
+	assert_non_null(strstr(w.text, "<sh:ok>true</sh:ok>"));
+	assert_null(strstr(err.message, WSSE_PW));
+
+	snprintf(first, sizeof(first), "%s", err.correlation_id);
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, cred_body, strlen(cred_body), &err),
+			 WMS_OK);
+	xmlFreeDoc(reply);
+	assert_int_equal(w.n, 4);
+	assert_string_not_equal(err.correlation_id, first);
+	assert_string_equal(w.r[2].id, err.correlation_id);
+	assert_string_equal(w.r[3].id, err.correlation_id);
+	wms_client_free(x.c);
+}
+
+/* With retries, every attempt of one generic call logs under the one id,
+ * numbered; a PasswordDigest's Nonce is redacted too (its value, which
+ * the WMS got, is nowhere in the log), and so is the body's Password on
+ * each attempt. */
+static void wire_log_of_retries_and_digest(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_call_options op = cred_call();
+	xmlDocPtr reply = NULL;
+	char nonce[128], digest[128];
+	wirelog w;
+	wms_error err;
+	fx x;
+	(void)state;
+
+	memset(&w, 0, sizeof(w));
+	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+	o.wsse.username = "svc";
+	o.wsse.password = WSSE_PW;
+	o.callbacks.on_wire = on_wire;
+	o.callbacks.payload = &w;
+	o.retry.max_attempts = 2;
+	o.retry.initial_backoff_ms = 1;
+	o.retry.max_backoff_ms = 1;
+	x = setup_client_with(&o);
+	x.t->seq_len = 2;
+	x.t->seq[0].fail = WMS_ERR_TIMEOUT;
+	x.t->seq[0].delivery = WMS_DELIVERY_UNKNOWN;
+	x.t->seq[1].status = 200;
+	x.t->seq[1].content_type = "text/xml";
+	x.t->seq[1].body = cred_reply;
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, cred_body, strlen(cred_body), &err),
+			 WMS_OK);
+	xmlFreeDoc(reply);
+	assert_int_equal(err.attempts, 2);
+	assert_int_equal(x.t->sends, 2);
+	assert_true(element_text(nonce, sizeof(nonce), x.t->last_body, "wsse:Nonce"));
+	assert_true(element_text(digest, sizeof(digest), x.t->last_body, "wsse:Password"));
+	assert_true(strlen(nonce) >= 16 && strlen(digest) >= 16);
+
+	assert_int_equal(w.n, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(w.r[i].id, err.correlation_id);
+		assert_string_equal(w.r[i].op, "SetCredentials");
+		assert_int_equal(w.r[i].dir, i % 2 ? WMS_WIRE_REPLY : WMS_WIRE_REQUEST);
+		assert_int_equal(w.r[i].attempt, (uint32_t)(i / 2 + 1));
+	}
+	assert_int_equal(w.r[1].status, WMS_ERR_TIMEOUT);
+	assert_int_equal(w.r[1].http_status, 0);
+	assert_int_equal(w.r[3].status, WMS_OK);
+	assert_null(strstr(w.text, nonce));
+	assert_null(strstr(w.text, digest));
+	assert_null(strstr(w.text, BODY_PW));
+	assert_null(strstr(w.text, REPLY_PW));
+	assert_null(strstr(w.text, WSSE_PW));
+	/* two requests (Password and Nonce of WS-Security, the body's
+	 * Password) and the reply's Password */
+	assert_int_equal(count_of(w.text, ">REDACTED</"), 2 * 3 + 1);
+	wms_client_free(x.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +754,8 @@ int main(void)
 		cmocka_unit_test(metric_callback_may_look_up),
 		cmocka_unit_test(retries_and_idempotency),
 		cmocka_unit_test(wsse_and_refusals),
+		cmocka_unit_test(wire_log_redacted_and_correlated),
+		cmocka_unit_test(wire_log_of_retries_and_digest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

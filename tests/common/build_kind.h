@@ -38,4 +38,23 @@ static inline tk_kind tk_build_kind(void)
 #endif
 }
 
+/* How many times a plain build's time budget a test may grant: valgrind
+ * runs code 20-50 times slower and one thread at a time, TSan several
+ * times slower, ASan about twice. A bound written as plain_ms *
+ * tk_slowdown() holds its meaning in a plain build and does not flake
+ * under the tools. */
+static inline unsigned tk_slowdown(void)
+{
+	switch (tk_build_kind()) {
+	case TK_VALGRIND:
+		return 50;
+	case TK_TSAN:
+		return 10;
+	case TK_ASAN:
+		return 3;
+	default:
+		return 1;
+	}
+}
+
 #endif

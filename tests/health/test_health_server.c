@@ -3,12 +3,18 @@
  * 127.0.0.1, for clients on the fake transport (nothing reaches a WMS).
  * Every server a test starts, the test stops.
  */
+#define _DEFAULT_SOURCE /* getifaddrs, IFF_UP */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <math.h>
+#include <net/if.h>
 #include <poll.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +30,7 @@
 #include "health_server_int.h"
 #include "wms/health_server.h"
 #include "wms/call.h"
+#include "wms/sys/breaker_store.h"
 #include "soap/soap.h" /* wms__xml_doc_free */
 
 /* ---- HTTP with libcurl ------------------------------------------------- */
@@ -156,6 +163,16 @@ static size_t read_all(int fd, char *buf, size_t size)
 	return len;
 }
 
+/* strcasestr, which is a GNU extension */
+static const char *strcasestr_(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (; *hay; hay++)
+		if (strncasecmp(hay, needle, n) == 0)
+			return hay;
+	return NULL;
+}
+
 static const char get_health[] = "GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
 
 /* ---- fixtures ---------------------------------------------------------- */
@@ -223,6 +240,42 @@ static void health_of_a_closed_breaker(void **state)
 	assert_int_equal(r.code, 200);
 	assert_string_equal(r.ctype, "application/json");
 	assert_int_equal(r.len, 0);
+}
+
+/* HEAD is served on both paths, deliberately (wms/health_server.h,
+ * docs/health-endpoint.md; RFC 9110 9.3.2: a server that has GET should
+ * answer HEAD alike): GET's status line and headers, Content-Length
+ * included, and not one byte of body. Read off the socket, since libcurl
+ * would hide a body that came anyway. */
+static void head_is_get_without_the_body(void **state)
+{
+	static const char *const paths[] = { "/health", "/metrics" };
+	served *s = *state;
+	char req[128], buf[16384];
+	(void)state;
+
+	for (size_t i = 0; i < 2; i++) {
+		http_reply get = http("GET", s->port, paths[i], NULL);
+		char want[192], *end;
+		size_t n;
+		int fd = tcp_connect(s->port);
+		snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+			 paths[i]);
+		assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+		n = read_all(fd, buf, sizeof(buf)); /* to the server's close */
+		close(fd);
+		assert_int_equal(get.code, 200);
+		assert_true(get.len > 0);
+		assert_memory_equal(buf, "HTTP/1.1 200 ", 13);
+		end = strstr(buf, "\r\n\r\n");
+		assert_non_null(end);
+		assert_int_equal((size_t)(end + 4 - buf), n); /* nothing after the head */
+		snprintf(want, sizeof(want), "\r\nContent-Type: %s\r\n", get.ctype);
+		assert_non_null(strcasestr_(buf, want));
+		snprintf(want, sizeof(want), "\r\nContent-Length: %zu\r\n", get.len);
+		assert_non_null(strcasestr_(buf, want));
+		assert_non_null(strcasestr_(buf, "\r\nCache-Control: no-store\r\n"));
+	}
 }
 
 static void open_breaker_is_down_503_and_metrics_show_it(void **state)
@@ -670,10 +723,557 @@ static void bulkheads_and_later_breakers_show(void **state)
 	wms_client_free(x.c);
 }
 
+/* ---- the default address ---------------------------------------------- */
+
+/* This process's listening TCP sockets on `port`: how many, and the
+ * address of the last one found. */
+static int listeners_on(uint16_t port, struct sockaddr_storage *addr)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = 0;
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		struct sockaddr_storage a;
+		socklen_t len = sizeof(a);
+		int fd = atoi(e->d_name), listening = 0;
+		socklen_t optlen = sizeof(listening);
+		uint16_t p;
+		if (e->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0 ||
+		    !listening || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+			continue;
+		if (a.ss_family == AF_INET)
+			p = ntohs(((struct sockaddr_in *)&a)->sin_port);
+		else if (a.ss_family == AF_INET6)
+			p = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+		else
+			continue;
+		if (p == port) {
+			*addr = a;
+			found++;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* An IPv4 address of this host's other than loopback, up; 0 if none. */
+static int non_loopback_ipv4(struct in_addr *out)
+{
+	struct ifaddrs *all, *i;
+	int found = 0;
+	if (getifaddrs(&all) != 0)
+		return 0;
+	for (i = all; i && !found; i = i->ifa_next) {
+		struct in_addr a;
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		if ((ntohl(a.s_addr) >> 24) == 127)
+			continue;
+		*out = a;
+		found = 1;
+	}
+	freeifaddrs(all);
+	return found;
+}
+
+/* 0 when a TCP connection to addr:port is made, else the errno. */
+static int connect_errno(struct in_addr addr, uint16_t port)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc;
+	assert_true(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr = addr;
+	rc = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : errno;
+	close(fd);
+	return rc;
+}
+
+/* listen_addr NULL: WMS_HEALTH_SERVER_DEFAULT_LISTEN, loopback only. The
+ * server's listening socket (found among this process's) is bound to
+ * 127.0.0.1:9464 and nothing else listens there; where the host has
+ * another IPv4 address that reaches this process (a listener on 0.0.0.0
+ * shows it does), a connection to it on 9464 is refused. The port is a
+ * fixed one: when another program holds it, the test is skipped. */
+static void default_listen_is_loopback_only(void **state)
+{
+	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
+	wms_health_server *srv = NULL;
+	struct sockaddr_storage bound = { 0 };
+	struct in_addr other, lo;
+	wms_error err;
+	wms_status st = WMS_OK;
+	(void)state;
+
+	assert_string_equal(WMS_HEALTH_SERVER_DEFAULT_LISTEN, "127.0.0.1:9464");
+	for (int i = 0; i < 5; i++) {
+		st = wms_health_server_start(&srv, &x.c, 1, NULL, NULL, &err);
+		if (st == WMS_OK || !strstr(err.message, strerror(EADDRINUSE)))
+			break;
+		sleep_ms(200);
+	}
+	if (st != WMS_OK && strstr(err.message, strerror(EADDRINUSE))) {
+		print_message("  127.0.0.1:9464 is in use by another program: skipped\n");
+		wms_client_free(x.c);
+		skip();
+	}
+	assert_int_equal(st, WMS_OK);
+	assert_int_equal(wms_health_server_port(srv), 9464);
+	assert_int_equal(listeners_on(9464, &bound), 1);
+	assert_int_equal(bound.ss_family, AF_INET);
+	assert_int_equal(ntohl(((struct sockaddr_in *)&bound)->sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(http("GET", 9464, "/health", NULL).code, 200);
+	lo.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect_errno(lo, 9464), 0);
+
+	if (!non_loopback_ipv4(&other)) {
+		print_message("  no IPv4 address but loopback here: the refusal is not checked\n");
+	} else {
+		char text[INET_ADDRSTRLEN];
+		struct sockaddr_in any;
+		socklen_t len = sizeof(any);
+		int control = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), reach;
+		inet_ntop(AF_INET, &other, text, sizeof(text));
+		/* the control: a listener on every address is reached through it */
+		assert_true(control >= 0);
+		memset(&any, 0, sizeof(any));
+		any.sin_family = AF_INET;
+		assert_int_equal(bind(control, (struct sockaddr *)&any, sizeof(any)), 0);
+		assert_int_equal(listen(control, 4), 0);
+		assert_int_equal(getsockname(control, (struct sockaddr *)&any, &len), 0);
+		reach = connect_errno(other, ntohs(any.sin_port));
+		close(control);
+		if (reach != 0) {
+			print_message("  %s does not reach this host's listeners (%s): not checked\n",
+				      text, strerror(reach));
+		} else {
+			print_message("  %s:9464 refused, as it must be\n", text);
+			assert_int_equal(connect_errno(other, 9464), ECONNREFUSED);
+		}
+	}
+	wms_health_server_stop(srv);
+	wms_client_free(x.c);
+}
+
+/* ---- the metrics, line by line ----------------------------------------- */
+
+/* A store of the test's own (wms/sys/breaker_store.h) that never decides
+ * (every call goes to the in-process engine) and reports itself DEGRADED:
+ * what a shared breaker whose Redis is away shows. */
+typedef struct lazy_link {
+	uint64_t since;
+} lazy_link;
+
+static wms_status lazy_link_fn(wms_breaker_store *store, wms_breaker *breaker,
+			       const wms_breaker_options *resolved, wms_breaker_link **out,
+			       wms_error *err)
+{
+	lazy_link *l = test_calloc(1, sizeof(*l));
+	(void)store;
+	(void)resolved;
+	(void)err;
+	l->since = wms_breaker_clock_ns(breaker);
+	*out = (wms_breaker_link *)l;
+	return WMS_OK;
+}
+
+static int lazy_acquire(wms_breaker_link *link, wms_breaker_permit *out, uint32_t *retry)
+{
+	(void)link;
+	(void)out;
+	(void)retry;
+	return WMS_STORE_LOCAL;
+}
+
+static void lazy_record(wms_breaker_link *link, const wms_breaker_permit *p, wms_outcome o,
+			int slow)
+{
+	(void)link;
+	(void)p;
+	(void)o;
+	(void)slow;
+}
+
+static void lazy_release(wms_breaker_link *link, const wms_breaker_permit *p)
+{
+	(void)link;
+	(void)p;
+}
+
+static void lazy_manual(wms_breaker_link *link, wms_breaker_state to, int reset)
+{
+	(void)link;
+	(void)to;
+	(void)reset;
+}
+
+static int lazy_state(wms_breaker_link *link)
+{
+	(void)link;
+	return WMS_STORE_LOCAL;
+}
+
+static void lazy_snapshot(wms_breaker_link *link, wms_breaker_snapshot *out)
+{
+	out->store_state = WMS_STORE_STATE_DEGRADED;
+	out->store_since_ns = ((lazy_link *)link)->since;
+}
+
+static void lazy_unlink(wms_breaker_link *link)
+{
+	test_free(link);
+}
+
+static void lazy_free(wms_breaker_store *store)
+{
+	(void)store;
+}
+
+static const wms_breaker_store_ops lazy_ops = {
+	lazy_link_fn, lazy_acquire, lazy_record, lazy_release, lazy_manual, lazy_state,
+	lazy_snapshot, lazy_unlink, lazy_free, { NULL }
+};
+
+/* One Prometheus sample line, split. */
+typedef struct prom_sample {
+	char name[128];
+	char labels[256]; /* between the braces, as written; "" for none */
+	char value[64];
+} prom_sample;
+
+typedef struct prom_doc {
+	prom_sample s[256];
+	size_t n;
+	char families[64][128];
+	char types[64][16];
+	size_t nf;
+} prom_doc;
+
+/* The family a sample belongs to: its name (every family here is a plain
+ * counter or gauge: no _bucket, _sum, _count). */
+static long family_of(const prom_doc *d, const char *name)
+{
+	for (size_t i = 0; i < d->nf; i++)
+		if (strcmp(d->families[i], name) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* Parse the text exposition format (0.0.4) strictly: every line a HELP, a
+ * TYPE or a sample `name{label="value",...} value`; each family's HELP then
+ * TYPE exactly once, before its samples, which follow one another; a
+ * counter's name ends in _total; no sample twice. */
+static void prom_parse(prom_doc *d, const char *text)
+{
+	static const char sample_re[] =
+		"^([a-zA-Z_:][a-zA-Z0-9_:]*)"
+		"(\\{([a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\.)*\""
+		"(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\.)*\")*)\\})?"
+		" (-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?|NaN|[-+]Inf)$";
+	static const char help_re[] = "^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) [^ ].*$";
+	static const char type_re[] = "^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge)$";
+	regex_t rs, rh, rt;
+	regmatch_t m[10];
+	const char *line = text;
+	long current = -1; /* the family whose samples are being read */
+	char seen_help[64] = { 0 };
+
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(regcomp(&rs, sample_re, REG_EXTENDED), 0);
+	assert_int_equal(regcomp(&rh, help_re, REG_EXTENDED), 0);
+	assert_int_equal(regcomp(&rt, type_re, REG_EXTENDED), 0);
+	assert_true(strlen(text) > 0);
+	assert_int_equal(text[strlen(text) - 1], '\n'); /* the last line ends too */
+	while (*line) {
+		const char *nl = strchr(line, '\n');
+		char buf[512];
+		size_t len = (size_t)(nl - line);
+		assert_non_null(nl);
+		assert_true(len < sizeof(buf));
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		line = nl + 1;
+		if (regexec(&rh, buf, 10, m, 0) == 0) {
+			char name[128];
+			snprintf(name, sizeof(name), "%.*s", (int)(m[1].rm_eo - m[1].rm_so),
+				 buf + m[1].rm_so);
+			if (family_of(d, name) >= 0)
+				fail_msg("a second HELP for %s", name);
+			assert_true(d->nf < 64);
+			snprintf(d->families[d->nf], sizeof(d->families[0]), "%s", name);
+			seen_help[d->nf] = 1;
+			current = (long)d->nf++;
+			continue;
+		}
+		if (regexec(&rt, buf, 10, m, 0) == 0) {
+			char name[128];
+			long f;
+			snprintf(name, sizeof(name), "%.*s", (int)(m[1].rm_eo - m[1].rm_so),
+				 buf + m[1].rm_so);
+			f = family_of(d, name);
+			if (f < 0 || f != current || d->types[f][0])
+				fail_msg("TYPE for %s: not once, right after its HELP", name);
+			snprintf(d->types[f], sizeof(d->types[0]), "%.*s",
+				 (int)(m[2].rm_eo - m[2].rm_so), buf + m[2].rm_so);
+			if (strcmp(d->types[f], "counter") == 0 &&
+			    (strlen(name) < 6 || strcmp(name + strlen(name) - 6, "_total") != 0))
+				fail_msg("counter %s does not end in _total", name);
+			continue;
+		}
+		if (regexec(&rs, buf, 10, m, 0) != 0)
+			fail_msg("not a Prometheus line: '%s'", buf);
+		{
+			prom_sample *p = &d->s[d->n];
+			long f;
+			assert_true(d->n < 256);
+			snprintf(p->name, sizeof(p->name), "%.*s", (int)(m[1].rm_eo - m[1].rm_so),
+				 buf + m[1].rm_so);
+			if (m[3].rm_so >= 0)
+				snprintf(p->labels, sizeof(p->labels), "%.*s",
+					 (int)(m[3].rm_eo - m[3].rm_so), buf + m[3].rm_so);
+			snprintf(p->value, sizeof(p->value), "%.*s", (int)(m[7].rm_eo - m[7].rm_so),
+				 buf + m[7].rm_so);
+			f = family_of(d, p->name);
+			if (f < 0 || !d->types[f][0])
+				fail_msg("sample %s before its HELP and TYPE", p->name);
+			if (f != current)
+				fail_msg("sample %s apart from its family's other lines", p->name);
+			for (size_t i = 0; i < d->n; i++)
+				if (strcmp(d->s[i].name, p->name) == 0 &&
+				    strcmp(d->s[i].labels, p->labels) == 0)
+					fail_msg("sample %s{%s} twice", p->name, p->labels);
+			d->n++;
+		}
+	}
+	for (size_t f = 0; f < d->nf; f++) {
+		size_t k = 0;
+		assert_true(seen_help[f]);
+		if (!d->types[f][0])
+			fail_msg("family %s has no TYPE", d->families[f]);
+		for (size_t i = 0; i < d->n; i++)
+			k += strcmp(d->s[i].name, d->families[f]) == 0;
+		if (!k)
+			fail_msg("family %s has no sample", d->families[f]);
+	}
+	regfree(&rs);
+	regfree(&rh);
+	regfree(&rt);
+}
+
+/* The value of name{labels}, which must be there. */
+static double prom_value(const prom_doc *d, const char *name, const char *labels)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->s[i].name, name) == 0 && strcmp(d->s[i].labels, labels) == 0)
+			return strcmp(d->s[i].value, "NaN") == 0 ? NAN : strtod(d->s[i].value, NULL);
+	fail_msg("no sample %s{%s}", name, labels);
+	return 0;
+}
+
+static const char *prom_type(const prom_doc *d, const char *family)
+{
+	long f = family_of(d, family);
+	if (f < 0)
+		fail_msg("no family %s", family);
+	return d->types[f];
+}
+
+static const char status_reply[] =
+	ENV_OPEN "<GetOrderStatusResponse xmlns=\"urn:libwms:warehouse:1\">"
+	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
+	"<state>PICKING</state><updatedAt>2026-12-04T10:00:00Z</updatedAt>"
+	"</GetOrderStatusResponse>" ENV_CLOSE;
+
+/* /metrics over HTTP for two clients: one with a count-window breaker on a
+ * store, a bulkhead and a read cache, after scripted calls (successes, a
+ * failures that open it, an ignored 404, a refusal answered from the
+ * cache); one with a
+ * breaker per operation. Every line is well formed, every family has one
+ * HELP and one TYPE, and the counters, rates, bulkhead, store and read
+ * cache lines say what the snapshots say, which is what the calls did. */
+static void metrics_every_family_well_formed(void **state)
+{
+	wms_breaker_store lazy = { WMS_BREAKER_STORE_VERSION, &lazy_ops, { NULL } };
+	static const char *const kinds[] = { "permitted", "rejected", "successes", "failures",
+					     "slow", "ignored" };
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_order_line line = { "SKU-1", 1 };
+	wms_order order = WMS_ORDER_INIT;
+	wms_breaker_snapshot bs;
+	wms_bulkhead_snapshot hs;
+	wms_read_cache_snapshot rc;
+	wms_status_reply sr;
+	wms_health_server *srv;
+	wms_client *both[2];
+	prom_doc *d = test_calloc(1, sizeof(*d));
+	char labels[128];
+	http_reply r;
+	fx a, b;
+	(void)state;
+
+	o.breaker_options.name = "east";
+	o.breaker_options.mode = WMS_BREAKER_MODE_COUNT_BASED;
+	o.breaker_options.sliding_window_size = 10;
+	o.breaker_options.minimum_number_of_calls = 4;
+	o.breaker_options.open_duration_ms = 30000;
+	o.breaker_options.store = &lazy;
+	o.bulkhead.max_concurrent_calls = 3;
+	o.read_cache.max_entries = 10;
+	a = setup_client_with(&o);
+	b = client_named("west", WMS_BREAKER_SCOPE_PER_OPERATION);
+
+	order.order_id = "ORD-1";
+	order.ship_to.name = "A";
+	order.ship_to.line1 = "B";
+	order.ship_to.city = "C";
+	order.ship_to.postal_code = "D";
+	order.ship_to.country = "GB";
+	order.lines = &line;
+	order.line_count = 1;
+	a.t->next.status = 200;
+	a.t->next.content_type = "text/xml";
+	a.t->next.body = fx_submit_ok;
+	assert_int_equal(wms_submit_order(NULL, a.c, &order, NULL), WMS_OK);
+	assert_int_equal(wms_submit_order(NULL, a.c, &order, NULL), WMS_OK);
+	a.t->next.body = status_reply;
+	assert_int_equal(wms_get_order_status(&sr, a.c, "ORD-1", NULL), WMS_OK); /* cached */
+	a.t->next.status = 404;
+	a.t->next.body = "not here";
+	assert_int_equal(wms_submit_order(NULL, a.c, &order, NULL), WMS_ERR_HTTP); /* ignored */
+	a.t->next.fail = WMS_ERR_CONNECT;
+	a.t->next.delivery = WMS_DELIVERY_NOT_SENT;
+	for (int i = 0; i < 3; i++) /* 3 failures of 6 judged calls: 50 %, open */
+		assert_int_equal(wms_submit_order(NULL, a.c, &order, NULL), WMS_ERR_CONNECT);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(a.c)), WMS_BREAKER_STATE_OPEN);
+	assert_int_equal(wms_get_order_status(&sr, a.c, "ORD-1", NULL), WMS_OK);
+	assert_int_equal(sr.from_fallback, 1); /* refused, answered from the cache */
+	wms_breaker_force_open(wms_client_breaker_for(b.c, "CancelOrder"));
+
+	both[0] = a.c;
+	both[1] = b.c;
+	srv = start(both, 2, NULL);
+	r = http("GET", wms_health_server_port(srv), "/metrics", NULL);
+	assert_int_equal(r.code, 200);
+	assert_true(r.len < sizeof(r.body) - 1); /* all of it */
+	prom_parse(d, r.body);
+
+	/* the families, with their types */
+	assert_string_equal(prom_type(d, "fulfillment_circuit_breaker_state"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_circuit_breaker_calls_total"), "counter");
+	assert_string_equal(prom_type(d, "fulfillment_circuit_breaker_failure_rate_percent"),
+			    "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_circuit_breaker_retry_after_seconds"),
+			    "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_circuit_breaker_store_state"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_bulkhead_max_concurrent_calls"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_bulkhead_in_flight"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_bulkhead_waiting"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_bulkhead_calls_total"), "counter");
+	assert_string_equal(prom_type(d, "fulfillment_read_cache_entries"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_read_cache_bytes"), "gauge");
+	assert_string_equal(prom_type(d, "fulfillment_read_cache_lookups_total"), "counter");
+	assert_string_equal(prom_type(d, "fulfillment_read_cache_evictions_total"), "counter");
+	assert_int_equal(d->nf, 13);
+
+	/* east: each counter as its snapshot says, and as the calls made it */
+	wms_breaker_snapshot_get(&bs, wms_client_breaker(a.c));
+	{
+		const uint64_t v[6] = { bs.permitted, bs.rejected, bs.successes, bs.failures,
+					bs.slow, bs.ignored };
+		const uint64_t want[6] = { 7, 1, 3, 3, 0, 1 };
+		for (int k = 0; k < 6; k++) {
+			snprintf(labels, sizeof(labels), "breaker=\"east\",kind=\"%s\"", kinds[k]);
+			assert_int_equal(v[k], want[k]);
+			assert_true(prom_value(d, "fulfillment_circuit_breaker_calls_total", labels) ==
+				    (double)v[k]);
+		}
+	}
+	/* three failures of the six calls the window judges (the 404 is not
+	 * judged): 50 %, which opened it */
+	assert_int_equal(bs.window_calls, 6);
+	assert_true(fabs(bs.failure_rate - 50.0) < 1e-9);
+	assert_true(fabs(prom_value(d, "fulfillment_circuit_breaker_failure_rate_percent",
+				    "breaker=\"east\"") - 50.0) < 1e-3);
+	assert_true(prom_value(d, "fulfillment_circuit_breaker_state", "breaker=\"east\"") ==
+		    WMS_BREAKER_STATE_OPEN);
+	assert_true(prom_value(d, "fulfillment_circuit_breaker_retry_after_seconds",
+			       "breaker=\"east\"") == bs.retry_after_ms / 1000.0);
+	assert_true(bs.retry_after_ms > 0);
+	assert_int_equal(bs.store_state, WMS_STORE_STATE_DEGRADED);
+	assert_true(prom_value(d, "fulfillment_circuit_breaker_store_state", "breaker=\"east\"") ==
+		    (double)WMS_STORE_STATE_DEGRADED);
+	/* the bulkhead */
+	assert_int_equal(wms_client_bulkhead_get(&hs, a.c, NULL), WMS_OK);
+	assert_true(prom_value(d, "fulfillment_bulkhead_max_concurrent_calls", "breaker=\"east\"") ==
+		    3);
+	assert_true(prom_value(d, "fulfillment_bulkhead_in_flight", "breaker=\"east\"") == 0);
+	assert_true(prom_value(d, "fulfillment_bulkhead_waiting", "breaker=\"east\"") == 0);
+	assert_true(prom_value(d, "fulfillment_bulkhead_calls_total",
+			       "breaker=\"east\",kind=\"admitted\"") == (double)hs.admitted);
+	assert_true(prom_value(d, "fulfillment_bulkhead_calls_total",
+			       "breaker=\"east\",kind=\"waited\"") == 0);
+	assert_true(prom_value(d, "fulfillment_bulkhead_calls_total",
+			       "breaker=\"east\",kind=\"rejected\"") == 0);
+	/* the read cache: one entry, one hit */
+	assert_int_equal(wms_client_read_cache_get(&rc, a.c), WMS_OK);
+	assert_int_equal(rc.entries, 1);
+	assert_int_equal(rc.hits, 1);
+	assert_true(rc.bytes > 0);
+	assert_true(prom_value(d, "fulfillment_read_cache_entries", "") == 1);
+	assert_true(prom_value(d, "fulfillment_read_cache_bytes", "") == (double)rc.bytes);
+	assert_true(prom_value(d, "fulfillment_read_cache_lookups_total", "kind=\"hit\"") == 1);
+	assert_true(prom_value(d, "fulfillment_read_cache_lookups_total", "kind=\"miss\"") == 0);
+	assert_true(prom_value(d, "fulfillment_read_cache_lookups_total", "kind=\"expired\"") == 0);
+	assert_true(prom_value(d, "fulfillment_read_cache_evictions_total", "") == 0);
+
+	/* west: a breaker per operation, no calls; its consecutive breakers
+	 * have no rate (NaN), no store line, no bulkhead lines */
+	assert_true(prom_value(d, "fulfillment_circuit_breaker_state",
+			       "breaker=\"west.CancelOrder\"") == WMS_BREAKER_STATE_FORCED_OPEN);
+	/* forced open: no probe is due, the snapshot's 0 (wms/breaker.h) */
+	wms_breaker_snapshot_get(&bs, wms_client_breaker_for(b.c, "CancelOrder"));
+	assert_true(prom_value(d, "fulfillment_circuit_breaker_retry_after_seconds",
+			       "breaker=\"west.CancelOrder\"") == bs.retry_after_ms / 1000.0);
+	assert_true(isnan(prom_value(d, "fulfillment_circuit_breaker_failure_rate_percent",
+				     "breaker=\"west.SubmitOrder\"")));
+	for (int k = 0; k < 6; k++) {
+		snprintf(labels, sizeof(labels), "breaker=\"west.GetStockLevel\",kind=\"%s\"",
+			 kinds[k]);
+		assert_true(prom_value(d, "fulfillment_circuit_breaker_calls_total", labels) == 0);
+	}
+	for (size_t i = 0; i < d->n; i++)
+		if (strstr(d->s[i].labels, "west") &&
+		    (strstr(d->s[i].name, "store") || strstr(d->s[i].name, "bulkhead")))
+			fail_msg("%s{%s}: west has no store and no bulkhead", d->s[i].name,
+				 d->s[i].labels);
+	/* 5 breakers: 5 samples of each per-breaker gauge, 30 of the counter */
+	{
+		size_t state_n = 0, calls_n = 0;
+		for (size_t i = 0; i < d->n; i++) {
+			state_n += strcmp(d->s[i].name, "fulfillment_circuit_breaker_state") == 0;
+			calls_n += strcmp(d->s[i].name, "fulfillment_circuit_breaker_calls_total") == 0;
+		}
+		assert_int_equal(state_n, 5);
+		assert_int_equal(calls_n, 30);
+	}
+	wms_health_server_stop(srv);
+	wms_client_free(a.c);
+	wms_client_free(b.c);
+	test_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(health_of_a_closed_breaker, serve_one, unserve),
+		cmocka_unit_test_setup_teardown(head_is_get_without_the_body, serve_one, unserve),
 		cmocka_unit_test_setup_teardown(open_breaker_is_down_503_and_metrics_show_it, serve_one, unserve),
 		cmocka_unit_test(metric_prefix_is_the_callers),
 		cmocka_unit_test(one_operation_open_is_degraded_200),
@@ -690,6 +1290,8 @@ int main(void)
 		cmocka_unit_test(idle_connection_is_closed_after_the_timeout),
 		cmocka_unit_test(stop_with_connections_open),
 		cmocka_unit_test(bulkheads_and_later_breakers_show),
+		cmocka_unit_test(default_listen_is_loopback_only),
+		cmocka_unit_test(metrics_every_family_well_formed),
 	};
 	int rc;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
