@@ -40,13 +40,20 @@
  *     dispatch returns (and wms_async_run returns WMS_OK then);
  *     wms_client_free of its client completes the other calls as cancelled
  *     and leaves the context to be freed;
- *   - the client's callbacks that a call's own step runs (the wire log,
- *     error_filter, the breaker's on_state_change and clock, a transport of
- *     the caller's): wms_async_cancel, wms_async_cancel_all, starts and
- *     wms_async_free. A call they cancel that is in the middle of its step
- *     (the one being logged, say) completes as cancelled when the step
- *     ends, with the delivery it reached (its reply, if it came, is not
- *     reported); the others at once. Not wms_client_free;
+ *   - the client's callbacks that run while a call is being worked on
+ *     (the wire log, error_filter, on_metric, the breaker's
+ *     on_state_change, a transport of the caller's; the fallbacks of a
+ *     refused call): wms_async_cancel, wms_async_cancel_all, starts and
+ *     wms_async_free, from the loop's thread only (a breaker's
+ *     on_state_change also comes from blocking callers and the shared
+ *     store's thread: those must not touch a context). A cancel there
+ *     completes no call on the spot: the call being worked on (the one
+ *     being logged, say) completes as cancelled when its step ends, with
+ *     the delivery it reached (a reply, if it came, is not reported), the
+ *     others right after that step, before the libwms function that ran
+ *     it returns; so no completion callback ever runs inside a step. Not
+ *     wms_client_free. The breaker's clock is a test hook: it should only
+ *     return the time;
  *   - the watch and timer callbacks run inside libcurl or a dispatch: only
  *     wms_async_free (deferred: its calls are cancelled when the dispatch
  *     returns) and wms_async_in_flight. The rest is refused there:

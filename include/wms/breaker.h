@@ -97,7 +97,9 @@ typedef void (*wms_breaker_event_fn)(const wms_breaker_event *event, void *paylo
 
 /** The breaker's callbacks: each is given `payload`. */
 typedef struct wms_breaker_callbacks {
-	/** Clock override (tests). NULL: CLOCK_MONOTONIC. */
+	/** Clock override (tests). NULL: CLOCK_MONOTONIC. Called on the
+	 *  calling thread, never under the breaker's lock; it should only
+	 *  return the time. */
 	wms_clock_fn clock;
 	/** NULL: no events. */
 	wms_breaker_event_fn on_state_change;

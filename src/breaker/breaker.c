@@ -699,12 +699,13 @@ void wms_breaker_record(wms_breaker *b, const wms_breaker_permit *p, wms_outcome
 		return;
 	}
 
+	/* the clock is the caller's (a test's): never called under the lock */
+	if (!now && (b->o.mode != WMS_BREAKER_MODE_CONSECUTIVE || failed))
+		now = now_ns(b);
 	pthread_mutex_lock(&b->lock);
 	if (p->epoch != atomic_load(&b->epoch))
 		goto unlock; /* granted under an earlier state: counted, but decides nothing */
 	state = atomic_load(&b->state);
-	if (!now && (b->o.mode != WMS_BREAKER_MODE_CONSECUTIVE || failed))
-		now = now_ns(b);
 	if (state == WMS_BREAKER_STATE_HALF_OPEN && (p->flags & PERMIT_TRIAL)) {
 		b->ho_in_flight--;
 		if (outcome == WMS_OUTCOME_IGNORED) {

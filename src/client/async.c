@@ -71,10 +71,13 @@ struct wms_async_call {
 	wms__xfer *xfer;
 	wms__timer timer;
 	uint64_t seq; /* its start's number on the context (cancel_all's cut) */
-	/* In a step of its own (an attempt's start or end, a retry's turn),
-	 * which runs the client's callbacks (the wire log, the breaker's,
-	 * error_filter, a transport of the caller's): a cancel from one of
-	 * them is noted here and carried out when the step is back. */
+	/* In a step of its own (an attempt's start or end, a retry's turn,
+	 * the record of its cancel), which runs the client's callbacks (the
+	 * wire log, the breaker's, error_filter, a transport of the
+	 * caller's). A cancel while any step runs only marks a call (the
+	 * completions, whose callbacks may free the client, never run inside
+	 * a step): the call in its step is ended by the step, the others
+	 * right after it (flush_marked). */
 	int in_step;
 	const char *cancel_why;
 	wms_error err;
@@ -103,10 +106,12 @@ struct wms_async {
 	struct watch *watches; /* by fd */
 	size_t watch_cap;
 	int epfd; /* own loop: the watched sockets' epoll set; -1 with the caller's */
-	struct wms_async_call *calls, *spares;
+	struct wms_async_call *calls, *calls_tail, *spares; /* calls: oldest first */
 	size_t in_flight, spare_count;
 	unsigned depth; /* dispatches running (callbacks may re-enter) */
 	unsigned in_loop_cb; /* the caller's watch or timer callback is running */
+	unsigned steps;      /* calls in a step (nested: a step's callback starts one) */
+	size_t marked;       /* calls marked cancelled, not yet completed */
 	uint64_t seq;        /* calls started */
 	int free_pending;
 	int client_going; /* its client is being freed: no call starts */
@@ -133,6 +138,7 @@ wms_status wms_async_options_init(wms_async_options *opts, unsigned version)
 /* ---- the loop: sockets and the timer -------------------------------------- */
 
 static void update_timer(wms_async *a);
+static void flush_marked(wms_async *a);
 static void async_destroy(wms_async *a);
 static void async_release(wms_async *a);
 
@@ -145,6 +151,8 @@ static void enter(wms_async *a)
 
 static int leave(wms_async *a)
 {
+	if (!a->free_pending)
+		flush_marked(a);
 	if (a->depth > 1) {
 		a->depth--;
 		return 1;
@@ -374,6 +382,8 @@ static void unlink_call(wms_async *a, struct wms_async_call *x)
 		a->calls = x->next;
 	if (x->next)
 		x->next->prev = x->prev;
+	else
+		a->calls_tail = x->prev;
 	x->next = x->prev = NULL;
 	a->in_flight--;
 }
@@ -404,12 +414,30 @@ static void complete(struct wms_async_call *x, wms_status st)
 					: (void *)&x->out;
 	wms__heap_remove(&a->timers, &x->timer);
 	unlink_call(a, x);
+	if (x->cancel_why)
+		a->marked--;
 	wms__call_end(a->client, &x->k, &x->at, st);
 	/* completed: its handle names no context (a cancel of it from its own
 	 * callback is INVALID_ARG, not a second completion) */
 	x->a = NULL;
 	deliver(x->kind, &x->cb, x->payload, st, out, &x->err);
 	call_release(a, x);
+}
+
+static void step_begin(struct wms_async_call *x)
+{
+	if (!x->in_step) {
+		x->in_step = 1;
+		x->a->steps++;
+	}
+}
+
+static void step_end(struct wms_async_call *x)
+{
+	if (x->in_step) {
+		x->in_step = 0;
+		x->a->steps--;
+	}
 }
 
 /* What the transport brought back for the attempt (st: its status): 1 when
@@ -421,7 +449,7 @@ static int attempt_done(struct wms_async_call *x, wms_status st)
 	uint64_t pause = 0;
 	int again;
 
-	x->in_step = 1;
+	step_begin(x);
 	wms__heap_remove(&x->a->timers, &x->timer);
 	x->xfer = NULL;
 	x->stage = S_PAUSE; /* no permit held once it is recorded */
@@ -429,7 +457,7 @@ static int attempt_done(struct wms_async_call *x, wms_status st)
 			     x->wire_start, &x->err);
 	wms__xml_pool_give(c->xml_pool, ws);
 	again = wms__call_after(c, &x->k, &x->at, st, &x->err, &pause);
-	x->in_step = 0;
+	step_end(x);
 	if (x->cancel_why) {
 		/* cancelled from a callback this step ran: the attempt is over
 		 * and recorded, its delivery kept (cancel_call's S_PAUSE) */
@@ -448,8 +476,8 @@ static int attempt_done(struct wms_async_call *x, wms_status st)
 
 static void engine_done(void *ctx, void *arg, wms_status st)
 {
-	(void)ctx;
 	(void)attempt_done(arg, st);
+	flush_marked(ctx);
 }
 
 /* 1 when the call is in flight after it, 0 when it has completed. */
@@ -459,7 +487,7 @@ static int attempt_start(struct wms_async_call *x)
 	wms_client *c = a->client;
 	wms_status st;
 
-	x->in_step = 1;
+	step_begin(x);
 	memset(&x->resp, 0, sizeof(x->resp));
 	x->resp.max_body = c->max_reply_bytes;
 	wms__call_request(c, &x->k, &x->body, x->at.timeout_ms, &x->err, &x->req);
@@ -467,7 +495,7 @@ static int attempt_start(struct wms_async_call *x)
 	x->wire_start = wms__call_sending(c, &x->req, &x->err);
 	/* its permit held, its request built and logged, not yet sent */
 	x->stage = S_SEND;
-	x->in_step = 0;
+	step_end(x);
 	if (x->cancel_why) {
 		cancel_call(x, x->cancel_why);
 		return 0;
@@ -496,7 +524,7 @@ static void call_timer(struct wms_async_call *x)
 
 	switch (x->stage) {
 	case S_SEND:
-		x->in_step = 1; /* the transport may be the caller's */
+		step_begin(x); /* the transport may be the caller's */
 		st = c->transport->send(c->transport, &x->req, &x->resp, &x->err);
 		(void)attempt_done(x, st);
 		return;
@@ -516,10 +544,10 @@ static void call_timer(struct wms_async_call *x)
 		wms__xml_ws *ws = wms__xml_pool_take(c->xml_pool);
 		int again;
 		st = x->last;
-		x->in_step = 1;
+		step_begin(x);
 		again = wms__call_again(c, ws, &x->k, &x->body, &x->at, &st, &x->err);
 		wms__xml_pool_give(c->xml_pool, ws);
-		x->in_step = 0;
+		step_end(x);
 		if (x->cancel_why) {
 			/* cancelled from a callback of the breaker's: the next
 			 * attempt is not made, its permit goes back */
@@ -548,13 +576,23 @@ static void run_timers(wms_async *a)
 	while (!a->free_pending && (t = wms__heap_top(&a->timers)) != NULL && t->due_ns <= now) {
 		wms__heap_remove(&a->timers, t);
 		if (t == &a->engine_timer) {
-			a->ops->timeout(a->engine);		} else {
+			a->ops->timeout(a->engine);
+		} else {
 			call_timer(CALL_OF_TIMER(t));
+			flush_marked(a);
 		}
 	}
 }
 
 /* ---- cancellation ----------------------------------------------------------- */
+
+static void mark(struct wms_async_call *x, const char *why)
+{
+	if (!x->cancel_why) {
+		x->cancel_why = why;
+		x->a->marked++;
+	}
+}
 
 static void cancel_call(struct wms_async_call *x, const char *why)
 {
@@ -563,10 +601,10 @@ static void cancel_call(struct wms_async_call *x, const char *why)
 	int held = 0;
 	size_t n;
 
-	if (x->in_step) {
-		/* its step is running a callback: the step ends it */
-		if (!x->cancel_why)
-			x->cancel_why = why;
+	if (x->in_step || a->steps) {
+		/* a step is running a callback: only marked (its own step or
+		 * flush_marked ends it) */
+		mark(x, why);
 		return;
 	}
 	switch (x->stage) {
@@ -602,10 +640,31 @@ static void cancel_call(struct wms_async_call *x, const char *why)
 			     d == WMS_DELIVERY_NOT_SENT ? "nothing sent"
 							: "the WMS may have the request");
 	(void)n;
-	if (held)
+	if (held) {
+		/* the record runs the wire log, which may cancel: marked and in
+		 * a step meanwhile, nothing cancels this call a second time */
+		mark(x, why);
+		step_begin(x);
 		wms__call_unanswered(a->client, &x->req, WMS_ERR_CANCELLED, &x->err, x->wire_start);
+		step_end(x);
+	}
 	wms_http_response_clear(&x->resp);
 	complete(x, WMS_ERR_CANCELLED);
+}
+
+/* The calls marked while a step ran, cancelled now that none runs (their
+ * callbacks may free the client: never inside a step). */
+static void flush_marked(wms_async *a)
+{
+	struct wms_async_call *x = a->calls;
+	while (a->marked && !a->steps && x) {
+		if (x->cancel_why) {
+			cancel_call(x, x->cancel_why);
+			x = a->calls; /* callbacks ran: from the start again */
+		} else {
+			x = x->next;
+		}
+	}
 }
 
 wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
@@ -618,22 +677,31 @@ wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
 	return WMS_OK;
 }
 
-/* Cancel the calls started up to number `upto` (a call started from one of
- * the callbacks is left alone: a callback that starts a call for each one
- * that ends would never let this end). A call whose own step is running
- * is only marked (once; it ends when its step is back): it counts. */
+/* Cancel the calls started up to number `upto` (oldest first; one started
+ * from a callback meanwhile is left alone: a callback that starts a call
+ * for each one that ends would never let this end). While a step runs,
+ * each is only marked (flush_marked, or its own step, ends it). Counts the
+ * calls not marked before. */
 static size_t cancel_every(wms_async *a, const char *why, uint64_t upto)
 {
+	struct wms_async_call *x = a->calls;
 	size_t n = 0;
-	for (;;) {
-		struct wms_async_call *x = a->calls;
-		while (x && (x->cancel_why || x->seq > upto))
+	while (x && x->seq <= upto) {
+		if (x->cancel_why && (x->in_step || a->steps)) {
+			x = x->next; /* marked already: its step or the flush ends it */
+			continue;
+		}
+		if (!x->cancel_why)
+			n++;
+		if (x->in_step || a->steps) {
+			mark(x, why); /* no callback runs: x stays linked */
 			x = x->next;
-		if (!x)
-			return n;
-		cancel_call(x, why);
-		n++;
+			continue;
+		}
+		cancel_call(x, x->cancel_why ? x->cancel_why : why);
+		x = a->calls; /* callbacks ran: from the oldest again */
 	}
+	return n;
 }
 
 size_t wms_async_cancel_all(wms_async *a)
@@ -824,6 +892,15 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
+	if (a->free_pending) {
+		/* freed from a callback the admission ran (the breaker's) */
+		wms_breaker_release(at.b, &at.permit);
+		wms__bulkhead_leave(at.bh);
+		wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
+			  "the async context is being freed");
+		deliver(kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
+		goto done;
+	}
 	if (a->in_flight >= a->o.max_in_flight) {
 		/* the breaker spoke first (open, it refused); a full context
 		 * refuses as the client's bulkhead does: the permit and slot
@@ -844,12 +921,6 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 	ws = wms__xml_pool_take(c->xml_pool);
 	st = wms__call_first(c, ws, k, &body, &at, &err);
 	wms__xml_pool_give(c->xml_pool, ws);
-	if (st == WMS_OK && a->free_pending) {
-		/* freed from a callback the admission ran (the breaker's) */
-		wms_breaker_release(at.b, &at.permit);
-		st = wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
-			       "the async context is being freed");
-	}
 	if (st == WMS_OK && (wms__heap_reserve(&a->timers, a->timers.count + 2) != 0 ||
 			     !(x = call_new(a)))) {
 		wms_breaker_release(at.b, &at.permit);
@@ -876,10 +947,13 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 	x->body = body;
 	x->err = err;
 	x->seq = ++a->seq;
-	x->next = a->calls;
-	if (a->calls)
-		a->calls->prev = x;
-	a->calls = x;
+	x->next = NULL;
+	x->prev = a->calls_tail;
+	if (a->calls_tail)
+		a->calls_tail->next = x;
+	else
+		a->calls = x;
+	a->calls_tail = x;
 	a->in_flight++;
 	/* it may complete at once (the transport refused the request) */
 	if (attempt_start(x) && handle)

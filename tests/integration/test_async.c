@@ -14,6 +14,8 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <libxml/parser.h>
@@ -2275,6 +2277,316 @@ static void options_checked(void **state)
 	wms_async_free(NULL);
 }
 
+/* ---- cancels from callbacks that a cancel or a step runs ---------------------- */
+
+/* The CANCELLED reply record a cancel writes runs the wire log too ("one
+ * was cancelled: cancel the rest"): the call being cancelled is not
+ * cancelled again, the other completes before wms_async_cancel returns;
+ * each once, CANCELLED. */
+typedef struct cancel_rest {
+	wms_async *a;
+	int fired;
+	size_t cancelled;
+	wire_seen w;
+} cancel_rest;
+
+static void on_wire_cancel_rest(const wms_wire_record *r, void *p)
+{
+	cancel_rest *c = p;
+	on_wire(r, &c->w);
+	if (c->a && !c->fired && r->direction == WMS_WIRE_REPLY &&
+	    r->status == WMS_ERR_CANCELLED) {
+		c->fired = 1;
+		c->cancelled = wms_async_cancel_all(c->a);
+	}
+}
+
+static void wire_log_of_a_cancel_cancels_the_rest(void **state)
+{
+	fx *f = *state;
+	copts o;
+	cancel_rest cr;
+	seen s[2];
+	wms_async_call *h = NULL;
+	double end;
+
+	memset(&o, 0, sizeof(o));
+	memset(&cr, 0, sizeof(cr));
+	o.on_wire = on_wire_cancel_rest;
+	o.wire_payload = &cr;
+	use_client(f, &o, NULL);
+	cr.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(s, 0, sizeof(s));
+	assert_int_equal(wms_async_get_order_status(&h, f->a, "CR-0", on_status, &s[0]), WMS_OK);
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "CR-1", on_status, &s[1]), WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 2 && it_now_ms() < end)
+		(void)wms_async_poll(f->a, 20);
+	assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+	assert_int_equal(cr.fired, 1);
+	assert_int_equal(s[0].calls, 1);
+	assert_int_equal(s[0].st, WMS_ERR_CANCELLED);
+	assert_int_equal(s[1].calls, 1);
+	assert_int_equal(s[1].st, WMS_ERR_CANCELLED);
+	assert_int_equal(cr.cancelled, 1);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* "When the breaker opens, cancel the rest" (on_state_change, run in the
+ * step of the call that opened it), and the cancelled call's completion
+ * callback frees the client. The completions wait for the step to end, so
+ * the step never reads a freed client (ASan saw it read c->retry before). */
+static void step_cancel_whose_completion_frees_the_client(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_error err;
+	open_cancel oc;
+	freer fr;
+	seen s;
+	it_order ord;
+	double end;
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&oc, 0, sizeof(oc));
+	memset(&fr, 0, sizeof(fr));
+	fr.f = f;
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 2000u + it_slack_ms();
+	co.breaker_options.failure_threshold = 1;
+	co.breaker_options.open_duration_ms = 30000;
+	co.breaker_options.callbacks.on_state_change = on_open_cancel_all;
+	co.breaker_options.callbacks.payload = &oc;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&f->a, f->c, NULL, &err), WMS_OK);
+	oc.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "SF-H", free_client_cb, &fr),
+			 WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 1 && it_now_ms() < end)
+		(void)wms_async_poll(f->a, 20);
+	order_of(&ord, "SF-1");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	assert_int_equal(oc.fired, 1);
+	assert_int_equal(fr.calls, 1);
+	assert_int_equal(fr.st, WMS_ERR_CANCELLED);
+	assert_null(f->c);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	wms_sim_clear_faults(f->sim);
+}
+
+/* A context freed from a breaker callback that a start's admission runs
+ * (OPEN to HALF_OPEN, when the probe is let through), the context full
+ * (max_in_flight 1, a call held by a hanging WMS): that start completes
+ * at once as CANCELLED (not BULKHEAD_FULL), nothing sent, the probe's
+ * permit given back; the held call is cancelled and the context goes when
+ * the start returns. */
+typedef struct admit_free {
+	fx *f;
+	int armed, fired;
+} admit_free;
+
+static void on_half_open_free(const wms_breaker_event *ev, void *p)
+{
+	admit_free *af = p;
+	if (af->armed && ev->to == WMS_BREAKER_STATE_HALF_OPEN) {
+		af->armed = 0;
+		af->fired = 1;
+		wms_async_free(af->f->a);
+		af->f->a = NULL;
+	}
+}
+
+static void free_from_the_admission(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_breaker_snapshot snap;
+	wms_error err;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	wms_submit_reply reply;
+	admit_free af;
+	seen s, held;
+	it_order ord;
+	wms_async *a;
+	uint64_t before;
+	double end;
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&af, 0, sizeof(af));
+	af.f = f;
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 2000u + it_slack_ms();
+	co.breaker_options.failure_threshold = 1;
+	co.breaker_options.open_duration_ms = 50;
+	co.breaker_options.callbacks.on_state_change = on_half_open_free;
+	co.breaker_options.callbacks.payload = &af;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	ao.max_in_flight = 1;
+	assert_int_equal(wms_async_new(&f->a, f->c, &ao, &err), WMS_OK);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	memset(&held, 0, sizeof(held));
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "AF-H", on_status, &held),
+			 WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 1 && it_now_ms() < end)
+		(void)wms_async_poll(f->a, 20);
+	/* a blocking call of the same client opens the breaker */
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	order_of(&ord, "AF-1");
+	assert_int_equal(wms_submit_order(&reply, f->c, &ord.order, &err), WMS_ERR_HTTP);
+	assert_int_equal(wms_breaker_state_get(wms_client_breaker(f->c)), WMS_BREAKER_STATE_OPEN);
+	wms_sim_clear_faults(f->sim);
+	it_sleep_ms(80);
+	before = wms_sim_requests(f->sim, "SubmitOrder");
+	af.armed = 1;
+	a = f->a;
+	order_of(&ord, "AF-2");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(af.fired, 1);
+	assert_null(f->a);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), before);
+	assert_int_equal(held.calls, 1);
+	assert_int_equal(held.st, WMS_ERR_CANCELLED);
+	wms_breaker_snapshot_get(&snap, wms_client_breaker(f->c));
+	assert_int_equal(snap.state, WMS_BREAKER_STATE_HALF_OPEN);
+	assert_int_equal(snap.half_open_in_flight, 0);
+}
+
+/* The breaker's clock is never called under the breaker's lock: a clock
+ * that cancels calls (not what a clock is for, but nothing stops it) whose
+ * completion reads the breaker does not deadlock. In a child, with a
+ * deadline (a regression hangs). */
+typedef struct lock_clock {
+	wms_async *a;
+	wms_client *c;
+	int armed, fired;
+} lock_clock;
+
+static lock_clock *lc_now;
+
+static uint64_t lc_clock(void *p)
+{
+	lock_clock *lc = p;
+	if (lc->armed && lc->a) {
+		lc->armed = 0;
+		lc->fired = 1;
+		(void)wms_async_cancel_all(lc->a);
+	}
+	return (uint64_t)(it_now_ms() * 1e6);
+}
+
+static void snapshot_on_done(wms_status st, const wms_status_reply *r, const wms_error *err,
+			     void *p)
+{
+	wms_breaker_snapshot snap;
+	(void)st;
+	(void)r;
+	(void)err;
+	(void)p;
+	wms_breaker_snapshot_get(&snap, wms_client_breaker(lc_now->c));
+}
+
+static int lc_child(fx *f)
+{
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	static lock_clock lc;
+	wms_client *c = NULL;
+	wms_async *a = NULL;
+	wms_error err;
+	seen s;
+	it_order ord;
+	double end;
+
+	memset(&lc, 0, sizeof(lc));
+	lc_now = &lc;
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 2000u + it_slack_ms();
+	co.breaker_options.failure_threshold = 1;
+	co.breaker_options.open_duration_ms = 30000;
+	co.breaker_options.callbacks.clock = lc_clock;
+	co.breaker_options.callbacks.payload = &lc;
+	if (wms_client_new(&c, &co, &err) != WMS_OK || wms_async_new(&a, c, NULL, &err) != WMS_OK)
+		return 2;
+	lc.a = a;
+	lc.c = c;
+	if (wms_async_get_order_status(NULL, a, "LC-H", snapshot_on_done, NULL) != WMS_OK)
+		return 3;
+	/* (the sim's counters live in the parent: a fixed while for the
+	 * hanging call to reach it) */
+	end = it_now_ms() + 300.0;
+	while (it_now_ms() < end)
+		(void)wms_async_poll(a, 20);
+	order_of(&ord, "LC-1");
+	memset(&s, 0, sizeof(s));
+	lc.armed = 1;
+	if (wms_async_submit_order(NULL, a, &ord.order, on_submit, &s) != WMS_OK)
+		return 4;
+	(void)wms_async_run(a, 5000 + (int)it_slack_ms());
+	if (!lc.fired)
+		return 5;
+	wms_async_free(a);
+	wms_client_free(c);
+	return 0;
+}
+
+static void breaker_clock_never_runs_under_its_lock(void **state)
+{
+	fx *f = *state;
+	pid_t pid;
+	int status = 0, done = 0;
+	double end;
+
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(lc_child(f));
+	end = it_now_ms() + 10000.0 + it_slack_ms();
+	while (it_now_ms() < end) {
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			done = 1;
+			break;
+		}
+		it_sleep_ms(20);
+	}
+	if (!done) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		wms_sim_clear_faults(f->sim);
+		fail_msg("deadlock: the clock's cancel ran a completion callback under the "
+			 "breaker's lock");
+	}
+	wms_sim_clear_faults(f->sim);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2326,11 +2638,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cancel_all_leaves_what_its_callbacks_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_remove_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_while_connecting_removes_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(free_from_the_admission, setup, teardown),
 		cmocka_unit_test_setup_teardown(loop_callbacks_cannot_reenter, setup, teardown),
 		cmocka_unit_test_setup_teardown(free_from_a_watch_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_breaker_speaks_before_max_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(timer_callback_frees_the_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_free_timer_callback_frees_the_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(wire_log_of_a_cancel_cancels_the_rest, setup, teardown),
+		cmocka_unit_test_setup_teardown(step_cancel_whose_completion_frees_the_client, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(breaker_clock_never_runs_under_its_lock, setup, teardown),
 	};
 	raise_fd_limit();
 	if (getenv("TEST_FILTER"))
