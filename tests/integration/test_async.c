@@ -1547,9 +1547,10 @@ static void breaker_open_callback_cancels_all(void **state)
 	wms_sim_clear_faults(f->sim);
 }
 
-/* Cancelled from a breaker callback (its clock, read by the permit for the
- * next attempt) when a retry's pause ends: the retry is not made, its
- * permit goes back, the call keeps the first attempt's delivery. */
+/* Cancelled while a retry's turn asks the breaker for the next attempt's
+ * permit: the retry is not made, its permit goes back, the call keeps the
+ * first attempt's delivery. The breaker's clock is the one hook that runs
+ * there (a test hook: nothing but a test would cancel from it). */
 typedef struct clock_cancel {
 	wms_async *a;
 	int armed, fired;
