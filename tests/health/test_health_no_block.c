@@ -280,19 +280,6 @@ static void hammered_health_server(void **state)
 
 /* ---- health clients that stall ---------------------------------------------- */
 
-static int tcp_connect(uint16_t port)
-{
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons(port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	return fd;
-}
-
 /* Every connection the server takes, held by a client that stalls in
  * the middle of its request: in the request line, in a header, or with the
  * headers sent but not the blank line that ends them. (A client that asks
@@ -323,7 +310,8 @@ static void stalled_health_clients(void **state)
 	timed_calls(w.client, CALLS, idle_t, &idle_n);
 	for (int i = 0; i < HELD; i++) {
 		const char *p = partial[i % 4];
-		held[i] = tcp_connect(w.port);
+		held[i] = lb_connect(w.port);
+		assert_true(held[i] >= 0);
 		assert_int_equal(send(held[i], p, strlen(p), MSG_NOSIGNAL), (ssize_t)strlen(p));
 	}
 	/* the server holds every one of them */
