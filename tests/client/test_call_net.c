@@ -13,7 +13,6 @@
 #include <string.h>
 #include <cmocka.h>
 #include <libxml/tree.h>
-#include <openssl/evp.h>
 
 #include "wms/wms.h"
 #include "wms/call.h"
@@ -79,18 +78,6 @@ static wms_status ship(wms_client *c, int idempotent, xmlDocPtr *reply, wms_erro
 	return wms_call_bytes(reply, c, &op, ship_body, sizeof(ship_body) - 1, err);
 }
 
-/* "Basic " + base64(user ":" password) */
-static void basic_header(char *out, size_t size, const char *user, const char *pw)
-{
-	char plain[128];
-	unsigned char b64[256];
-	int n = snprintf(plain, sizeof(plain), "%s:%s", user, pw);
-	assert_true(n > 0 && (size_t)n < sizeof(plain));
-	assert_true(EVP_EncodeBlock(b64, (const unsigned char *)plain, n) > 0);
-	n = snprintf(out, size, "Basic %s", (const char *)b64);
-	assert_true(n > 0 && (size_t)n < size);
-}
-
 /* The wire log, every field that is text, one line each. */
 typedef struct sink {
 	char text[32768];
@@ -132,7 +119,7 @@ static void over_tls_with_http_auth(void **state)
 	(void)state;
 
 	memset(&wire, 0, sizeof(wire));
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
 	http_reply = lb_http_response(200, "OK", "text/xml; charset=utf-8", ship_reply);
 	memset(&so, 0, sizeof(so));
 	so.cert_file = pki.server.cert_file;

@@ -122,18 +122,6 @@ static wms_status submit(wms_client *c, wms_submit_reply *reply, wms_error *err)
 	return st;
 }
 
-/* "Basic " + base64(user ":" password) */
-static void basic_header(char *out, size_t size, const char *user, const char *pw)
-{
-	char plain[128];
-	unsigned char b64[256];
-	int n = snprintf(plain, sizeof(plain), "%s:%s", user, pw);
-	assert_true(n > 0 && (size_t)n < sizeof(plain));
-	assert_true(EVP_EncodeBlock(b64, (const unsigned char *)plain, n) > 0);
-	n = snprintf(out, size, "Basic %s", (const char *)b64);
-	assert_true(n > 0 && (size_t)n < size);
-}
-
 /* The text of the first <tag ...>text</tag> in xml, malloc'd. */
 static char *element_text(const char *xml, const char *tag)
 {
@@ -219,7 +207,7 @@ static void test_client_mtls_basic_wsse(void **state)
 	wms_error err;
 	(void)state;
 
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
 	srv = start(&pki.server, pki.client_ca.cert_file, auth, NULL);
 	base_options(&o, ts_url(srv));
 	o.curl.client_cert = pki.client.cert_file;
@@ -289,7 +277,7 @@ static void test_client_basic_rejected(void **state)
 	size_t i;
 	(void)state;
 
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
 	srv = start(&pki.server, NULL, auth, NULL);
 	for (i = 0; i < 2; i++) {
 		wms_client *c;
@@ -588,7 +576,8 @@ static void secrets_init(secrets *s)
 	memset(s, 0, sizeof(*s));
 	s->needle[s->count++] = HTTP_PW;
 	s->needle[s->count++] = WSSE_PW;
-	basic_header(s->basic, sizeof(s->basic), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(s->basic, sizeof(s->basic), HTTP_USER, HTTP_PW),
+			 0);
 	s->needle[s->count++] = s->basic + 6; /* base64(user:password) */
 	add_key_lines(s, &s->key_pem[0], pki.client.key_file);
 	add_key_lines(s, &s->key_pem[1], pki.rogue_client.key_file);
@@ -722,8 +711,10 @@ static void test_secrets_never_leak(void **state)
 	(void)state;
 
 	secrets_init(&sec);
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
-	basic_header(wrong_auth, sizeof(wrong_auth), HTTP_USER, "a-different-password");
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
+	assert_int_equal(ts_basic_authorization(wrong_auth, sizeof(wrong_auth), HTTP_USER,
+						"a-different-password"),
+			 0);
 	snprintf(fault_500, sizeof(fault_500),
 		 "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/xml; charset=utf-8\r\n"
 		 "Content-Length: %zu\r\n\r\n%s", sizeof(FAULT_500_BODY) - 1, FAULT_500_BODY);
