@@ -28,6 +28,7 @@
 #include "health_server_int.h"
 #include "build_kind.h"
 #include "loopback.h"
+#include "sample_order.h"
 
 static const char submit_ok[] =
 	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
@@ -35,8 +36,6 @@ static const char submit_ok[] =
 	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
 	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
 	"</s:Body></s:Envelope>";
-
-static const wms_order_line line1 = { "SKU-1", 2 };
 
 static uint64_t now_ns(void)
 {
@@ -60,15 +59,7 @@ static int cmp_u64(const void *a, const void *b)
 /* `n` calls in a row, each timed, appended to t[*len]. */
 static void timed_calls(wms_client *c, int n, uint64_t *t, size_t *len)
 {
-	wms_order o = WMS_ORDER_INIT;
-	o.order_id = "ORD-1";
-	o.ship_to.name = "Ada";
-	o.ship_to.line1 = "1 Loop St";
-	o.ship_to.city = "Springfield";
-	o.ship_to.postal_code = "12345";
-	o.ship_to.country = "US";
-	o.lines = &line1;
-	o.line_count = 1;
+	wms_order o = sample_order();
 	for (int i = 0; i < n; i++) {
 		wms_submit_reply r;
 		wms_error err;

@@ -1,0 +1,26 @@
+/*
+ * A valid one-line order for SubmitOrder, for tests that need some order
+ * and do not look at its fields: ORD-1, shipped to Ada in Springfield,
+ * two of SKU-1. Header only: include it and call sample_order().
+ */
+#ifndef WMS_TEST_SAMPLE_ORDER_H
+#define WMS_TEST_SAMPLE_ORDER_H
+
+#include "wms/client.h"
+
+static inline wms_order sample_order(void)
+{
+	static const wms_order_line line = { "SKU-1", 2 };
+	wms_order o = WMS_ORDER_INIT;
+	o.order_id = "ORD-1";
+	o.ship_to.name = "Ada";
+	o.ship_to.line1 = "1 Loop St";
+	o.ship_to.city = "Springfield";
+	o.ship_to.postal_code = "12345";
+	o.ship_to.country = "US";
+	o.lines = &line;
+	o.line_count = 1;
+	return o;
+}
+
+#endif
