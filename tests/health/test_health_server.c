@@ -28,6 +28,7 @@
 #include <curl/curl.h>
 #include "client_fx.h"
 #include "loopback.h"
+#include "sample_order.h"
 #include "health_server_int.h"
 #include "wms/health_server.h"
 #include "wms/call.h"
@@ -1098,8 +1099,7 @@ static void metrics_every_family_well_formed(void **state)
 	static const char *const kinds[] = { "permitted", "rejected", "successes", "failures",
 					     "slow", "ignored" };
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	wms_order_line line = { "SKU-1", 1 };
-	wms_order order = WMS_ORDER_INIT;
+	wms_order order = sample_order();
 	wms_breaker_snapshot bs;
 	wms_bulkhead_snapshot hs;
 	wms_read_cache_snapshot rc;
@@ -1123,14 +1123,6 @@ static void metrics_every_family_well_formed(void **state)
 	a = setup_client_with(&o);
 	b = client_named("west", WMS_BREAKER_SCOPE_PER_OPERATION);
 
-	order.order_id = "ORD-1";
-	order.ship_to.name = "A";
-	order.ship_to.line1 = "B";
-	order.ship_to.city = "C";
-	order.ship_to.postal_code = "D";
-	order.ship_to.country = "GB";
-	order.lines = &line;
-	order.line_count = 1;
 	a.t->next.status = 200;
 	a.t->next.content_type = "text/xml";
 	a.t->next.body = fx_submit_ok;
