@@ -27,13 +27,6 @@
 #include "loopback.h"
 #include "sample_order.h"
 
-static const char submit_ok[] =
-	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
-	"<s:Body><SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
-	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
-	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
-	"</s:Body></s:Envelope>";
-
 static const char status_ok[] =
 	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
 	"<s:Body><GetOrderStatusResponse xmlns=\"urn:libwms:warehouse:1\">"
@@ -63,7 +56,7 @@ static wms_status gate_send(wms_transport *self, const wms_http_request *req,
 			    wms_http_response *resp, wms_error *err)
 {
 	gate *g = (gate *)self;
-	const char *body = strcmp(req->operation, "GetOrderStatus") == 0 ? status_ok : submit_ok;
+	const char *body = strcmp(req->operation, "GetOrderStatus") == 0 ? status_ok : sample_submit_ok;
 	(void)err;
 	pthread_mutex_lock(&g->lock);
 	g->sends++;

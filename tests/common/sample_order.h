@@ -1,12 +1,20 @@
 /*
  * A valid one-line order for SubmitOrder, for tests that need some order
  * and do not look at its fields: ORD-1, shipped to Ada in Springfield,
- * two of SKU-1. Header only: include it and call sample_order().
+ * two of SKU-1; and a WMS's SOAP 1.1 reply accepting it. Header only.
  */
 #ifndef WMS_TEST_SAMPLE_ORDER_H
 #define WMS_TEST_SAMPLE_ORDER_H
 
 #include "wms/client.h"
+
+/* SubmitOrderResponse for ORD-1: RECEIVED as WMS-000042, not a duplicate. */
+static const char sample_submit_ok[] =
+	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
+	"<s:Body><SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
+	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
+	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
+	"</s:Body></s:Envelope>";
 
 static inline wms_order sample_order(void)
 {

@@ -30,13 +30,6 @@
 #include "loopback.h"
 #include "sample_order.h"
 
-static const char submit_ok[] =
-	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
-	"<s:Body><SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
-	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
-	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
-	"</s:Body></s:Envelope>";
-
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -130,7 +123,7 @@ static void world_start(world *w)
 
 	memset(w, 0, sizeof(*w));
 	memset(&script, 0, sizeof(script));
-	w->response = lb_http_response(200, "OK", "text/xml; charset=utf-8", submit_ok);
+	w->response = lb_http_response(200, "OK", "text/xml; charset=utf-8", sample_submit_ok);
 	script.response = w->response;
 	w->wms = lb_start(&script);
 	assert_non_null(w->wms);
