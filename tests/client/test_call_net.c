@@ -17,6 +17,7 @@
 #include "wms/wms.h"
 #include "wms/call.h"
 #include "build_kind.h"
+#include "client_new.h"
 #include "loopback.h"
 #include "tls_test.h"
 
@@ -60,15 +61,6 @@ static wms_call_options ship_call(int idempotent)
 	o.reply_element = "GetShipmentStatusResponse";
 	o.idempotent = idempotent;
 	return o;
-}
-
-static wms_client *client_new(const wms_client_options *o)
-{
-	wms_client *c = NULL;
-	wms_error err;
-	if (wms_client_new(&c, o, &err) != WMS_OK)
-		fail_msg("wms_client_new: %s", err.message);
-	return c;
 }
 
 static wms_status ship(wms_client *c, int idempotent, xmlDocPtr *reply, wms_error *err)
@@ -140,7 +132,7 @@ static void over_tls_with_http_auth(void **state)
 	o.wsse.password = WSSE_PW;
 	o.callbacks.on_wire = on_wire;
 	o.callbacks.payload = &wire;
-	c = client_new(&o);
+	c = must_client_new(&o);
 	for (int round = 0; round < 2; round++) {
 		xmlNodePtr root;
 		assert_int_equal(ship(c, 1, &reply, &err), WMS_OK);
@@ -169,7 +161,7 @@ static void over_tls_with_http_auth(void **state)
 
 	/* the wrong password: the server's 401 */
 	o.curl.http_password = "not-" HTTP_PW;
-	c = client_new(&o);
+	c = must_client_new(&o);
 	assert_int_equal(ship(c, 1, &reply, &err), WMS_ERR_HTTP);
 	assert_null(reply);
 	assert_int_equal(err.http_status, 401);
@@ -222,7 +214,7 @@ static wms_client *hanging_client(const char *endpoint, uint32_t attempts)
 	o.retry.max_attempts = attempts;
 	o.retry.initial_backoff_ms = 1;
 	o.retry.max_backoff_ms = 1;
-	return client_new(&o);
+	return must_client_new(&o);
 }
 
 /* One generic call, timed: TIMEOUT with `delivery`, no sooner than the

@@ -26,6 +26,7 @@
 #include "wms/wms.h"
 #include "wms/fixture.h"
 #include "wms/sys/transport.h"
+#include "client_new.h"
 #include "tls_test.h"
 
 #define HTTP_USER "fulfillment"
@@ -97,15 +98,6 @@ static void base_options(wms_client_options *o, const char *endpoint)
 	o->connect_timeout_ms = tt_connect_timeout_ms();
 	o->curl.ca_file = pki.ca.cert_file;
 	o->breaker_options.failure_threshold = 1000;
-}
-
-static wms_client *client_new(const wms_client_options *o)
-{
-	wms_client *c = NULL;
-	wms_error err;
-	if (wms_client_new(&c, o, &err) != WMS_OK)
-		fail_msg("wms_client_new: %s", err.message);
-	return c;
 }
 
 static wms_status submit(wms_client *c, wms_submit_reply *reply, wms_error *err)
@@ -217,7 +209,7 @@ static void test_client_mtls_basic_wsse(void **state)
 	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
 	o.wsse.username = WSSE_USER;
 	o.wsse.password = WSSE_PW;
-	c = client_new(&o);
+	c = must_client_new(&o);
 
 	assert_int_equal(submit(c, &reply, &err), WMS_OK);
 	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
@@ -285,7 +277,7 @@ static void test_client_basic_rejected(void **state)
 		base_options(&o, ts_url(srv));
 		o.curl.http_username = passwords[i] ? HTTP_USER : NULL;
 		o.curl.http_password = passwords[i];
-		c = client_new(&o);
+		c = must_client_new(&o);
 		assert_int_equal(submit(c, &reply, &err), WMS_ERR_HTTP);
 		assert_int_equal(err.http_status, 401);
 		assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
@@ -322,7 +314,7 @@ static void test_client_tls_failures_open_breaker(void **state)
 	base_options(&o, ts_url(srv));
 	o.breaker_options.failure_threshold = 3;
 	o.breaker_options.open_duration_ms = 60000;
-	c = client_new(&o);
+	c = must_client_new(&o);
 	for (i = 1; i <= 3; i++) {
 		assert_int_equal(submit(c, &reply, &err), WMS_ERR_TLS);
 		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
@@ -393,7 +385,7 @@ static void test_client_tls_fault_outcomes(void **state)
 		o.curl.client_cert = r->client_cert;
 		o.curl.client_key = r->client_key;
 		o.curl.pinned_public_key = r->pin;
-		c = client_new(&o);
+		c = must_client_new(&o);
 		if (submit(c, &reply, &err) != r->status || err.curl_code != r->curl_code)
 			fail_msg("row %zu: expected %s (curl %d), got %s (curl %d): %s", i,
 				 wms_status_name(r->status), r->curl_code,
@@ -473,7 +465,7 @@ static void test_client_rejects_unusable_paths(void **state)
 		o.breaker_options.failure_threshold = 1;
 		o.curl.client_cert = pki.client.cert_file;
 		o.curl.client_key = pki.rogue_client.key_file;
-		c = client_new(&o);
+		c = must_client_new(&o);
 		for (k = 0; k < 3; k++) {
 			assert_int_equal(submit(c, &reply, &err), WMS_ERR_INVALID_ARG);
 			assert_int_equal(err.curl_code, CURLE_SSL_CERTPROBLEM);
@@ -494,7 +486,7 @@ static void test_client_rejects_unusable_paths(void **state)
 		wms_client *c;
 		base_options(&o, "https://127.0.0.1:1/wms");
 		o.curl.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-		c = client_new(&o);
+		c = must_client_new(&o);
 		wms_client_free(c);
 	}
 }
@@ -759,7 +751,7 @@ static void test_secrets_never_leak(void **state)
 		o.wsse.password = WSSE_PW;
 		o.callbacks.on_wire = on_wire;
 		o.callbacks.payload = &wire;
-		c = client_new(&o);
+		c = must_client_new(&o);
 
 		st = submit(c, &reply, &err);
 		if (st != r->status)
