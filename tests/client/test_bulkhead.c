@@ -25,13 +25,7 @@
 #include "internal.h" /* wms__now_ns */
 #include "build_kind.h"
 #include "loopback.h"
-
-static const char submit_ok[] =
-	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
-	"<s:Body><SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
-	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
-	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
-	"</s:Body></s:Envelope>";
+#include "sample_order.h"
 
 static const char status_ok[] =
 	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
@@ -62,7 +56,7 @@ static wms_status gate_send(wms_transport *self, const wms_http_request *req,
 			    wms_http_response *resp, wms_error *err)
 {
 	gate *g = (gate *)self;
-	const char *body = strcmp(req->operation, "GetOrderStatus") == 0 ? status_ok : submit_ok;
+	const char *body = strcmp(req->operation, "GetOrderStatus") == 0 ? status_ok : sample_submit_ok;
 	(void)err;
 	pthread_mutex_lock(&g->lock);
 	g->sends++;
@@ -143,22 +137,6 @@ static wms_client *client_with(wms_transport *t, const char *endpoint, uint32_t 
 	return c;
 }
 
-static const wms_order_line line1 = { "SKU-1", 2 };
-
-static wms_order an_order(void)
-{
-	wms_order o = WMS_ORDER_INIT;
-	o.order_id = "ORD-1";
-	o.ship_to.name = "Ada";
-	o.ship_to.line1 = "1 Loop St";
-	o.ship_to.city = "Springfield";
-	o.ship_to.postal_code = "12345";
-	o.ship_to.country = "US";
-	o.lines = &line1;
-	o.line_count = 1;
-	return o;
-}
-
 /* A generic call (wms/call.h) of `operation`; any single reply element. */
 static wms_status generic_call(wms_client *c, const char *operation, wms_error *err)
 {
@@ -197,7 +175,7 @@ static void *call_thread(void *arg)
 		wms_status_reply r;
 		k->st = wms_get_order_status(&r, k->client, "ORD-1", &k->err);
 	} else {
-		wms_order order = an_order();
+		wms_order order = sample_order();
 		wms_submit_reply r;
 		k->st = wms_submit_order(&r, k->client, &order, &k->err);
 	}
@@ -708,7 +686,7 @@ static void generic_call_over_the_cap(void **state)
 	start_generic(&a, c, "GetShipmentStatus");
 	gate_wait_inside(g, 1);
 	{
-		wms_order order = an_order();
+		wms_order order = sample_order();
 		assert_int_equal(wms_submit_order(NULL, c, &order, &err), WMS_ERR_BULKHEAD_FULL);
 		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
 	}

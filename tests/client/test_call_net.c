@@ -13,11 +13,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include <libxml/tree.h>
-#include <openssl/evp.h>
 
 #include "wms/wms.h"
 #include "wms/call.h"
 #include "build_kind.h"
+#include "client_new.h"
 #include "loopback.h"
 #include "tls_test.h"
 
@@ -63,32 +63,11 @@ static wms_call_options ship_call(int idempotent)
 	return o;
 }
 
-static wms_client *client_new(const wms_client_options *o)
-{
-	wms_client *c = NULL;
-	wms_error err;
-	if (wms_client_new(&c, o, &err) != WMS_OK)
-		fail_msg("wms_client_new: %s", err.message);
-	return c;
-}
-
 static wms_status ship(wms_client *c, int idempotent, xmlDocPtr *reply, wms_error *err)
 {
 	wms_call_options op = ship_call(idempotent);
 	*reply = (xmlDocPtr)err; /* must come back set or NULL */
 	return wms_call_bytes(reply, c, &op, ship_body, sizeof(ship_body) - 1, err);
-}
-
-/* "Basic " + base64(user ":" password) */
-static void basic_header(char *out, size_t size, const char *user, const char *pw)
-{
-	char plain[128];
-	unsigned char b64[256];
-	int n = snprintf(plain, sizeof(plain), "%s:%s", user, pw);
-	assert_true(n > 0 && (size_t)n < sizeof(plain));
-	assert_true(EVP_EncodeBlock(b64, (const unsigned char *)plain, n) > 0);
-	n = snprintf(out, size, "Basic %s", (const char *)b64);
-	assert_true(n > 0 && (size_t)n < size);
 }
 
 /* The wire log, every field that is text, one line each. */
@@ -132,7 +111,7 @@ static void over_tls_with_http_auth(void **state)
 	(void)state;
 
 	memset(&wire, 0, sizeof(wire));
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
 	http_reply = lb_http_response(200, "OK", "text/xml; charset=utf-8", ship_reply);
 	memset(&so, 0, sizeof(so));
 	so.cert_file = pki.server.cert_file;
@@ -153,7 +132,7 @@ static void over_tls_with_http_auth(void **state)
 	o.wsse.password = WSSE_PW;
 	o.callbacks.on_wire = on_wire;
 	o.callbacks.payload = &wire;
-	c = client_new(&o);
+	c = must_client_new(&o);
 	for (int round = 0; round < 2; round++) {
 		xmlNodePtr root;
 		assert_int_equal(ship(c, 1, &reply, &err), WMS_OK);
@@ -182,7 +161,7 @@ static void over_tls_with_http_auth(void **state)
 
 	/* the wrong password: the server's 401 */
 	o.curl.http_password = "not-" HTTP_PW;
-	c = client_new(&o);
+	c = must_client_new(&o);
 	assert_int_equal(ship(c, 1, &reply, &err), WMS_ERR_HTTP);
 	assert_null(reply);
 	assert_int_equal(err.http_status, 401);
@@ -235,7 +214,7 @@ static wms_client *hanging_client(const char *endpoint, uint32_t attempts)
 	o.retry.max_attempts = attempts;
 	o.retry.initial_backoff_ms = 1;
 	o.retry.max_backoff_ms = 1;
-	return client_new(&o);
+	return must_client_new(&o);
 }
 
 /* One generic call, timed: TIMEOUT with `delivery`, no sooner than the

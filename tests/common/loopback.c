@@ -560,6 +560,23 @@ char *lb_http_response(int status, const char *reason, const char *content_type,
 	return s;
 }
 
+int lb_connect(uint16_t port)
+{
+	struct sockaddr_in addr;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons(port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 uint16_t lb_closed_port(void)
 {
 	struct sockaddr_in addr;

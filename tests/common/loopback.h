@@ -96,6 +96,10 @@ int lb_header(const lb_request *r, const char *name, char *val, size_t size);
 char *lb_http_response(int status, const char *reason, const char *content_type,
 		       const char *body);
 
+/* A blocking TCP connection to 127.0.0.1:port (close-on-exec): the socket,
+ * or -1 when it cannot be made. */
+int lb_connect(uint16_t port);
+
 /* A port on 127.0.0.1 that was bound and closed again: connecting is refused. */
 uint16_t lb_closed_port(void);
 

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -369,4 +370,16 @@ void ts_request_free(ts_request *r)
 		free(r->body);
 		r->body = NULL;
 	}
+}
+
+int ts_basic_authorization(char *out, size_t size, const char *user, const char *pw)
+{
+	char plain[128];
+	unsigned char b64[256];
+	int n = snprintf(plain, sizeof(plain), "%s:%s", user, pw);
+	if (n <= 0 || (size_t)n >= sizeof(plain) ||
+	    EVP_EncodeBlock(b64, (const unsigned char *)plain, n) <= 0)
+		return -1;
+	n = snprintf(out, size, "Basic %s", (const char *)b64);
+	return n > 0 && (size_t)n < size ? 0 : -1;
 }

@@ -80,4 +80,10 @@ void ts_request_free(ts_request *r);
  * first one's value (trimmed) goes to val. */
 int ts_header(const ts_request *r, const char *name, char *val, size_t size);
 
+/* "Basic " + base64(user ":" pw) into out, the value to give as
+ * ts_options.expect_authorization for a client sending that credential.
+ * 0 on success; -1 when it does not fit in out (or in 128 bytes of
+ * user:pw). */
+int ts_basic_authorization(char *out, size_t size, const char *user, const char *pw);
+
 #endif

@@ -28,15 +28,7 @@
 #include "health_server_int.h"
 #include "build_kind.h"
 #include "loopback.h"
-
-static const char submit_ok[] =
-	"<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
-	"<s:Body><SubmitOrderResponse xmlns=\"urn:libwms:warehouse:1\">"
-	"<clientOrderId>ORD-1</clientOrderId><wmsReference>WMS-000042</wmsReference>"
-	"<state>RECEIVED</state><duplicate>false</duplicate></SubmitOrderResponse>"
-	"</s:Body></s:Envelope>";
-
-static const wms_order_line line1 = { "SKU-1", 2 };
+#include "sample_order.h"
 
 static uint64_t now_ns(void)
 {
@@ -60,15 +52,7 @@ static int cmp_u64(const void *a, const void *b)
 /* `n` calls in a row, each timed, appended to t[*len]. */
 static void timed_calls(wms_client *c, int n, uint64_t *t, size_t *len)
 {
-	wms_order o = WMS_ORDER_INIT;
-	o.order_id = "ORD-1";
-	o.ship_to.name = "Ada";
-	o.ship_to.line1 = "1 Loop St";
-	o.ship_to.city = "Springfield";
-	o.ship_to.postal_code = "12345";
-	o.ship_to.country = "US";
-	o.lines = &line1;
-	o.line_count = 1;
+	wms_order o = sample_order();
 	for (int i = 0; i < n; i++) {
 		wms_submit_reply r;
 		wms_error err;
@@ -139,7 +123,7 @@ static void world_start(world *w)
 
 	memset(w, 0, sizeof(*w));
 	memset(&script, 0, sizeof(script));
-	w->response = lb_http_response(200, "OK", "text/xml; charset=utf-8", submit_ok);
+	w->response = lb_http_response(200, "OK", "text/xml; charset=utf-8", sample_submit_ok);
 	script.response = w->response;
 	w->wms = lb_start(&script);
 	assert_non_null(w->wms);
@@ -280,19 +264,6 @@ static void hammered_health_server(void **state)
 
 /* ---- health clients that stall ---------------------------------------------- */
 
-static int tcp_connect(uint16_t port)
-{
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons(port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	return fd;
-}
-
 /* Every connection the server takes, held by a client that stalls in
  * the middle of its request: in the request line, in a header, or with the
  * headers sent but not the blank line that ends them. (A client that asks
@@ -323,7 +294,8 @@ static void stalled_health_clients(void **state)
 	timed_calls(w.client, CALLS, idle_t, &idle_n);
 	for (int i = 0; i < HELD; i++) {
 		const char *p = partial[i % 4];
-		held[i] = tcp_connect(w.port);
+		held[i] = lb_connect(w.port);
+		assert_true(held[i] >= 0);
 		assert_int_equal(send(held[i], p, strlen(p), MSG_NOSIGNAL), (ssize_t)strlen(p));
 	}
 	/* the server holds every one of them */

@@ -27,6 +27,8 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include "client_fx.h"
+#include "loopback.h"
+#include "sample_order.h"
 #include "health_server_int.h"
 #include "wms/health_server.h"
 #include "wms/call.h"
@@ -102,19 +104,6 @@ static http_reply http(const char *method, uint16_t port, const char *path, cons
 }
 
 /* ---- raw sockets -------------------------------------------------------- */
-
-static int tcp_connect(uint16_t port)
-{
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons(port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	return fd;
-}
 
 /* A socket listening on 127.0.0.1 on a port the kernel picked. */
 static int tcp_listen(uint16_t *port)
@@ -258,7 +247,8 @@ static void head_is_get_without_the_body(void **state)
 		http_reply get = http("GET", s->port, paths[i], NULL);
 		char want[192], *end;
 		size_t n;
-		int fd = tcp_connect(s->port);
+		int fd = lb_connect(s->port);
+		assert_true(fd >= 0);
 		snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
 			 paths[i]);
 		assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
@@ -613,10 +603,13 @@ static void connection_limit_both_sides(void **state)
 	assert_int_equal(wms__health_server_start_limits(&srv, &x.c, 1, "127.0.0.1:0", NULL,
 							 LIMIT, 3600, &err),
 			 WMS_OK);
-	for (i = 0; i < LIMIT; i++)
-		held[i] = tcp_connect(wms_health_server_port(srv));
+	for (i = 0; i < LIMIT; i++) {
+		held[i] = lb_connect(wms_health_server_port(srv));
+		assert_true(held[i] >= 0);
+	}
 	wait_connections(srv, LIMIT); /* all LIMIT accepted */
-	extra = tcp_connect(wms_health_server_port(srv)); /* the kernel's backlog takes it */
+	extra = lb_connect(wms_health_server_port(srv)); /* the kernel's backlog takes it */
+	assert_true(extra >= 0);
 	assert_int_equal(send(extra, get_health, strlen(get_health), MSG_NOSIGNAL),
 			 (ssize_t)strlen(get_health));
 	/* not answered, not closed, not counted while the others are held */
@@ -651,7 +644,8 @@ static void idle_connection_is_closed_after_the_timeout(void **state)
 	assert_int_equal(wms__health_server_start_limits(&srv, &x.c, 1, "127.0.0.1:0", NULL, 4, 1,
 							 &err),
 			 WMS_OK);
-	idle = tcp_connect(wms_health_server_port(srv));
+	idle = lb_connect(wms_health_server_port(srv));
+	assert_true(idle >= 0);
 	wait_connections(srv, 1);
 	/* closed by the server without a word: EOF (or a reset) */
 	assert_true(read_all(idle, buf, sizeof(buf)) == 0);
@@ -671,8 +665,9 @@ static void stop_with_connections_open(void **state)
 	int a, b;
 	(void)state;
 
-	a = tcp_connect(wms_health_server_port(srv));
-	b = tcp_connect(wms_health_server_port(srv));
+	a = lb_connect(wms_health_server_port(srv));
+	b = lb_connect(wms_health_server_port(srv));
+	assert_true(a >= 0 && b >= 0);
 	assert_int_equal(send(b, "GET /hea", 8, MSG_NOSIGNAL), 8); /* half a request */
 	wait_connections(srv, 2);
 	wms_health_server_stop(srv);
@@ -1104,8 +1099,7 @@ static void metrics_every_family_well_formed(void **state)
 	static const char *const kinds[] = { "permitted", "rejected", "successes", "failures",
 					     "slow", "ignored" };
 	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	wms_order_line line = { "SKU-1", 1 };
-	wms_order order = WMS_ORDER_INIT;
+	wms_order order = sample_order();
 	wms_breaker_snapshot bs;
 	wms_bulkhead_snapshot hs;
 	wms_read_cache_snapshot rc;
@@ -1129,14 +1123,6 @@ static void metrics_every_family_well_formed(void **state)
 	a = setup_client_with(&o);
 	b = client_named("west", WMS_BREAKER_SCOPE_PER_OPERATION);
 
-	order.order_id = "ORD-1";
-	order.ship_to.name = "A";
-	order.ship_to.line1 = "B";
-	order.ship_to.city = "C";
-	order.ship_to.postal_code = "D";
-	order.ship_to.country = "GB";
-	order.lines = &line;
-	order.line_count = 1;
 	a.t->next.status = 200;
 	a.t->next.content_type = "text/xml";
 	a.t->next.body = fx_submit_ok;

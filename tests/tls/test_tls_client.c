@@ -26,6 +26,7 @@
 #include "wms/wms.h"
 #include "wms/fixture.h"
 #include "wms/sys/transport.h"
+#include "client_new.h"
 #include "tls_test.h"
 
 #define HTTP_USER "fulfillment"
@@ -99,15 +100,6 @@ static void base_options(wms_client_options *o, const char *endpoint)
 	o->breaker_options.failure_threshold = 1000;
 }
 
-static wms_client *client_new(const wms_client_options *o)
-{
-	wms_client *c = NULL;
-	wms_error err;
-	if (wms_client_new(&c, o, &err) != WMS_OK)
-		fail_msg("wms_client_new: %s", err.message);
-	return c;
-}
-
 static wms_status submit(wms_client *c, wms_submit_reply *reply, wms_error *err)
 {
 	wms_order o;
@@ -120,18 +112,6 @@ static wms_status submit(wms_client *c, wms_submit_reply *reply, wms_error *err)
 			      wms_delivery_name(err->delivery), err->curl_code, err->http_status,
 			      err->message);
 	return st;
-}
-
-/* "Basic " + base64(user ":" password) */
-static void basic_header(char *out, size_t size, const char *user, const char *pw)
-{
-	char plain[128];
-	unsigned char b64[256];
-	int n = snprintf(plain, sizeof(plain), "%s:%s", user, pw);
-	assert_true(n > 0 && (size_t)n < sizeof(plain));
-	assert_true(EVP_EncodeBlock(b64, (const unsigned char *)plain, n) > 0);
-	n = snprintf(out, size, "Basic %s", (const char *)b64);
-	assert_true(n > 0 && (size_t)n < size);
 }
 
 /* The text of the first <tag ...>text</tag> in xml, malloc'd. */
@@ -219,7 +199,7 @@ static void test_client_mtls_basic_wsse(void **state)
 	wms_error err;
 	(void)state;
 
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
 	srv = start(&pki.server, pki.client_ca.cert_file, auth, NULL);
 	base_options(&o, ts_url(srv));
 	o.curl.client_cert = pki.client.cert_file;
@@ -229,7 +209,7 @@ static void test_client_mtls_basic_wsse(void **state)
 	o.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
 	o.wsse.username = WSSE_USER;
 	o.wsse.password = WSSE_PW;
-	c = client_new(&o);
+	c = must_client_new(&o);
 
 	assert_int_equal(submit(c, &reply, &err), WMS_OK);
 	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
@@ -289,7 +269,7 @@ static void test_client_basic_rejected(void **state)
 	size_t i;
 	(void)state;
 
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
 	srv = start(&pki.server, NULL, auth, NULL);
 	for (i = 0; i < 2; i++) {
 		wms_client *c;
@@ -297,7 +277,7 @@ static void test_client_basic_rejected(void **state)
 		base_options(&o, ts_url(srv));
 		o.curl.http_username = passwords[i] ? HTTP_USER : NULL;
 		o.curl.http_password = passwords[i];
-		c = client_new(&o);
+		c = must_client_new(&o);
 		assert_int_equal(submit(c, &reply, &err), WMS_ERR_HTTP);
 		assert_int_equal(err.http_status, 401);
 		assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
@@ -334,7 +314,7 @@ static void test_client_tls_failures_open_breaker(void **state)
 	base_options(&o, ts_url(srv));
 	o.breaker_options.failure_threshold = 3;
 	o.breaker_options.open_duration_ms = 60000;
-	c = client_new(&o);
+	c = must_client_new(&o);
 	for (i = 1; i <= 3; i++) {
 		assert_int_equal(submit(c, &reply, &err), WMS_ERR_TLS);
 		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
@@ -405,7 +385,7 @@ static void test_client_tls_fault_outcomes(void **state)
 		o.curl.client_cert = r->client_cert;
 		o.curl.client_key = r->client_key;
 		o.curl.pinned_public_key = r->pin;
-		c = client_new(&o);
+		c = must_client_new(&o);
 		if (submit(c, &reply, &err) != r->status || err.curl_code != r->curl_code)
 			fail_msg("row %zu: expected %s (curl %d), got %s (curl %d): %s", i,
 				 wms_status_name(r->status), r->curl_code,
@@ -485,7 +465,7 @@ static void test_client_rejects_unusable_paths(void **state)
 		o.breaker_options.failure_threshold = 1;
 		o.curl.client_cert = pki.client.cert_file;
 		o.curl.client_key = pki.rogue_client.key_file;
-		c = client_new(&o);
+		c = must_client_new(&o);
 		for (k = 0; k < 3; k++) {
 			assert_int_equal(submit(c, &reply, &err), WMS_ERR_INVALID_ARG);
 			assert_int_equal(err.curl_code, CURLE_SSL_CERTPROBLEM);
@@ -506,7 +486,7 @@ static void test_client_rejects_unusable_paths(void **state)
 		wms_client *c;
 		base_options(&o, "https://127.0.0.1:1/wms");
 		o.curl.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-		c = client_new(&o);
+		c = must_client_new(&o);
 		wms_client_free(c);
 	}
 }
@@ -588,7 +568,8 @@ static void secrets_init(secrets *s)
 	memset(s, 0, sizeof(*s));
 	s->needle[s->count++] = HTTP_PW;
 	s->needle[s->count++] = WSSE_PW;
-	basic_header(s->basic, sizeof(s->basic), HTTP_USER, HTTP_PW);
+	assert_int_equal(ts_basic_authorization(s->basic, sizeof(s->basic), HTTP_USER, HTTP_PW),
+			 0);
 	s->needle[s->count++] = s->basic + 6; /* base64(user:password) */
 	add_key_lines(s, &s->key_pem[0], pki.client.key_file);
 	add_key_lines(s, &s->key_pem[1], pki.rogue_client.key_file);
@@ -722,8 +703,10 @@ static void test_secrets_never_leak(void **state)
 	(void)state;
 
 	secrets_init(&sec);
-	basic_header(auth, sizeof(auth), HTTP_USER, HTTP_PW);
-	basic_header(wrong_auth, sizeof(wrong_auth), HTTP_USER, "a-different-password");
+	assert_int_equal(ts_basic_authorization(auth, sizeof(auth), HTTP_USER, HTTP_PW), 0);
+	assert_int_equal(ts_basic_authorization(wrong_auth, sizeof(wrong_auth), HTTP_USER,
+						"a-different-password"),
+			 0);
 	snprintf(fault_500, sizeof(fault_500),
 		 "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/xml; charset=utf-8\r\n"
 		 "Content-Length: %zu\r\n\r\n%s", sizeof(FAULT_500_BODY) - 1, FAULT_500_BODY);
@@ -768,7 +751,7 @@ static void test_secrets_never_leak(void **state)
 		o.wsse.password = WSSE_PW;
 		o.callbacks.on_wire = on_wire;
 		o.callbacks.payload = &wire;
-		c = client_new(&o);
+		c = must_client_new(&o);
 
 		st = submit(c, &reply, &err);
 		if (st != r->status)
