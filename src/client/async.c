@@ -868,6 +868,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 	wms__xml_ws *ws;
 	wms_error err;
 	wms_status st;
+	int admitted;
 
 	if (handle)
 		*handle = NULL;
@@ -888,7 +889,13 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
-	if (!wms__call_admit(c, k, 0, &at, &st, &err)) {
+	/* The admission runs the breaker's callbacks and the fallbacks, as a
+	 * step does: a cancel from them only marks (completions, which may
+	 * free the client, wait for leave()). */
+	a->steps++;
+	admitted = wms__call_admit(c, k, 0, &at, &st, &err);
+	a->steps--;
+	if (!admitted) {
 		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}
@@ -914,7 +921,9 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		err.retry_after_ms = c->timeout_ms;
 		/* a read may be answered from the cache or the fallback, as
 		 * when the client's own bulkhead refuses it */
+		a->steps++;
 		st = wms__call_refused(c, k, &err);
+		a->steps--;
 		deliver(kind, cbp, payload, st, out, &err);
 		goto done;
 	}

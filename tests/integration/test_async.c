@@ -2475,6 +2475,85 @@ static void free_from_the_admission(void **state)
 	assert_int_equal(snap.half_open_in_flight, 0);
 }
 
+/* "When the probe goes, cancel the rest" (on_state_change to HALF_OPEN,
+ * run by a start's admission, which is no step of a call but runs the
+ * breaker's callbacks as one does), and the cancelled call's completion
+ * frees the client: the completion waits for the admission to end, which
+ * so never reads a freed client or breaker; the new call then goes with
+ * the client, cancelled, nothing sent. */
+typedef struct admit_cancel {
+	wms_async *a;
+	int armed, fired;
+} admit_cancel;
+
+static void on_half_open_cancel_all(const wms_breaker_event *ev, void *p)
+{
+	admit_cancel *ac = p;
+	if (ac->armed && ev->to == WMS_BREAKER_STATE_HALF_OPEN) {
+		ac->armed = 0;
+		ac->fired = 1;
+		(void)wms_async_cancel_all(ac->a);
+	}
+}
+
+static void admission_cancel_whose_completion_frees_the_client(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_submit_reply reply;
+	wms_error err;
+	admit_cancel ac;
+	freer fr;
+	seen s;
+	it_order ord;
+	double end;
+	uint64_t before;
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&ac, 0, sizeof(ac));
+	memset(&fr, 0, sizeof(fr));
+	fr.f = f;
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 2000u + it_slack_ms();
+	co.breaker_options.failure_threshold = 1;
+	co.breaker_options.open_duration_ms = 50;
+	co.breaker_options.callbacks.on_state_change = on_half_open_cancel_all;
+	co.breaker_options.callbacks.payload = &ac;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&f->a, f->c, NULL, &err), WMS_OK);
+	ac.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "AC-H", free_client_cb, &fr),
+			 WMS_OK);
+	end = it_now_ms() + 5000.0 + it_slack_ms();
+	while (wms_sim_requests(f->sim, "GetOrderStatus") < 1 && it_now_ms() < end)
+		(void)wms_async_poll(f->a, 20);
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
+			 WMS_SIM_OK);
+	order_of(&ord, "AC-1");
+	assert_int_equal(wms_submit_order(&reply, f->c, &ord.order, &err), WMS_ERR_HTTP);
+	wms_sim_clear_faults(f->sim);
+	it_sleep_ms(80);
+	before = wms_sim_requests(f->sim, "SubmitOrder");
+	ac.armed = 1;
+	order_of(&ord, "AC-2");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord.order, on_submit, &s), WMS_OK);
+	assert_int_equal(ac.fired, 1);
+	assert_int_equal(fr.calls, 1);
+	assert_int_equal(fr.st, WMS_ERR_CANCELLED);
+	assert_null(f->c);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	(void)wms_async_run(f->a, 200);
+	assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), before);
+}
+
 /* The breaker's clock is never called under the breaker's lock: a clock
  * that cancels calls (not what a clock is for, but nothing stops it) whose
  * completion reads the breaker does not deadlock. In a child, with a
@@ -2640,6 +2719,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(refused_remove_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_while_connecting_removes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(free_from_the_admission, setup, teardown),
+		cmocka_unit_test_setup_teardown(admission_cancel_whose_completion_frees_the_client,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(loop_callbacks_cannot_reenter, setup, teardown),
 		cmocka_unit_test_setup_teardown(free_from_a_watch_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_breaker_speaks_before_max_in_flight, setup, teardown),
