@@ -156,6 +156,16 @@ static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
 		}
 		*cause = WMS_CAUSE_NONE;
 		return WMS_ERR_INVALID_ARG;
+	case CURLE_URL_MALFORMAT:
+		/* A URL libcurl was given parsed (set_url in curl.c) cannot be
+		 * malformed: 7.88 says "No URL set" when it cannot allocate the
+		 * copy it makes of it at the start of a transfer. */
+		if (c->transferred && c->url_parsed) {
+			*delivery = WMS_DELIVERY_NOT_SENT;
+			*cause = WMS_CAUSE_NONE;
+			return WMS_ERR_NOMEM;
+		}
+		break;
 	case CURLE_OUT_OF_MEMORY:
 		/* A transfer that ended in 27 with no allocation seen failing:
 		 * libcurl says "out of memory" also when a reply header line
@@ -220,6 +230,9 @@ wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct ca
 			 "libcurl could not take the reply: a header line over its %d-byte "
 			 "limit, or another of its size limits%s (curl %d)",
 			 (int)CURL_MAX_HTTP_HEADER, wms__curl_routed() ? "" : ", or out of memory",
+			 (int)rc);
+	else if (rc == CURLE_URL_MALFORMAT && st == WMS_ERR_NOMEM)
+		snprintf(msg, sizeof(msg), "out of memory: libcurl could not copy the URL (curl %d)",
 			 (int)rc);
 	else if (st == WMS_ERR_TIMEOUT && c->stalled)
 		snprintf(msg, sizeof(msg), "stall guard: nothing moved for %llu ms (curl %d)",

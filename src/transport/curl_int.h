@@ -37,6 +37,8 @@ struct call {
 	 * only with libcurl routed through the allocation seam). */
 	int transferred;
 	int lib_alloc_failed;
+	/* h carries the URL parsed (CURLOPT_CURLU; see set_url in curl.c). */
+	int url_parsed;
 };
 
 /* Set `err` for a failed transfer (or setopt): status, delivery, cause,
@@ -78,8 +80,11 @@ struct conn {
 	char died[96];
 	/* Set once the constant options are on h; 0 forces a full set-up. */
 	int configured;
-	/* The URL h carries now (NULL: not set). */
+	/* The URL h carries now (NULL: not set), and parsed (see set_url in
+	 * curl.c; NULL until first needed, or when it could not be made). */
 	char *url;
+	CURLU *u;
+	int url_parsed; /* h carries u (1) or the string (0) */
 	/* the per-call X-Correlation-Id line, linked after the cached headers
 	 * for the transfer only (never freed by curl_slist_free_all) */
 	struct curl_slist corr_node;

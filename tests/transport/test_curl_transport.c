@@ -1188,6 +1188,42 @@ static void test_malformed_url(void **state)
 		      CURLE_URL_MALFORMAT);
 }
 
+/* The transport hands libcurl each URL parsed once (CURLOPT_CURLU) and keeps
+ * it on the handle while the URL stays the same. A handle that carried one
+ * URL goes where the next request says, twice in a row each way: to another
+ * server, back, and a malformed URL after a good one is refused (not sent
+ * to the URL the handle carried before). */
+static void test_url_changes_on_one_handle(void **state)
+{
+	fx *f = *state;
+	lb_script s2 = { 0 };
+	lb_server *srv2;
+	char url1[96], url2[96];
+
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	s2.response = f->reply;
+	srv2 = lb_start(&s2);
+	assert_non_null(srv2);
+	snprintf(url1, sizeof(url1), "%s", lb_url(f->srv));
+	snprintf(url2, sizeof(url2), "%s", lb_url(srv2));
+	for (int round = 0; round < 2; round++) {
+		f->req.url = url1;
+		assert_int_equal(call(f), WMS_OK);
+		assert_int_equal(call(f), WMS_OK);
+		f->req.url = url2;
+		assert_int_equal(call(f), WMS_OK);
+		assert_int_equal(call(f), WMS_OK);
+		f->req.url = "http://[::1/wms";
+		assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			      CURLE_URL_MALFORMAT);
+		assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			      CURLE_URL_MALFORMAT);
+	}
+	assert_int_equal(lb_requests(f->srv), 4);
+	assert_int_equal(lb_requests(srv2), 4);
+	lb_stop(srv2);
+}
+
 static void test_invalid_arguments(void **state)
 {
 	fx *f = *state;
@@ -1637,6 +1673,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_credentials_not_in_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_url_changes_on_one_handle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
 		cmocka_unit_test(test_options_checked_when_made),
 		cmocka_unit_test_setup_teardown(test_tls_handshake_failure, setup, teardown),
