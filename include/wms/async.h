@@ -51,7 +51,9 @@
  *     being logged, say) completes as cancelled when its step ends, with
  *     the delivery it reached (a reply, if it came, is not reported), the
  *     others right after that step, before the libwms function that ran
- *     it returns; so no completion callback ever runs inside a step. Not
+ *     it returns; so no completion callback ever runs inside a step. A
+ *     call started there that completes at once (refused, bad arguments)
+ *     has its callback run then too, not from inside the start. Not
  *     wms_client_free. The breaker's clock is a test hook: it should only
  *     return the time;
  *   - the watch and timer callbacks run inside libcurl or a dispatch: only

@@ -107,6 +107,9 @@ struct wms_async {
 	size_t watch_cap;
 	int epfd; /* own loop: the watched sockets' epoll set; -1 with the caller's */
 	struct wms_async_call *calls, *calls_tail, *spares; /* calls: oldest first */
+	/* completed while a step ran, their callbacks not yet run (first
+	 * first; see later_push) */
+	struct wms_async_call *later, *later_tail;
 	size_t in_flight, spare_count;
 	unsigned depth; /* dispatches running (callbacks may re-enter) */
 	unsigned in_loop_cb; /* the caller's watch or timer callback is running */
@@ -329,6 +332,7 @@ static void update_timer(wms_async *a)
 /* ---- one call's life ------------------------------------------------------ */
 
 static void complete(struct wms_async_call *x, wms_status st);
+static struct wms_async_call *call_new(wms_async *a);
 static int attempt_start(struct wms_async_call *x);
 static void cancel_call(struct wms_async_call *x, const char *why);
 
@@ -405,6 +409,83 @@ static void call_release(wms_async *a, struct wms_async_call *x)
 	wms__free(x);
 }
 
+/* ---- completions held back while a step runs ---------------------------- */
+
+/* No completion callback runs inside a step (a callback of the client's
+ * running: the wire log, the breaker's, a fallback), since it may free the
+ * client the step goes on using. A call started from such a callback may
+ * complete at once (refused by the breaker, the bulkhead or max_in_flight,
+ * bad arguments, its transport refusing it); its completion is kept here,
+ * its reply with it, and run when no step runs (deliver_later, from
+ * flush_marked: after the step, before the libwms function that ran it
+ * returns). */
+static void later_push(wms_async *a, struct wms_async_call *x)
+{
+	x->next = x->prev = NULL;
+	if (a->later_tail)
+		a->later_tail->next = x;
+	else
+		a->later = x;
+	a->later_tail = x;
+}
+
+static void deliver_later(wms_async *a)
+{
+	struct wms_async_call *x;
+	while (!a->steps && (x = a->later) != NULL) {
+		void *out = x->kind == K_STOCK ? (void *)&x->out.stock
+			    : x->kind == K_CALL ? (void *)&x->out.doc
+						: (void *)&x->out;
+		a->later = x->next;
+		if (!a->later)
+			a->later_tail = NULL;
+		x->next = NULL;
+		deliver(x->kind, &x->cb, x->payload, x->last, out, &x->err);
+		call_release(a, x);
+	}
+}
+
+/* Complete a call that never got a record (refused or failed at its start,
+ * `out` the reply on the start function's stack): now, or - inside a step -
+ * from a record that keeps the reply (moved, for the stock reply and the
+ * generic call's document) until deliver_later. Without memory for the
+ * record it runs now, as it would outside a step. */
+static void finish_now(wms_async *a, enum kind kind, const void *cbp, void *payload,
+		       wms_status st, void *out, const wms_error *err)
+{
+	struct wms_async_call *x;
+	if (!a->steps || !(x = call_new(a))) {
+		deliver(kind, cbp, payload, st, out, err);
+		return;
+	}
+	x->a = NULL; /* completed: no handle names it */
+	x->kind = kind;
+	memcpy(&x->cb, cbp, sizeof(x->cb));
+	x->payload = payload;
+	x->last = st;
+	x->err = *err;
+	switch (kind) {
+	case K_SUBMIT:
+		x->out.submit = *(const wms_submit_reply *)out;
+		break;
+	case K_STATUS:
+		x->out.status = *(const wms_status_reply *)out;
+		break;
+	case K_CANCEL:
+		x->out.cancel = *(const wms_cancel_reply *)out;
+		break;
+	case K_STOCK:
+		x->out.stock = *(wms_stock_reply **)out;
+		*(wms_stock_reply **)out = NULL;
+		break;
+	case K_CALL:
+		x->out.doc = *(struct _xmlDoc **)out;
+		*(struct _xmlDoc **)out = NULL;
+		break;
+	}
+	later_push(a, x);
+}
+
 /* The call ends with st: its slot given back, its callback run. */
 static void complete(struct wms_async_call *x, wms_status st)
 {
@@ -420,6 +501,13 @@ static void complete(struct wms_async_call *x, wms_status st)
 	/* completed: its handle names no context (a cancel of it from its own
 	 * callback is INVALID_ARG, not a second completion) */
 	x->a = NULL;
+	if (a->steps) {
+		/* a start from a step's callback completed (its transport
+		 * refused it at once): the callback runs after the step */
+		x->last = st;
+		later_push(a, x);
+		return;
+	}
 	deliver(x->kind, &x->cb, x->payload, st, out, &x->err);
 	call_release(a, x);
 }
@@ -665,6 +753,7 @@ static void flush_marked(wms_async *a)
 			x = x->next;
 		}
 	}
+	deliver_later(a);
 }
 
 wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
@@ -881,12 +970,12 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
 			  !c || a->client_going ? "the client was freed"
 						 : "the async context is being freed");
-		deliver(kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
+		finish_now(a, kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
 		goto done;
 	}
 	if (k->g && (st = wms__client_call_slot(c, k->g->opts->operation, &k->slot, &err)) !=
 			    WMS_OK) {
-		deliver(kind, cbp, payload, st, out, &err);
+		finish_now(a, kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	/* The admission runs the breaker's callbacks and the fallbacks, as a
@@ -896,7 +985,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 	admitted = wms__call_admit(c, k, 0, &at, &st, &err);
 	a->steps--;
 	if (!admitted) {
-		deliver(kind, cbp, payload, st, out, &err);
+		finish_now(a, kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	if (a->free_pending) {
@@ -905,7 +994,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		wms__bulkhead_leave(at.bh);
 		wms__fail(&err, WMS_ERR_CANCELLED, WMS_DELIVERY_NOT_SENT,
 			  "the async context is being freed");
-		deliver(kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
+		finish_now(a, kind, cbp, payload, WMS_ERR_CANCELLED, out, &err);
 		goto done;
 	}
 	if (a->in_flight >= a->o.max_in_flight) {
@@ -924,7 +1013,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 		a->steps++;
 		st = wms__call_refused(c, k, &err);
 		a->steps--;
-		deliver(kind, cbp, payload, st, out, &err);
+		finish_now(a, kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	ws = wms__xml_pool_take(c->xml_pool);
@@ -947,7 +1036,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 			call_release(a, x);
 		wms__buf_free(&body);
 		wms__call_end(c, k, &at, st);
-		deliver(kind, cbp, payload, st, out, &err);
+		finish_now(a, kind, cbp, payload, st, out, &err);
 		goto done;
 	}
 	memcpy(&x->cb, cbp, sizeof(x->cb));
@@ -991,7 +1080,7 @@ wms_status wms_async_submit_order(wms_async_call **out, wms_async *a, const wms_
 		wms__fail(&err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "order is NULL");
 		if (out)
 			*out = NULL;
-		cb(WMS_ERR_INVALID_ARG, NULL, &err, payload);
+		finish_now(a, K_SUBMIT, &cb, payload, WMS_ERR_INVALID_ARG, &reply, &err);
 		return WMS_OK;
 	}
 	return start(out, a, K_SUBMIT, &k, &reply, cb ? (const void *)&cb : NULL, payload);
@@ -1060,7 +1149,7 @@ wms_status wms_async_call_start(wms_async_call **out, wms_async *a, const wms_ca
 	/* what wms_call checks first, said through the callback as it says it */
 	st = wms__generic_prepare(&g, a->client, opts, body, &reply, &err);
 	if (st != WMS_OK) {
-		cb(st, NULL, &err, payload);
+		finish_now(a, K_CALL, &cb, payload, st, &reply, &err);
 		return WMS_OK;
 	}
 	k.op = WMS__OP_COUNT;
@@ -1294,6 +1383,7 @@ static void detach(wms_async *a, const char *why)
 	 * watch, timer) waits for the caller of this */
 	a->depth++;
 	cancel_every(a, why, UINT64_MAX);
+	deliver_later(a);
 	if (a->engine) {
 		a->ops->destroy(a->engine);
 		a->engine = NULL;
@@ -1351,6 +1441,7 @@ void wms_async_free(wms_async *a)
 static void async_destroy(wms_async *a)
 {
 	a->free_pending = 1;
+	deliver_later(a);
 	if (a->client)
 		detach(a, "cancelled: the async context was freed");
 	if (a->client)

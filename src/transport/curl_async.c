@@ -395,7 +395,10 @@ static void end_xfer(struct wms__engine *e, struct wms__xfer ***tail, struct wms
 		     wms_status st)
 {
 	x->st = st;
-	x->delivery = x->err->delivery;
+	/* A transfer that ended well was answered: its request left whole. A
+	 * failed one says in err (wms__curl_finish) how far it got. What is
+	 * kept here is what a cancel between now and the report says. */
+	x->delivery = st == WMS_OK ? WMS_DELIVERY_UNKNOWN : x->err->delivery;
 	x->retired = 1;
 	x->next = NULL;
 	**tail = x;

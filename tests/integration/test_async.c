@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -2667,6 +2668,333 @@ static void breaker_clock_never_runs_under_its_lock(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* ---- a start from a step that completes at once ------------------------------ */
+
+/* A call started from one of the client's callbacks (here the wire log, on
+ * the first call's reply record) may complete at once: refused by
+ * max_in_flight, an order that is NULL, a generic call without options,
+ * a stock read refused by max_in_flight and answered from the read cache
+ * (its reply kept until the completion runs).
+ * Its completion runs after the step, never inside it: the callback frees
+ * the client, which the step goes on using (ASan: heap-use-after-free in
+ * attempt_done when it ran inside). The first call completes with its
+ * reply first, the refused one after. Each way twice in a row. */
+enum step_start_how { SS_MAX_IN_FLIGHT, SS_NULL_ORDER, SS_NO_CALL_OPTIONS, SS_CACHED_STOCK };
+
+typedef struct step_start {
+	fx *f;
+	enum step_start_how how;
+	int armed, fired;
+	int cb_calls;
+	int first_done_before; /* the first call had completed when it ran */
+	wms_status cb_st;
+	seen *first;
+	int64_t on_hand; /* SS_CACHED_STOCK: what the cache answered */
+	int from_fallback;
+} step_start;
+
+static void follow_up_ran(step_start *ss, wms_status st)
+{
+	ss->cb_calls++;
+	ss->cb_st = st;
+	ss->first_done_before = ss->first->calls == 1;
+	wms_client_free(ss->f->c); /* "anything" */
+	ss->f->c = NULL;
+}
+
+static void follow_up_status(wms_status st, const wms_status_reply *r, const wms_error *err,
+			     void *p)
+{
+	(void)r;
+	(void)err;
+	follow_up_ran(p, st);
+}
+
+static void follow_up_submit(wms_status st, const wms_submit_reply *r, const wms_error *err,
+			     void *p)
+{
+	(void)r;
+	(void)err;
+	follow_up_ran(p, st);
+}
+
+static void follow_up_stock(wms_status st, wms_stock_reply *r, const wms_error *err, void *p)
+{
+	step_start *ss = p;
+	(void)err;
+	assert_non_null(r);
+	assert_int_equal(r->count, 1);
+	ss->on_hand = r->levels[0].on_hand;
+	ss->from_fallback = r->from_fallback;
+	wms_stock_reply_free(r);
+	follow_up_ran(p, st);
+}
+
+static void follow_up_call(wms_status st, struct _xmlDoc *doc, const wms_error *err, void *p)
+{
+	(void)err;
+	assert_null(doc);
+	follow_up_ran(p, st);
+}
+
+static void on_wire_start(const wms_wire_record *r, void *p)
+{
+	step_start *ss = p;
+	if (!ss->armed || r->direction != WMS_WIRE_REPLY)
+		return;
+	ss->armed = 0;
+	ss->fired = 1;
+	switch (ss->how) {
+	case SS_MAX_IN_FLIGHT:
+		(void)wms_async_get_order_status(NULL, ss->f->a, "SS-2", follow_up_status, ss);
+		break;
+	case SS_NULL_ORDER:
+		(void)wms_async_submit_order(NULL, ss->f->a, NULL, follow_up_submit, ss);
+		break;
+	case SS_NO_CALL_OPTIONS:
+		(void)wms_async_call_start(NULL, ss->f->a, NULL, NULL, follow_up_call, ss);
+		break;
+	case SS_CACHED_STOCK: {
+		static const char *const skus[] = { "SKU-1" };
+		(void)wms_async_get_stock_level(NULL, ss->f->a, skus, 1, follow_up_stock, ss);
+		break;
+	}
+	}
+}
+
+static void start_from_a_step_completing_at_once(void **state)
+{
+	static const struct {
+		enum step_start_how how;
+		wms_status want;
+	} ways[] = {
+		{ SS_MAX_IN_FLIGHT, WMS_ERR_BULKHEAD_FULL },
+		{ SS_NULL_ORDER, WMS_ERR_INVALID_ARG },
+		{ SS_NO_CALL_OPTIONS, WMS_ERR_INVALID_ARG },
+		{ SS_CACHED_STOCK, WMS_OK },
+	};
+	fx *f = *state;
+
+	/* the fixture's client and context are not used */
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	f->c = NULL;
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+		for (int round = 0; round < 2; round++) {
+			wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+			wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+			wms_error err;
+			step_start ss;
+			seen s;
+			int64_t warm_on_hand = -2;
+
+			memset(&ss, 0, sizeof(ss));
+			memset(&s, 0, sizeof(s));
+			ss.f = f;
+			ss.how = ways[w].how;
+			ss.first = &s;
+			co.endpoint = wms_sim_url(f->sim);
+			co.timeout_ms = 2000u + it_slack_ms();
+			co.callbacks.on_wire = on_wire_start;
+			co.callbacks.payload = &ss;
+			co.read_cache.max_entries = 8;
+			assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+			ao.max_in_flight = 1;
+			assert_int_equal(wms_async_new(&f->a, f->c, &ao, &err), WMS_OK);
+			if (ss.how == SS_CACHED_STOCK) {
+				static const char *const skus[] = { "SKU-1" };
+				seen warm;
+				memset(&warm, 0, sizeof(warm));
+				assert_int_equal(wms_async_get_stock_level(NULL, f->a, skus, 1,
+									   on_stock, &warm),
+						 WMS_OK);
+				assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()),
+						 WMS_OK);
+				assert_int_equal(warm.st, WMS_OK);
+				ss.on_hand = -1;
+				warm_on_hand = warm.stock_on_hand0;
+			}
+			ss.armed = 1;
+			assert_int_equal(wms_async_get_order_status(NULL, f->a, "SS-1", on_status, &s),
+					 WMS_OK);
+			assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+			assert_int_equal(ss.fired, 1);
+			assert_int_equal(ss.cb_calls, 1);
+			assert_int_equal(ss.cb_st, ways[w].want);
+			assert_true(ss.first_done_before);
+			assert_null(f->c);
+			assert_int_equal(s.calls, 1);
+			if (ss.how == SS_CACHED_STOCK) {
+				assert_true(ss.from_fallback);
+				assert_int_equal(ss.on_hand, warm_on_hand);
+			}
+			wms_async_free(f->a);
+			f->a = NULL;
+		}
+	}
+}
+
+/* ---- a cancel after the transfer ended, before its report ---------------------- */
+
+/* Two calls whose replies wait in their sockets while the caller's loop
+ * holds back their IN events; libcurl's speed-check timers expire, and one
+ * socket action ends both transfers. The first report's callback cancels
+ * the other: the WMS read and answered that one's request, so its delivery
+ * is UNKNOWN, not NOT_SENT (async.h: NOT_SENT only if no byte of the
+ * request left). */
+#define ML_FDS 1024
+typedef struct mloop {
+	int what[ML_FDS];
+	int armed;
+	double due_ms;
+} mloop;
+
+static int ml_watch(wms_async *a, int fd, int what, void *payload, void **sockp)
+{
+	mloop *ml = payload;
+	(void)a;
+	if (fd >= 0 && fd < ML_FDS)
+		ml->what[fd] = what == WMS_POLL_REMOVE ? 0 : what;
+	*sockp = what == WMS_POLL_REMOVE ? NULL : ml;
+	return 0;
+}
+
+static int ml_timer(wms_async *a, long ms, void *payload)
+{
+	mloop *ml = payload;
+	(void)a;
+	ml->armed = ms >= 0;
+	ml->due_ms = it_now_ms() + (double)ms;
+	return 0;
+}
+
+typedef struct pair {
+	wms_async *a;
+	wms_async_call *h[2];
+	int calls[2];
+	wms_status st[2];
+	wms_delivery delivery[2];
+	int cancel_rc;
+} pair;
+
+static void pair_done(pair *p, int i, wms_status st, const wms_error *err)
+{
+	p->calls[i]++;
+	p->st[i] = st;
+	p->delivery[i] = err->delivery;
+	p->h[i] = NULL;
+	/* the first to complete cancels the other, if still in flight */
+	if (p->h[1 - i])
+		p->cancel_rc = (int)wms_async_cancel(p->a, p->h[1 - i]);
+}
+
+static void pair_done0(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	(void)r;
+	pair_done(p, 0, st, err);
+}
+
+static void pair_done1(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	(void)r;
+	pair_done(p, 1, st, err);
+}
+
+static void cancel_after_the_transfer_ended_says_answered(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	static mloop ml;
+	wms_error err;
+	pair p;
+	double end;
+	int i, held[2], nheld;
+
+	wms_async_free(f->a); /* the fixture's are not used */
+	wms_client_free(f->c);
+	memset(&ml, 0, sizeof(ml));
+	memset(&p, 0, sizeof(p));
+	co.endpoint = wms_sim_url(f->sim);
+	co.timeout_ms = 10000u;
+	co.connect_timeout_ms = 10000u;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	ao.watch = ml_watch;
+	ao.timer = ml_timer;
+	ao.loop_payload = &ml;
+	assert_int_equal(wms_async_new(&f->a, f->c, &ao, &err), WMS_OK);
+	p.a = f->a;
+	assert_int_equal(wms_async_get_order_status(&p.h[0], f->a, "NO-SUCH-1", pair_done0, &p),
+			 WMS_OK);
+	assert_int_equal(wms_async_get_order_status(&p.h[1], f->a, "NO-SUCH-2", pair_done1, &p),
+			 WMS_OK);
+	/* Phase 1: connect and send both requests (OUT events and timers),
+	 * never reading a reply (an fd watched for IN only is held). */
+	end = it_now_ms() + 5000.0;
+	for (;;) {
+		struct pollfd pf[ML_FDS];
+		int n = 0, wait = 20;
+		nheld = 0;
+		for (i = 0; i < ML_FDS; i++) {
+			if (ml.what[i] == WMS_POLL_IN) {
+				if (nheld < 2)
+					held[nheld] = i;
+				nheld++;
+			} else if (ml.what[i]) {
+				pf[n].fd = i;
+				pf[n].events = (short)(((ml.what[i] & WMS_POLL_IN) ? POLLIN : 0) |
+						       ((ml.what[i] & WMS_POLL_OUT) ? POLLOUT : 0));
+				pf[n].revents = 0;
+				n++;
+			}
+		}
+		if (nheld == 2 && wms_sim_requests(f->sim, "GetOrderStatus") >= 2)
+			break;
+		assert_true(it_now_ms() < end);
+		if (ml.armed) {
+			double left = ml.due_ms - it_now_ms();
+			wait = left <= 0 ? 0 : left < 20 ? (int)left : 20;
+		}
+		if (poll(pf, (nfds_t)n, wait) > 0)
+			for (i = 0; i < n; i++)
+				if (pf[i].revents) {
+					int ev = ((pf[i].revents & (POLLOUT)) ? WMS_EV_OUT : 0) |
+						 ((pf[i].revents & (POLLIN | POLLHUP)) ? WMS_EV_IN : 0) |
+						 ((pf[i].revents & POLLERR) ? WMS_EV_ERR : 0);
+					(void)wms_async_socket_action(f->a, pf[i].fd, ev);
+				}
+		if (ml.armed && it_now_ms() >= ml.due_ms)
+			(void)wms_async_timeout(f->a);
+	}
+	assert_int_equal(p.calls[0] + p.calls[1], 0);
+	/* Phase 2: both replies are in their sockets, libcurl's speed-check
+	 * timers of both transfers (1 s) have expired: one action on the first
+	 * socket ends both transfers; the report of the first cancels the
+	 * second, whose transfer has ended (the WMS answered it). */
+	it_sleep_ms(1300);
+	(void)wms_async_socket_action(f->a, held[0], WMS_EV_IN);
+	end = it_now_ms() + 3000.0;
+	while (p.calls[0] + p.calls[1] < 2 && it_now_ms() < end) {
+		(void)wms_async_socket_action(f->a, held[1], WMS_EV_IN);
+		(void)wms_async_timeout(f->a);
+		it_sleep_ms(10);
+	}
+	assert_int_equal(p.calls[0], 1);
+	assert_int_equal(p.calls[1], 1);
+	assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), 2);
+	/* exactly one was cancelled by the other's callback */
+	assert_int_equal(p.cancel_rc, WMS_OK);
+	i = p.st[0] == WMS_ERR_CANCELLED ? 0 : 1;
+	assert_int_equal(p.st[i], WMS_ERR_CANCELLED);
+	assert_int_equal(p.st[1 - i], WMS_ERR_SOAP_FAULT);
+	assert_int_equal(p.delivery[1 - i], WMS_DELIVERY_ANSWERED);
+	/* the WMS read and answered the cancelled call's request */
+	if (p.delivery[i] != WMS_DELIVERY_UNKNOWN)
+		fail_msg("call %d cancelled after its transfer ended (the WMS answered it) "
+			 "reports delivery %s", i, wms_delivery_name(p.delivery[i]));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2730,6 +3058,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(step_cancel_whose_completion_frees_the_client, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(breaker_clock_never_runs_under_its_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(start_from_a_step_completing_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_after_the_transfer_ended_says_answered, setup,
+						teardown),
 	};
 	raise_fd_limit();
 	if (getenv("TEST_FILTER"))
