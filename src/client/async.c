@@ -590,7 +590,7 @@ static int attempt_start(struct wms_async_call *x)
 	}
 	if (!a->engine) {
 		/* a blocking transport: called from the loop, as soon as it runs */
-		wms__heap_set(&a->timers, &x->timer, 0);
+		wms__heap_set(&a->timers, &x->timer, wms__now_ns()); /* in start order */
 		return 1;
 	}
 	x->stage = S_TRANSFER;
@@ -611,11 +611,28 @@ static void call_timer(struct wms_async_call *x)
 	wms_status st;
 
 	switch (x->stage) {
-	case S_SEND:
+	case S_SEND: {
+		/* Its turn came after the blocking sends queued before it: it
+		 * gets what is left of its attempt's time, and none is sent
+		 * once that is gone. */
+		uint64_t now = wms__now_ns();
 		step_begin(x); /* the transport may be the caller's */
+		if (now >= x->attempt_deadline) {
+			wms_transport_fail(&x->err, WMS_ERR_TIMEOUT, WMS_DELIVERY_NOT_SENT,
+					   "no reply within %u ms (timeout_ms), nothing sent: the "
+					   "transport was busy with the calls before it",
+					   (unsigned)x->at.timeout_ms);
+			x->err.cause = WMS_CAUSE_TIMEOUT;
+			(void)attempt_done(x, WMS_ERR_TIMEOUT);
+			return;
+		}
+		x->req.timeout_ms = (uint32_t)((x->attempt_deadline - now + 999999u) / 1000000u);
+		if (x->req.connect_timeout_ms > x->req.timeout_ms)
+			x->req.connect_timeout_ms = x->req.timeout_ms;
 		st = c->transport->send(c->transport, &x->req, &x->resp, &x->err);
 		(void)attempt_done(x, st);
 		return;
+	}
 	case S_TRANSFER: {
 		/* libcurl let the deadline pass (a transfer queued for a
 		 * connection, say): the loop ends it */
@@ -1177,6 +1194,7 @@ wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 	if (!a->engine)
 		return WMS_OK;
 	enter(a);
+	flush_marked(a); /* marked before a completion callback ran this */
 	a->ops->socket(a->engine, fd, events);
 	/* (a->engine may be gone now: the client freed from a callback) */
 	if (!a->free_pending)
@@ -1191,6 +1209,7 @@ wms_status wms_async_timeout(wms_async *a)
 	if (!a || a->in_loop_cb)
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
+	flush_marked(a);
 	a->armed = 0;
 	run_timers(a);
 	if (!leave(a))
@@ -1245,6 +1264,12 @@ static wms_status poll_step(wms_async *a, int timeout_ms)
 	wms_status st = WMS_OK;
 	int i, n;
 
+	/* calls marked while a step ran, still here when a completion callback
+	 * of their flush runs the loop: ended first, as this wait's work */
+	if (a->marked || a->later) {
+		flush_marked(a);
+		return WMS_OK;
+	}
 	n = epoll_wait(a->epfd, got, EVENTS_PER_WAIT, poll_wait_ms(a, timeout_ms));
 	if (n < 0 && errno != EINTR)
 		st = WMS_ERR_INTERNAL;

@@ -2995,6 +2995,173 @@ static void cancel_after_the_transfer_ended_says_answered(void **state)
 			 "reports delivery %s", i, wms_delivery_name(p.delivery[i]));
 }
 
+/* ---- a loop run from a completion while other calls are marked ----------------- */
+
+/* The wire log cancels every call on the first reply record: the call in
+ * that step and two SubmitOrders the simulator holds 400 ms are marked.
+ * The first SubmitOrder's completion runs wms_async_run (a completion
+ * callback may call anything): the other marked call ends at once, as
+ * cancelled, before the nested loop waits; no reply of its is read and the
+ * breaker is told nothing of it (only the call whose step it was, whose
+ * reply had come, is recorded). Twice in a row on one client. */
+typedef struct nested_run {
+	wms_async *a;
+	int armed;
+	size_t cancelled;
+	int nested_calls;
+	wms_status nested_rc;
+	int done;
+} nested_run;
+
+static void on_wire_cancel_all_once(const wms_wire_record *r, void *p)
+{
+	nested_run *nr = p;
+	if (nr->armed && r->direction == WMS_WIRE_REPLY && r->status != WMS_ERR_CANCELLED) {
+		nr->armed = 0;
+		nr->cancelled = wms_async_cancel_all(nr->a);
+	}
+}
+
+static void nested_run_done(wms_status st, const wms_submit_reply *r, const wms_error *err,
+			    void *p)
+{
+	nested_run *nr = p;
+	(void)r;
+	(void)err;
+	assert_int_equal(st, WMS_ERR_CANCELLED);
+	nr->done++;
+	if (nr->done == 1) {
+		nr->nested_calls++;
+		nr->nested_rc = wms_async_run(nr->a, 3000);
+	}
+}
+
+static void run_from_a_flush_ends_the_marked_first(void **state)
+{
+	fx *f = *state;
+	static nested_run nr;
+	copts o;
+	wms_breaker_snapshot snap;
+
+	memset(&nr, 0, sizeof(nr));
+	memset(&o, 0, sizeof(o));
+	o.on_wire = on_wire_cancel_all_once;
+	o.wire_payload = &nr;
+	o.timeout_ms = 5000u + it_slack_ms();
+	use_client(f, &o, NULL);
+	nr.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, 400),
+			 WMS_SIM_OK);
+	for (int round = 0; round < 2; round++) {
+		it_order o1, o2;
+		seen s;
+		char id[32];
+		memset(&s, 0, sizeof(s));
+		nr.done = 0;
+		nr.nested_calls = 0;
+		nr.cancelled = 0;
+		snprintf(id, sizeof(id), "NR-%d-1", round);
+		order_of(&o1, id);
+		snprintf(id, sizeof(id), "NR-%d-2", round);
+		order_of(&o2, id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o1.order, nested_run_done, &nr),
+				 WMS_OK);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o2.order, nested_run_done, &nr),
+				 WMS_OK);
+		assert_int_equal(wms_async_get_order_status(NULL, f->a, "NR-NONE", on_status, &s),
+				 WMS_OK);
+		nr.armed = 1;
+		assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+		assert_int_equal(nr.cancelled, 3);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_ERR_CANCELLED);
+		assert_int_equal(nr.done, 2);
+		assert_int_equal(nr.nested_calls, 1);
+		assert_int_equal(nr.nested_rc, WMS_OK);
+		/* the status call's reply came and is recorded (a fault, not the
+		 * WMS's failure); the SubmitOrders' never came */
+		wms_breaker_snapshot_get(&snap, wms_client_breaker(f->c));
+		assert_int_equal(snap.successes + snap.failures + snap.ignored, (uint64_t)(round + 1));
+	}
+	wms_sim_clear_faults(f->sim);
+}
+
+/* ---- blocking transports: a queued call's turn within its deadline -------------- */
+
+/* A transport of the caller's that blocks 600 ms a send. Three calls of
+ * 1000 ms each, started together, are sent one after another from the
+ * loop: the first with what is left of its 1000 ms, the second with what
+ * is left of its own (at most 400), the third not at all: its time ran
+ * out in the queue (TIMEOUT, NOT_SENT, the transport never called). */
+typedef struct slow_transport {
+	wms_transport t;
+	int sends;
+	uint32_t timeout_seen[4];
+} slow_transport;
+
+static wms_status st_send(wms_transport *self, const wms_http_request *req,
+			  wms_http_response *resp, wms_error *err)
+{
+	slow_transport *st = (slow_transport *)self;
+	(void)resp;
+	if (st->sends < 4)
+		st->timeout_seen[st->sends] = req->timeout_ms;
+	st->sends++;
+	it_sleep_ms(600);
+	return wms_transport_fail(err, WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT, "refused (test)");
+}
+
+static void queued_blocking_send_keeps_its_deadline(void **state)
+{
+	fx *f = *state;
+	wms_client_options co = WMS_CLIENT_OPTIONS_INIT;
+	static slow_transport st;
+	wms_error err;
+	seen s[3];
+	int i;
+
+	wms_async_free(f->a);
+	wms_client_free(f->c);
+	f->a = NULL;
+	memset(&st, 0, sizeof(st));
+	st.t.version = WMS_TRANSPORT_VERSION;
+	st.t.send = st_send;
+	st.t.free = ct_free;
+	co.endpoint = "http://127.0.0.1:9/";
+	co.transport = &st.t;
+	co.timeout_ms = 1000;
+	co.connect_timeout_ms = 1000;
+	assert_int_equal(wms_client_new(&f->c, &co, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&f->a, f->c, NULL, &err), WMS_OK);
+	memset(s, 0, sizeof(s));
+	for (i = 0; i < 3; i++)
+		assert_int_equal(wms_async_get_order_status(NULL, f->a, "BT-1", on_status, &s[i]),
+				 WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 10000), WMS_OK);
+	assert_int_equal(st.sends, 2);
+	assert_true(st.timeout_seen[0] > 400 && st.timeout_seen[0] <= 1000);
+	assert_true(st.timeout_seen[1] >= 1 && st.timeout_seen[1] <= 400);
+	/* which call goes first is the loop's; two were sent, one was not */
+	{
+		int refused = 0, timed_out = 0;
+		for (i = 0; i < 3; i++) {
+			assert_int_equal(s[i].calls, 1);
+			if (s[i].st == WMS_ERR_CONNECT) {
+				refused++;
+			} else if (s[i].st == WMS_ERR_TIMEOUT) {
+				timed_out++;
+				assert_int_equal(s[i].err.delivery, WMS_DELIVERY_NOT_SENT);
+				assert_int_equal(s[i].err.cause, WMS_CAUSE_TIMEOUT);
+			} else {
+				fail_msg("call %d: %s: %s", i, wms_status_name(s[i].st),
+					 s[i].err.message);
+			}
+		}
+		assert_int_equal(refused, 2);
+		assert_int_equal(timed_out, 1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3060,6 +3227,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(breaker_clock_never_runs_under_its_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(start_from_a_step_completing_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_after_the_transfer_ended_says_answered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(run_from_a_flush_ends_the_marked_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(queued_blocking_send_keeps_its_deadline, setup,
 						teardown),
 	};
 	raise_fd_limit();
