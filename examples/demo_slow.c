@@ -156,6 +156,7 @@ static void count_threads(thread_count *tc)
 		DIR *dir = opendir("/proc/self/task");
 		struct dirent *e;
 		long seen = 0;
+		int gone = 0;
 		memset(tc, 0, sizeof(*tc));
 		tc->total = ex_threads_now();
 		if (!dir)
@@ -169,11 +170,15 @@ static void count_threads(thread_count *tc)
 			if (atol(e->d_name) == (long)self)
 				continue;
 			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-			if ((f = fopen(path, "r")) != NULL) {
-				if (!fgets(name, sizeof(name), f))
-					name[0] = '\0';
-				fclose(f);
+			if ((f = fopen(path, "r")) == NULL) {
+				/* it ended since readdir listed it (a connection's
+				 * thread): not counted, and the count taken again */
+				gone = 1;
+				continue;
 			}
+			if (!fgets(name, sizeof(name), f))
+				name[0] = '\0';
+			fclose(f);
 			if (strncmp(name, "MHD-connection", 14) == 0) {
 				tc->sim++;
 				tc->sim_conn++;
@@ -185,7 +190,7 @@ static void count_threads(thread_count *tc)
 			}
 		}
 		closedir(dir);
-		if (seen == tc->total) /* no thread came or went meanwhile */
+		if (!gone && seen == tc->total) /* no thread came or went meanwhile */
 			return;
 	}
 }
