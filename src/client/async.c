@@ -623,7 +623,17 @@ static void call_timer(struct wms_async_call *x)
 					   "transport was busy with the calls before it",
 					   (unsigned)x->at.timeout_ms);
 			x->err.cause = WMS_CAUSE_TIMEOUT;
-			(void)attempt_done(x, WMS_ERR_TIMEOUT);
+			/* The WMS was not asked: the breaker is told nothing (the
+			 * permit goes back, as for a cancel), no retry is made
+			 * (the attempt's time is gone); its request record ends. */
+			wms_breaker_release(x->at.b, &x->at.permit);
+			x->stage = S_PAUSE; /* no permit held */
+			wms__call_unanswered(c, &x->req, WMS_ERR_TIMEOUT, &x->err, x->wire_start);
+			step_end(x);
+			if (x->cancel_why)
+				cancel_call(x, x->cancel_why);
+			else
+				complete(x, WMS_ERR_TIMEOUT);
 			return;
 		}
 		x->req.timeout_ms = (uint32_t)((x->attempt_deadline - now + 999999u) / 1000000u);
@@ -1195,7 +1205,9 @@ wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 		return WMS_OK;
 	enter(a);
 	flush_marked(a); /* marked before a completion callback ran this */
-	a->ops->socket(a->engine, fd, events);
+	/* (its callbacks may have freed the client: the engine is gone) */
+	if (a->engine)
+		a->ops->socket(a->engine, fd, events);
 	/* (a->engine may be gone now: the client freed from a callback) */
 	if (!a->free_pending)
 		run_timers(a);
@@ -1466,7 +1478,11 @@ void wms_async_free(wms_async *a)
 static void async_destroy(wms_async *a)
 {
 	a->free_pending = 1;
+	/* held: a callback freeing the client must not release the context
+	 * (wms__async_client_gone at depth 0) under this */
+	a->depth++;
 	deliver_later(a);
+	a->depth--;
 	if (a->client)
 		detach(a, "cancelled: the async context was freed");
 	if (a->client)

@@ -119,7 +119,7 @@ static int connected_now(const struct call *c)
 
 /* Map a failed transfer (or setopt) to a status, delivery and cause. */
 static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
-				 wms_delivery *delivery, wms_cause *cause)
+				 const char *errbuf, wms_delivery *delivery, wms_cause *cause)
 {
 	wms_delivery maybe = sent ? WMS_DELIVERY_UNKNOWN : WMS_DELIVERY_NOT_SENT;
 	size_t i;
@@ -157,10 +157,12 @@ static wms_status map_curl_error(CURLcode rc, int sent, const struct call *c,
 		*cause = WMS_CAUSE_NONE;
 		return WMS_ERR_INVALID_ARG;
 	case CURLE_URL_MALFORMAT:
-		/* A URL libcurl was given parsed (set_url in curl.c) cannot be
-		 * malformed: 7.88 says "No URL set" when it cannot allocate the
-		 * copy it makes of it at the start of a transfer. */
-		if (c->transferred && c->url_parsed) {
+		/* 7.88 says "No URL set" for a URL given parsed (set_url in
+		 * curl.c) when it cannot allocate the copy it makes of it at the
+		 * start of a transfer. Other 3s of a parsed URL are real: a NUL
+		 * in the user name, a host name the IDN conversion refuses. */
+		if (c->transferred && c->url_parsed && errbuf &&
+		    strncmp(errbuf, "No URL set", 10) == 0) {
 			*delivery = WMS_DELIVERY_NOT_SENT;
 			*cause = WMS_CAUSE_NONE;
 			return WMS_ERR_NOMEM;
@@ -215,7 +217,7 @@ wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct ca
 	size_t len;
 	wms_delivery delivery;
 	wms_cause cause;
-	wms_status st = map_curl_error(rc, sent, c, &delivery, &cause);
+	wms_status st = map_curl_error(rc, sent, c, errbuf, &delivery, &cause);
 
 	if (c->resend_refused)
 		snprintf(msg, sizeof(msg),

@@ -83,7 +83,9 @@ struct conn {
 	/* The URL h carries now (NULL: not set), and parsed (see set_url in
 	 * curl.c; NULL until first needed, or when it could not be made). */
 	char *url;
+#if LIBCURL_VERSION_NUM >= 0x073f00
 	CURLU *u;
+#endif
 	int url_parsed; /* h carries u (1) or the string (0) */
 	/* the per-call X-Correlation-Id line, linked after the cached headers
 	 * for the transfer only (never freed by curl_slist_free_all) */

@@ -3092,7 +3092,8 @@ static void run_from_a_flush_ends_the_marked_first(void **state)
  * 1000 ms each, started together, are sent one after another from the
  * loop: the first with what is left of its 1000 ms, the second with what
  * is left of its own (at most 400), the third not at all: its time ran
- * out in the queue (TIMEOUT, NOT_SENT, the transport never called). */
+ * out in the queue (TIMEOUT, NOT_SENT, the transport never called, the
+ * breaker not told). */
 typedef struct slow_transport {
 	wms_transport t;
 	int sends;
@@ -3160,12 +3161,189 @@ static void queued_blocking_send_keeps_its_deadline(void **state)
 		assert_int_equal(refused, 2);
 		assert_int_equal(timed_out, 1);
 	}
+	/* the one never sent says nothing of the WMS to the breaker */
+	{
+		wms_breaker_snapshot snap;
+		wms_breaker_snapshot_get(&snap, wms_client_breaker(f->c));
+		assert_int_equal(snap.failures, 2);
+		assert_int_equal(snap.successes, 0);
+	}
+}
+
+
+/* ---- a held-back completion run by the context's own free ---------------------- */
+
+/* A call on its transfer is cancelled by the caller (top level). Its
+ * cancel's wire record (a step) frees the context (deferred: a dispatch
+ * runs) and starts a call that completes at once (NULL order): that
+ * completion is kept in a record. wms_async_cancel's leave() skips
+ * flush_marked (free_pending) and destroys the context; async_destroy()
+ * runs the record at depth 0, and the record's callback frees the client
+ * ("anything"): the context must not be released under async_destroy
+ * (wms__async_client_gone at depth 0 did, before the destroy held it). */
+typedef struct ffc {
+	fx *f;
+	int armed;
+	int cb_calls;
+	wms_status st;
+} ffc;
+
+static void ffc_done(wms_status st, const wms_submit_reply *r, const wms_error *err,
+			    void *p)
+{
+	ffc *v = p;
+	(void)r;
+	(void)err;
+	v->cb_calls++;
+	v->st = st;
+	wms_client_free(v->f->c);
+	v->f->c = NULL;
+}
+
+static void on_wire_free_then_start(const wms_wire_record *r, void *p)
+{
+	ffc *v = p;
+	if (!v->armed || r->direction != WMS_WIRE_REPLY)
+		return;
+	v->armed = 0;
+	wms_async_free(v->f->a);
+	(void)wms_async_submit_order(NULL, v->f->a, NULL, ffc_done, v);
+}
+
+static void deferred_completion_frees_client_during_destroy(void **state)
+{
+	fx *f = *state;
+	static ffc v;
+	wms_async_call *h = NULL;
+	copts o;
+	seen s;
+
+	memset(&v, 0, sizeof(v));
+	memset(&o, 0, sizeof(o));
+	memset(&s, 0, sizeof(s));
+	v.f = f;
+	o.on_wire = on_wire_free_then_start;
+	o.wire_payload = &v;
+	use_client(f, &o, NULL);
+	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_SLOW, 2000),
+			 WMS_SIM_OK);
+	assert_int_equal(wms_async_get_order_status(&h, f->a, "RV-1", on_status, &s), WMS_OK);
+	assert_non_null(h);
+	(void)wms_async_poll(f->a, 100); /* on its transfer */
+	v.armed = 1;
+	assert_int_equal(wms_async_cancel(f->a, h), WMS_OK);
+	f->a = NULL; /* freed by the cancel's leave */
+	wms_sim_clear_faults(f->sim);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_CANCELLED);
+	assert_int_equal(v.cb_calls, 1);
+	assert_int_equal(v.st, WMS_ERR_INVALID_ARG);
+	assert_null(f->c);
+}
+
+/* ---- a socket action whose flush frees the client ------------------------------ */
+
+/* The caller's loop. The wire log, on the status call's reply record, cancels
+ * all: the status call ends with its step, the two slow submits stay marked.
+ * The status call's completion runs wms_async_socket_action ("anything"),
+ * whose flush of the marked calls ends the first submit; that one's callback
+ * frees the client, which destroys the engine: the event is then not handed
+ * to it (it was: a NULL engine dereferenced). */
+typedef struct sa_rec {
+	fx *f;
+	wms_async *a;
+	int armed, fired;
+	size_t cancelled;
+	int status_done, submit_done, nested_rc_set;
+	wms_status nested_rc;
+} sa_rec;
+
+static void sa_rec_wire(const wms_wire_record *r, void *p)
+{
+	sa_rec *v = p;
+	if (v->armed && r->direction == WMS_WIRE_REPLY && r->status != WMS_ERR_CANCELLED) {
+		v->armed = 0;
+		v->fired = 1;
+		v->cancelled = wms_async_cancel_all(v->a);
+	}
+}
+
+static void sa_rec_status_done(wms_status st, const wms_status_reply *r, const wms_error *err,
+				  void *p)
+{
+	sa_rec *v = p;
+	(void)st;
+	(void)r;
+	(void)err;
+	v->status_done++;
+	/* a caller's loop dispatching an event from a completion callback */
+	v->nested_rc = wms_async_socket_action(v->a, 0, WMS_EV_IN);
+	v->nested_rc_set = 1;
+}
+
+static void sa_rec_submit_done(wms_status st, const wms_submit_reply *r, const wms_error *err,
+				  void *p)
+{
+	sa_rec *v = p;
+	(void)r;
+	(void)err;
+	assert_int_equal(st, WMS_ERR_CANCELLED);
+	if (v->submit_done++ == 0) {
+		wms_client_free(v->f->c); /* "anything" */
+		v->f->c = NULL;
+	}
+}
+
+static void socket_action_flush_frees_the_client(void **state)
+{
+	fx *f = *state;
+	static sa_rec v;
+	static tloop tl;
+	copts o;
+	it_order o1, o2;
+
+	memset(&v, 0, sizeof(v));
+	memset(&tl, 0, sizeof(tl));
+	memset(&o, 0, sizeof(o));
+	o.on_wire = sa_rec_wire;
+	o.wire_payload = &v;
+	o.timeout_ms = 5000u + it_slack_ms();
+	use_client(f, &o, NULL);
+	wms_async_free(f->a);
+	f->a = tl_new(f, &tl, tl_watch, tl_timer, &tl);
+	v.f = f;
+	v.a = f->a;
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, 2000),
+			 WMS_SIM_OK);
+	order_of(&o1, "RSA-1");
+	order_of(&o2, "RSA-2");
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &o1.order, sa_rec_submit_done, &v),
+			 WMS_OK);
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &o2.order, sa_rec_submit_done, &v),
+			 WMS_OK);
+	v.armed = 1;
+	assert_int_equal(wms_async_get_order_status(NULL, f->a, "RSA-NONE", sa_rec_status_done,
+						    &v),
+			 WMS_OK);
+	for (int i = 0; i < 2000 && (v.status_done + v.submit_done) < 3; i++)
+		tl_step1(f->a, &tl, 50);
+	wms_sim_clear_faults(f->sim);
+	assert_int_equal(v.fired, 1);
+	assert_int_equal(v.status_done, 1);
+	assert_int_equal(v.submit_done, 2);
+	assert_true(v.nested_rc_set);
+	assert_null(f->c);
+	wms_async_free(f->a);
+	f->a = NULL;
+	close(tl.epfd);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(every_operation, setup, teardown),
+		cmocka_unit_test_setup_teardown(socket_action_flush_frees_the_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(deferred_completion_frees_client_during_destroy, setup, teardown),
 		cmocka_unit_test_setup_teardown(fault_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_arguments_complete_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(many_in_flight_from_one_thread, setup, teardown),

@@ -1224,6 +1224,31 @@ static void test_url_changes_on_one_handle(void **state)
 	lb_stop(srv2);
 }
 
+/* A URL curl_url_set takes but libcurl refuses at the transfer
+ * (a NUL percent-encoded in the user name: Curl_urldecode REJECT_ZERO; a
+ * host name that is not valid UTF-8: the IDN conversion fails) is curl 3,
+ * CURLE_URL_MALFORMAT, as it was with the string: INVALID_ARG, not NOMEM
+ * ("out of memory: libcurl could not copy the URL"). */
+static void test_parsed_url_refused_at_transfer_is_not_nomem(void **state)
+{
+	fx *f = *state;
+	char url[128];
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	snprintf(url, sizeof(url), "http://al%%00ice:s3cr3t@127.0.0.1:%u/wms",
+		 (unsigned)lb_port(f->srv));
+	f->req.url = url;
+	wms_status st1 = call(f);
+	assert_null(strstr(f->err.message, "s3cr3t"));
+	assert_null(strstr(f->err.message, "out of memory"));
+	snprintf(url, sizeof(url), "http://ex\xff\xfe" "ample.invalid:%u/wms",
+		 (unsigned)lb_port(f->srv));
+	f->req.url = url;
+	wms_status st = call(f);
+	assert_failed(f, st, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, CURLE_URL_MALFORMAT);
+	assert_int_equal(st1, WMS_ERR_INVALID_ARG);
+	assert_int_equal(lb_accepted(f->srv), 0);
+}
+
 static void test_invalid_arguments(void **state)
 {
 	fx *f = *state;
@@ -1674,6 +1699,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_url_changes_on_one_handle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parsed_url_refused_at_transfer_is_not_nomem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
 		cmocka_unit_test(test_options_checked_when_made),
 		cmocka_unit_test_setup_teardown(test_tls_handshake_failure, setup, teardown),
