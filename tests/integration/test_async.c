@@ -2636,18 +2636,32 @@ static void breaker_clock_never_runs_under_its_lock(void **state)
 {
 	fx *f = *state;
 	pid_t pid;
-	int status = 0, done = 0;
+	int status = 0, done = 0, verdict[2];
+	char v = 1;
+	ssize_t got;
 	double end;
 
 	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
 			 WMS_SIM_OK);
 	assert_int_equal(wms_sim_set_fault(f->sim, "GetOrderStatus", WMS_SIM_FAULT_HANG, 0),
 			 WMS_SIM_OK);
+	/* The child's verdict also comes through a pipe: under valgrind its
+	 * exit status may be valgrind's 99 for a leak it reports in any fork
+	 * child of a threaded process (the other threads are gone from the
+	 * child, so what only they pointed at, the simulator's, looks lost:
+	 * seen 1 run in 35) */
+	assert_int_equal(pipe(verdict), 0);
 	fflush(NULL);
 	pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(lc_child(f));
+	if (pid == 0) {
+		char mine = (char)lc_child(f);
+		close(verdict[0]);
+		if (write(verdict[1], &mine, 1) != 1)
+			_exit(3);
+		_exit(mine);
+	}
+	close(verdict[1]);
 	end = it_now_ms() + 10000.0 + it_slack_ms();
 	while (it_now_ms() < end) {
 		if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -2664,8 +2678,13 @@ static void breaker_clock_never_runs_under_its_lock(void **state)
 			 "breaker's lock");
 	}
 	wms_sim_clear_faults(f->sim);
+	got = read(verdict[0], &v, 1);
+	close(verdict[0]);
+	assert_int_equal(got, 1);
+	assert_int_equal(v, 0);
 	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	if (!(it_valgrind() && WEXITSTATUS(status) == 99))
+		assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* ---- a start from a step that completes at once ------------------------------ */
