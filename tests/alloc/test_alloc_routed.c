@@ -144,6 +144,23 @@ static wms_status submit(wms_client *client, wms_error *err)
 }
 
 
+/* Run `*a` until its one call completes: the call's status, its error in
+ * err; or, when the loop itself failed (NOMEM, the call cancelled), the
+ * loop's, with *a freed and NULL. */
+static wms_status run_one(wms_async **a, const seen *s, wms_error *err)
+{
+	wms_status st = wms_async_run(*a, 20000);
+	if (st != WMS_OK) {
+		wms_async_free(*a);
+		*a = NULL;
+		assert_int_equal(s->calls, 1);
+		return wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "the loop failed");
+	}
+	assert_int_equal(s->calls, 1);
+	*err = s->err;
+	return s->st;
+}
+
 /* SubmitOrder through the asynchronous API (own loop): one call, then the
  * same order again over the kept connection, then the context freed. */
 static wms_status submit_async(wms_client *client, wms_error *err)
@@ -162,17 +179,9 @@ static wms_status submit_async(wms_client *client, wms_error *err)
 	for (i = 0; i < 2; i++) {
 		memset(&s, 0, sizeof(s));
 		assert_int_equal(wms_async_submit_order(NULL, a, &order, on_submit, &s), WMS_OK);
-		st = wms_async_run(a, 20000);
-		if (st != WMS_OK) {
-			/* the loop itself failed (NOMEM): the call is cancelled */
-			wms_async_free(a);
-			assert_int_equal(s.calls, 1);
-			wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "the loop failed");
+		st = run_one(&a, &s, err);
+		if (!a)
 			return st;
-		}
-		assert_int_equal(s.calls, 1);
-		*err = s.err;
-		st = s.st;
 		if (st != WMS_OK)
 			break;
 		assert_string_equal(s.submit.wms_reference, "WMS:778899");
@@ -228,17 +237,11 @@ static wms_status stock_async(wms_client *client, int generic, wms_error *err)
 		else
 			assert_int_equal(wms_async_get_stock_level(NULL, a, skus, 2, on_stock, &s),
 					 WMS_OK);
-		st = wms_async_run(a, 20000);
-		if (st != WMS_OK) {
-			wms_async_free(a);
-			assert_int_equal(s.calls, 1);
+		st = run_one(&a, &s, err);
+		if (!a) {
 			xmlFreeDoc(req);
-			wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "the loop failed");
 			return st;
 		}
-		assert_int_equal(s.calls, 1);
-		*err = s.err;
-		st = s.st;
 		if (st != WMS_OK)
 			break;
 		if (generic) {
