@@ -724,14 +724,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_lost_count_updates, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_lost_count_updates, setup, teardown),
 	};
-	/* under valgrind once each: the same code paths, ten times slower (the
-	 * repeat is plain's, ASan's and TSan's) */
-	const struct CMUnitTest once[] = { tests[0], tests[2], tests[4] };
 	/* a child gone early must fail its test, not kill this process */
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("WMS_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
-	if (tk_build_kind() == TK_VALGRIND)
-		return cmocka_run_group_tests(once, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
