@@ -245,7 +245,9 @@ typedef struct wms_breaker_snapshot {
 	uint32_t window_calls;
 	uint32_t consecutive_failures;
 	uint32_t half_open_in_flight;
-	/** Milliseconds until a probe may go through; 0 unless OPEN. */
+	/** OPEN: milliseconds until a probe may go through. FORCED_OPEN:
+	 *  open_duration_ms, the hint wms_breaker_acquire gives (no probe goes
+	 *  through until a manual change). 0 in every other state. */
 	uint32_t retry_after_ms;
 	const char *name;
 	/** The store (NONE for an in-process breaker) and since when it has been

@@ -861,6 +861,8 @@ void wms_breaker_snapshot_get(wms_breaker_snapshot *out, wms_breaker *b)
 		out->state == WMS_BREAKER_STATE_HALF_OPEN ? b->ho_in_flight : 0;
 	if (out->state == WMS_BREAKER_STATE_OPEN)
 		out->retry_after_ms = ms_until(atomic_load(&b->open_until_ns), now);
+	else if (out->state == WMS_BREAKER_STATE_FORCED_OPEN)
+		out->retry_after_ms = b->o.open_duration_ms; /* the hint acquire gives */
 	out->name = b->name;
 	out->store_state = (wms_store_state)atomic_load(&b->store_state);
 	out->store_since_ns = atomic_load(&b->store_since_ns);

@@ -422,6 +422,8 @@ static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
 	if (out->state == ST_OPEN) {
 		now = wms_breaker_clock_ns(l->b);
 		out->retry_after_ms = ms_left(atomic_load(&l->open_until_ns), now);
+	} else if (out->state == WMS_BREAKER_STATE_FORCED_OPEN) {
+		out->retry_after_ms = l->open_ms; /* the hint link_acquire gives */
 	}
 }
 

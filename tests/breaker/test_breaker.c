@@ -464,11 +464,16 @@ static void manual_controls(void **state)
 	int i;
 	(void)state;
 	o.failure_threshold = 1;
+	o.open_duration_ms = 7000;
 	f = fx_new(&o);
 	wms_breaker_force_open(f->b);
 	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_FORCED_OPEN);
 	f->clock.now += 3600000 * MS; /* forced open never probes */
 	assert_int_equal(call(f, WMS_OUTCOME_SUCCESS), WMS_ERR_CIRCUIT_OPEN);
+	/* its snapshot gives the hint acquire gives, open_duration_ms, not 0 */
+	wms_breaker_snapshot_get(&s, f->b);
+	assert_int_equal(s.state, WMS_BREAKER_STATE_FORCED_OPEN);
+	assert_int_equal(s.retry_after_ms, 7000);
 	wms_breaker_force_closed(f->b);
 	assert_int_equal(wms_breaker_state_get(f->b), WMS_BREAKER_STATE_CLOSED);
 	wms_breaker_disable(f->b);
