@@ -5,7 +5,7 @@
  *     ninja -C build bench-run        (or ./build/bench/bench)
  *     ./build/bench/bench --quick     short runs, a smoke test
  *     ./build/bench/bench --only e2e  one group: breaker, client, envelope, e2e, shared,
- *                                     peers, scale (e.g. under `perf record`)
+ *                                     peers, memory, scale (e.g. under `perf record`)
  *     ./build/bench/bench --only scale --delay-ms 50
  *                                     the scale group with another server delay
  *
@@ -620,6 +620,7 @@ int main(int argc, char **argv)
 		{ "e2e", bench_e2e },
 		{ "shared", bench_shared },
 		{ "peers", bench_peers },
+		{ "memory", bench_memory },
 		{ "scale", bench_scale },
 	};
 	const char *only = NULL;
@@ -646,7 +647,7 @@ int main(int argc, char **argv)
 			scale_delay_ms = (unsigned)v;
 		} else {
 			fprintf(stderr, "usage: %s [--quick] "
-				"[--only breaker|client|envelope|e2e|shared|peers|scale] "
+				"[--only breaker|client|envelope|e2e|shared|peers|memory|scale] "
 				"[--delay-ms MS (scale)]\n", argv[0]);
 			return 2;
 		}

@@ -67,6 +67,7 @@ void bench_shared(void);
 
 /* bench_peers.c: libwms beside gSOAP and raw libcurl, one thread and eight. */
 void bench_peers(void);
+void bench_memory(void);
 
 /* bench_scale.c: 10, 100, 1000 calls in flight against a server that
  * answers after scale_delay_ms (--delay-ms): the asynchronous API from one

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include "internal.h"
 #include "soap/soap.h"
@@ -341,5 +342,95 @@ void bench_peers(void)
 	wms_client_free(shared);
 	wms_client_free(one);
 	wms__buf_free(&body);
+	bench_server_stop(srv);
+}
+
+/* ---- memory over a million calls (group "memory") ------------------------ */
+
+#define MEM_CALLS 1000000u
+#define MEM_WARMUP 1000u
+/* "No growth": what malloc's arenas may still move by, not a leak's rate
+ * (a leak of 1 byte a call is 0.95 MiB here). */
+#define MEM_TARGET_MIB 1.0
+
+typedef struct mem_run {
+	caller *c;
+	unsigned calls;
+} mem_run;
+
+static void *mem_thread(void *arg)
+{
+	mem_run *r = arg;
+	for (unsigned i = 0; i < r->calls; i++)
+		one_call(r->c);
+	return NULL;
+}
+
+/* The process's resident set now (not its peak), in MiB. */
+static double rss_mib(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
+		die("reading /proc/self/statm", NULL);
+	fclose(f);
+	return (double)resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+/* `total` calls spread over NTHREADS threads sharing `callers`' client. */
+static void mem_calls(caller *callers, unsigned total)
+{
+	pthread_t threads[NTHREADS];
+	mem_run runs[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		runs[i] = (mem_run){ &callers[i], total / NTHREADS + (i < (int)(total % NTHREADS)) };
+		if (pthread_create(&threads[i], NULL, mem_thread, &runs[i]) != 0)
+			die("pthread_create", NULL);
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(threads[i], NULL);
+}
+
+/* One client shared by 8 threads (the bench's own server, every reply
+ * checked): the resident set after the first MEM_WARMUP calls and after
+ * MEM_CALLS in all. The server runs in this process, so its memory counts
+ * too. */
+void bench_memory(void)
+{
+	unsigned total = quick ? MEM_CALLS / 10 : MEM_CALLS;
+	caller callers[NTHREADS];
+	wms_client *shared;
+	bench_server *srv;
+	double rss0, rss1, t0, secs;
+	char url[64];
+
+	srv = bench_server_start(submit_reply, submit_reply_len);
+	if (!srv)
+		die("cannot start the libmicrohttpd server on 127.0.0.1", NULL);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)bench_server_port(srv));
+	make_orders(1);
+	shared = new_client(url, NTHREADS);
+	for (int i = 0; i < NTHREADS; i++)
+		caller_init(&callers[i], KIND_WMS, shared, url, NULL,
+			    (unsigned)i * (NORDERS / NTHREADS));
+	mem_calls(callers, MEM_WARMUP);
+	rss0 = rss_mib();
+	t0 = (double)now_ns();
+	mem_calls(callers, total - MEM_WARMUP);
+	secs = ((double)now_ns() - t0) / 1e9;
+	rss1 = rss_mib();
+	figure("memory_rss_after_1k_calls_mib", rss0, 1);
+	figure("memory_rss_after_all_calls_mib", rss1, 1);
+	figure("memory_rss_growth_mib", rss1 - rss0, 2);
+	printf("target_memory_rss_growth_mib %.2f <= %.2f %s\n", rss1 - rss0, MEM_TARGET_MIB,
+	       rss1 - rss0 <= MEM_TARGET_MIB ? "met" : "NOT met");
+	printf("# memory: %u calls (%u of them the warm-up) from %d threads on one client in "
+	       "%.1f s; the server saw %llu requests on %llu connections\n",
+	       total, MEM_WARMUP, NTHREADS, secs,
+	       (unsigned long long)bench_server_requests(srv),
+	       (unsigned long long)bench_server_connections(srv));
+	for (int i = 0; i < NTHREADS; i++)
+		caller_free(&callers[i]);
+	wms_client_free(shared);
 	bench_server_stop(srv);
 }
