@@ -243,6 +243,17 @@ static wms_client *new_client(const char *url, uint32_t pool)
 	return c;
 }
 
+/* The bench's canned server, its URL in url[n], and the orders made. */
+static bench_server *start_server(char *url, size_t n)
+{
+	bench_server *srv = bench_server_start(submit_reply, submit_reply_len);
+	if (!srv)
+		die("cannot start the libmicrohttpd server on 127.0.0.1", NULL);
+	snprintf(url, n, "http://127.0.0.1:%u/wms", (unsigned)bench_server_port(srv));
+	make_orders(1);
+	return srv;
+}
+
 void bench_peers(void)
 {
 	int seq_rounds = quick ? 10 : 40, thr_rounds = quick ? 6 : 30;
@@ -260,11 +271,7 @@ void bench_peers(void)
 	wms_error err;
 	char url[64];
 
-	srv = bench_server_start(submit_reply, submit_reply_len);
-	if (!srv)
-		die("cannot start the libmicrohttpd server on 127.0.0.1", NULL);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)bench_server_port(srv));
-	make_orders(1);
+	srv = start_server(url, sizeof(url));
 	if (wms__build_submit_order(&body, WMS_SOAP_11, &bench_orders[0].order, &err) != WMS_OK)
 		die("wms__build_submit_order", err.message);
 #ifdef BENCH_GSOAP
@@ -404,11 +411,7 @@ void bench_memory(void)
 	double rss0, rss1, t0, secs;
 	char url[64];
 
-	srv = bench_server_start(submit_reply, submit_reply_len);
-	if (!srv)
-		die("cannot start the libmicrohttpd server on 127.0.0.1", NULL);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)bench_server_port(srv));
-	make_orders(1);
+	srv = start_server(url, sizeof(url));
 	shared = new_client(url, NTHREADS);
 	for (int i = 0; i < NTHREADS; i++)
 		caller_init(&callers[i], KIND_WMS, shared, url, NULL,
