@@ -385,7 +385,8 @@ static wms_status render_prometheus(char **out, wms_breaker *const *breakers,
 	}
 	if (!st)
 		st = prom_header(&b, prefix, "circuit_breaker_retry_after_seconds", "gauge",
-				 "Seconds until an open breaker lets a probe through.");
+				 "Seconds until an open breaker lets a probe through; forced open: "
+				 "its open duration, a hint (no probe until a manual change).");
 	for (i = 0; !st && i < count; i++)
 		st = prom_sample(&b, prefix, "circuit_breaker_retry_after_seconds", s[i].name, NULL,
 				 s[i].retry_after_ms / 1000.0);

@@ -295,7 +295,8 @@ static wms_status ask_breaker(wms_breaker *b, wms_breaker_permit *permit, wms_er
 
 /* Whether the breaker refuses calls now, read without asking it for a
  * permit (which would count a rejection, or hold a half-open trial):
- * *retry_after_ms is OPEN's time left, 0 for FORCED_OPEN (it has none). */
+ * *retry_after_ms is OPEN's time left, 0 for FORCED_OPEN (the caller,
+ * breaker_refuses, takes FORCED_OPEN's hint from a rejected acquire). */
 static int breaker_open_now(wms_breaker *b, uint32_t *retry_after_ms)
 {
 	wms_breaker_snapshot snap;
@@ -317,8 +318,9 @@ static int breaker_open_now(wms_breaker *b, uint32_t *retry_after_ms)
  * opened it); if so, *retry_after_ms says for how long. OPEN's comes from
  * the snapshot: the call was made, not refused, so no rejection is counted
  * (OPEN with no time left lets a probe through: not refused). FORCED_OPEN
- * has none there, so a rejected acquire gives the hint a new call would
- * get; a permit granted because it changed meanwhile goes straight back. */
+ * asks acquire, as a new call would (the rejection is counted, as one
+ * was): it gives the hint; a permit granted because the state changed
+ * meanwhile goes straight back. */
 static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
 {
 	wms_breaker_permit p;

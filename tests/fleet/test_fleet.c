@@ -705,6 +705,7 @@ static void manual_changes_reach_the_fleet(void **state)
 	fleet_cfg c = { 3, 60000, 0, 0, 2000, NULL, CONSECUTIVE };
 	fleet f;
 	wms_breaker_snapshot s;
+	int i;
 	(void)state;
 
 	fleet_start(&f, 2, &c, 0);
@@ -712,7 +713,7 @@ static void manual_changes_reach_the_fleet(void **state)
 	wms_breaker_force_open(f.r[0].b);
 	wait_state(&f, WMS_BREAKER_STATE_FORCED_OPEN, limit(2000));
 	/* each replica's snapshot gives the hint acquire gives, not 0 */
-	for (int i = 0; i < 2; i++) {
+	for (i = 0; i < f.n; i++) {
 		wms_breaker_snapshot_get(&s, f.r[i].b);
 		assert_int_equal(s.state, WMS_BREAKER_STATE_FORCED_OPEN);
 		assert_int_equal(s.retry_after_ms, c.open_ms);

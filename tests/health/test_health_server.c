@@ -1223,10 +1223,12 @@ static void metrics_every_family_well_formed(void **state)
 	 * have no rate (NaN), no store line, no bulkhead lines */
 	assert_true(prom_value(d, "fulfillment_circuit_breaker_state",
 			       "breaker=\"west.CancelOrder\"") == WMS_BREAKER_STATE_FORCED_OPEN);
-	/* forced open: no probe is due, the snapshot's 0 (wms/breaker.h) */
+	/* forced open: no probe ever, the hint acquire gives: open_duration_ms
+	 * (its default, 30 s; wms/breaker.h) */
 	wms_breaker_snapshot_get(&bs, wms_client_breaker_for(b.c, "CancelOrder"));
+	assert_int_equal(bs.retry_after_ms, 30000);
 	assert_true(prom_value(d, "fulfillment_circuit_breaker_retry_after_seconds",
-			       "breaker=\"west.CancelOrder\"") == bs.retry_after_ms / 1000.0);
+			       "breaker=\"west.CancelOrder\"") == 30.0);
 	assert_true(isnan(prom_value(d, "fulfillment_circuit_breaker_failure_rate_percent",
 				     "breaker=\"west.SubmitOrder\"")));
 	for (int k = 0; k < 6; k++) {

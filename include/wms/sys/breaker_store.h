@@ -63,7 +63,9 @@ typedef struct wms_breaker_store_ops {
 	/** The state the store decides by, or WMS_STORE_LOCAL. */
 	int (*state)(wms_breaker_link *link);
 	/** The store's part of a snapshot: store_state, store_since_ns and,
-	 *  while it decides, state, consecutive_failures, retry_after_ms. */
+	 *  while it decides, state, consecutive_failures, retry_after_ms (as
+	 *  wms_breaker_snapshot says: OPEN's time left, FORCED_OPEN's
+	 *  open_duration_ms, else 0). */
 	void (*snapshot)(wms_breaker_link *link, wms_breaker_snapshot *out);
 	/** The breaker is being freed; no call is in flight. It may wait for
 	 *  a listener the store is running for this breaker (the Redis store
