@@ -12,7 +12,9 @@
  * Targets: breaker <= 50 ns/call closed and open with 0 allocations;
  * CIRCUIT_OPEN from wms_submit_order <= 200 ns; end to end >= 0.9 x raw curl
  * (reported with server and callers on two CPUs, and on one); the scale
- * group's own, printed as target_* lines (bench_scale.c).
+ * group's own (bench_scale.c) and the memory group's (bench_peers.c:
+ * resident set growth over 1 000 000 calls <= 1 MiB), printed as target_*
+ * lines.
  */
 #define _GNU_SOURCE /* CPU_SET, pthread_setaffinity_np: the e2e placements */
 #include <pthread.h>
@@ -419,6 +421,32 @@ void raw_curl_call(raw_curl *rc)
 	curl_easy_getinfo(rc->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200 || rc->reply.len != submit_reply_len)
 		die("raw curl: unexpected reply", NULL);
+}
+
+/* A "VmRSS:" / "VmHWM:" line of /proc/self/status, in kB; -1 if absent. */
+long status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	size_t n = strlen(field);
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, n) == 0) {
+			v = strtol(line + n, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+void target(const char *name, double v, const char *op, double limit, const char *what)
+{
+	int met = op[0] == '>' ? v >= limit : v <= limit;
+	printf("target_%s %.3f %s %.3f%s%s %s\n", name, v, op, limit, what ? " " : "",
+	       what ? what : "", met ? "met" : "NOT met");
 }
 
 uint64_t thread_cpu_ns(void)

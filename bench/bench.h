@@ -22,6 +22,10 @@ double median(double *v, int n);
 void die(const char *what, const char *detail);
 /* One "name value" line. */
 void figure(const char *name, double value, int decimals);
+/* "target_<name> <v> <op> <limit>[ <what>] met|NOT met"; op ">=" or "<=" */
+void target(const char *name, double v, const char *op, double limit, const char *what);
+/* A "VmRSS:" / "VmHWM:" line of /proc/self/status, in kB; -1 if absent. */
+long status_kb(const char *field);
 
 /* The bench server's one reply (SOAP 1.1) to every POST: a SubmitOrderResponse
  * with these values. submit_reply_len excludes the NUL. */

@@ -112,24 +112,6 @@ static uint64_t process_cpu_ns(void)
 	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
 }
 
-/* A "VmRSS:" / "VmHWM:" line of /proc/self/status, in kB; -1 if absent. */
-static long status_kb(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	size_t n = strlen(field);
-	char line[256];
-	long v = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, field, n) == 0) {
-			v = strtol(line + n, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
 
 /* Peak RSS back to the current RSS (Linux >= 4.0): 1 if done. */
 static int reset_peak_rss(void)
@@ -917,12 +899,6 @@ static void seq_section(double *one_cpu, double *two_cpu)
 
 /* ---- the group -------------------------------------------------------------- */
 
-static void target(const char *name, double v, const char *op, double limit, const char *what)
-{
-	int met = op[0] == '>' ? v >= limit : v <= limit;
-	printf("target_%s %.3f %s %.3f%s%s %s\n", name, v, op, limit, what ? " " : "",
-	       what ? what : "", met ? "met" : "NOT met");
-}
 
 void bench_scale(void)
 {
