@@ -168,9 +168,12 @@ static void bench_breakers(void)
 			snprintf(name, sizeof(name), "%s_%s_ns_per_call", modes[m].name,
 				 open ? "open" : "closed");
 			figure(name, median(v, REPS), 1);
+			if (m == 0) /* the consecutive breaker's target */
+				target(name, median(v, REPS), "<=", 50.0, NULL);
 		}
 	}
 	printf("breaker_allocs_per_call %g\n", (double)n_alloc / (double)calls);
+	target("breaker_allocs_per_call", (double)n_alloc / (double)calls, "<=", 0.0, NULL);
 }
 
 /* ---- the client's fail-fast path --------------------------------------- */
@@ -248,6 +251,7 @@ static void bench_client_open(void)
 		v[r] = client_open_run(c, &order, iters, &n_alloc);
 	calls += iters / 10 + (uint64_t)REPS * iters;
 	figure("client_circuit_open_ns_per_call", median(v, REPS), 1);
+	target("client_circuit_open_ns_per_call", median(v, REPS), "<=", 200.0, NULL);
 
 	wms_breaker_force_open(wms_client_breaker(c));
 	for (int r = 0; r < REPS; r++)
@@ -255,6 +259,8 @@ static void bench_client_open(void)
 	calls += (uint64_t)REPS * iters;
 	figure("client_forced_open_ns_per_call", median(v, REPS), 1);
 	printf("client_circuit_open_allocs_per_call %g\n", (double)n_alloc / (double)calls);
+	target("client_circuit_open_allocs_per_call", (double)n_alloc / (double)calls, "<=", 0.0,
+	       NULL);
 	if (t->sends)
 		die("the transport was called while the breaker was open", NULL);
 	wms_client_free(c);
