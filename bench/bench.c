@@ -168,7 +168,7 @@ static void bench_breakers(void)
 			snprintf(name, sizeof(name), "%s_%s_ns_per_call", modes[m].name,
 				 open ? "open" : "closed");
 			figure(name, median(v, REPS), 1);
-			if (m == 0) /* the consecutive breaker's target */
+			if (modes[m].mode == WMS_BREAKER_MODE_CONSECUTIVE) /* the one with a target */
 				target(name, median(v, REPS), "<=", 50.0, NULL);
 		}
 	}

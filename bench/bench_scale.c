@@ -112,7 +112,6 @@ static uint64_t process_cpu_ns(void)
 	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
 }
 
-
 /* Peak RSS back to the current RSS (Linux >= 4.0): 1 if done. */
 static int reset_peak_rss(void)
 {
@@ -898,7 +897,6 @@ static void seq_section(double *one_cpu, double *two_cpu)
 }
 
 /* ---- the group -------------------------------------------------------------- */
-
 
 void bench_scale(void)
 {

@@ -318,9 +318,10 @@ static int breaker_open_now(wms_breaker *b, uint32_t *retry_after_ms)
  * opened it); if so, *retry_after_ms says for how long. OPEN's comes from
  * the snapshot: the call was made, not refused, so no rejection is counted
  * (OPEN with no time left lets a probe through: not refused). FORCED_OPEN
- * asks acquire, as a new call would (the rejection is counted, as one
- * was): it gives the hint; a permit granted because the state changed
- * meanwhile goes straight back. */
+ * asks acquire for its hint, which counts a rejection (test_policies
+ * expects that count; the snapshot now carries the same hint, should the
+ * count ever be meant not to move); a permit granted because the state
+ * changed meanwhile goes straight back. */
 static int breaker_refuses(wms_breaker *b, uint32_t *retry_after_ms)
 {
 	wms_breaker_permit p;
