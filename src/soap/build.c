@@ -10,6 +10,7 @@
 #include <libxml/xmlsave.h>
 #include "soap/soap.h"
 #include "soap/wsse.h"
+#include "util/num.h"
 
 /* ---- building -------------------------------------------------------------- */
 
@@ -685,7 +686,7 @@ static void submit_order_body(spot *s, const wms_order *order)
 {
 	const wms_address *a = &order->ship_to;
 	spot to, ls, l;
-	char qty[16];
+	char qty[WMS__UINT_TEXT_MAX];
 	size_t i;
 
 	put(s, "clientOrderId", order->order_id);
@@ -703,7 +704,7 @@ static void submit_order_body(spot *s, const wms_order *order)
 	put(s, "priority", priority_name(order->priority));
 	ls = enter(s->e, put(s, "lines", NULL));
 	for (i = 0; i < order->line_count && !s->e->failed; i++) {
-		snprintf(qty, sizeof(qty), "%lu", (unsigned long)order->lines[i].quantity);
+		wms__format_uint(qty, order->lines[i].quantity, 0);
 		l = enter(s->e, put(&ls, "line", NULL));
 		put(&l, "sku", order->lines[i].sku);
 		put(&l, "quantity", qty);

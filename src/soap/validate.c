@@ -14,29 +14,55 @@ static int id_char(unsigned char c)
 	       c == '.' || c == '_' || c == ':' || c == '-';
 }
 
-/* Ids, references and SKUs: 1-64 bytes of [A-Za-z0-9._:-]. */
-static wms_status check_id(const char *s, const char *field, wms_error *err)
+/* Ids, references and SKUs: 1-64 bytes of [A-Za-z0-9._:-]. The rule s
+ * breaks, ID_OK if none; *at is the offending byte's offset (ID_BAD_CHAR).
+ * Apart from id_fail so that a list's items are checked without naming each
+ * one ("lines[3].sku") unless it is wrong. */
+enum { ID_OK, ID_NULL, ID_EMPTY, ID_LONG, ID_BAD_CHAR };
+
+static int id_rule(const char *s, size_t *at)
 {
 	size_t i;
 	if (!s)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "%s: required (got NULL)", field);
+		return ID_NULL;
 	for (i = 0; s[i]; i++) {
 		if (i == WMS_ID_MAX)
-			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-					 "%s: must be 1-%d characters of [A-Za-z0-9._:-] (got %zu bytes)",
-					 field, WMS_ID_MAX, strlen(s));
-		if (!id_char((unsigned char)s[i]))
-			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-					 "%s: must be 1-%d characters of [A-Za-z0-9._:-] "
-					 "(byte 0x%02X at offset %zu)",
-					 field, WMS_ID_MAX, (unsigned)(unsigned char)s[i], i);
+			return ID_LONG;
+		if (!id_char((unsigned char)s[i])) {
+			*at = i;
+			return ID_BAD_CHAR;
+		}
 	}
-	if (i == 0)
+	return i ? ID_OK : ID_EMPTY;
+}
+
+static wms_status id_fail(int rule, size_t at, const char *s, const char *field, wms_error *err)
+{
+	switch (rule) {
+	case ID_NULL:
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: required (got NULL)", field);
+	case ID_LONG:
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: must be 1-%d characters of [A-Za-z0-9._:-] (got %zu bytes)",
+				 field, WMS_ID_MAX, strlen(s));
+	case ID_BAD_CHAR:
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s: must be 1-%d characters of [A-Za-z0-9._:-] "
+				 "(byte 0x%02X at offset %zu)",
+				 field, WMS_ID_MAX, (unsigned)(unsigned char)s[at], at);
+	default:
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "%s: must be 1-%d characters of [A-Za-z0-9._:-] (got an empty string)",
 				 field, WMS_ID_MAX);
-	return WMS_OK;
+	}
+}
+
+static wms_status check_id(const char *s, const char *field, wms_error *err)
+{
+	size_t at = 0;
+	int rule = id_rule(s, &at);
+	return rule == ID_OK ? WMS_OK : id_fail(rule, at, s, field, err);
 }
 
 /* Free text (address fields, reason): valid UTF-8, at most 256 bytes, no
@@ -125,7 +151,8 @@ wms_status wms__validate_order(const wms_order *order, wms_error *err)
 {
 	char field[48];
 	wms_status rc;
-	size_t i;
+	size_t i, at = 0;
+	int rule;
 
 	if (!order)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
@@ -157,9 +184,10 @@ wms_status wms__validate_order(const wms_order *order, wms_error *err)
 				 "lines: required (got NULL with line_count %zu)", order->line_count);
 	for (i = 0; i < order->line_count; i++) {
 		const wms_order_line *l = &order->lines[i];
-		snprintf(field, sizeof(field), "lines[%zu].sku", i);
-		if ((rc = check_id(l->sku, field, err)) != WMS_OK)
-			return rc;
+		if ((rule = id_rule(l->sku, &at)) != ID_OK) {
+			snprintf(field, sizeof(field), "lines[%zu].sku", i);
+			return id_fail(rule, at, l->sku, field, err);
+		}
 		if (l->quantity < 1 || l->quantity > QUANTITY_MAX)
 			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					 "lines[%zu].quantity: must be 1..%u (got %lu)", i,
@@ -176,8 +204,8 @@ wms_status wms__validate_order_id(const char *order_id, wms_error *err)
 wms_status wms__validate_skus(const char *const *skus, size_t n, wms_error *err)
 {
 	char field[32];
-	wms_status rc;
-	size_t i;
+	size_t i, at = 0;
+	int rule;
 	if (n < 1 || n > WMS_MAX_SKUS)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "sku_count: must be 1..%d (got %zu)", WMS_MAX_SKUS, n);
@@ -185,9 +213,10 @@ wms_status wms__validate_skus(const char *const *skus, size_t n, wms_error *err)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "skus: required (got NULL with sku_count %zu)", n);
 	for (i = 0; i < n; i++) {
-		snprintf(field, sizeof(field), "skus[%zu]", i);
-		if ((rc = check_id(skus[i], field, err)) != WMS_OK)
-			return rc;
+		if ((rule = id_rule(skus[i], &at)) != ID_OK) {
+			snprintf(field, sizeof(field), "skus[%zu]", i);
+			return id_fail(rule, at, skus[i], field, err);
+		}
 	}
 	return WMS_OK;
 }

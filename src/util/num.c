@@ -29,3 +29,21 @@ int wms__parse_uint_str(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	return wms__parse_uint(s, s ? strlen(s) : 0, lo, hi, out);
 }
+
+size_t wms__format_uint(char *out, uint64_t v, unsigned min_digits)
+{
+	char tmp[WMS__UINT_TEXT_MAX - 1];
+	size_t n = 0, i;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (min_digits > sizeof(tmp))
+		min_digits = sizeof(tmp);
+	while (n < min_digits)
+		tmp[n++] = '0';
+	for (i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+	return n;
+}

@@ -19,4 +19,11 @@ int wms__parse_uint(const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t 
 /* The same for a NUL-terminated string (NULL: not digits). */
 int wms__parse_uint_str(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
+/* v in decimal, zero-padded to at least min_digits (at most 20), into out
+ * (WMS__UINT_TEXT_MAX bytes or more) with a NUL; returns the digits
+ * written. What snprintf's "%0*llu" writes, without its cost on a path run
+ * for every call. */
+#define WMS__UINT_TEXT_MAX 21
+size_t wms__format_uint(char *out, uint64_t v, unsigned min_digits);
+
 #endif

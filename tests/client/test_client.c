@@ -19,6 +19,7 @@
 #include "count_alloc.h"
 #include "hostile_xml.h"
 #include "internal.h" /* wms__now_ns */
+#include "client/client.h" /* call_seq: the correlation ids' counter */
 
 
 static const char server_fault[] =
@@ -96,6 +97,50 @@ static void submit_ok_11(void **state)
 	assert_string_equal(x.t->last_ctype, "text/xml; charset=utf-8");
 	assert_non_null(strstr(x.t->last_body, "ORD-1"));
 	assert_int_equal(snap(&x).successes, 1);
+	wms_client_free(x.c);
+}
+
+/* The correlation id: "<client's prefix>-<call number, 6 digits or more>",
+ * the same in the error and on the wire; numbered from 1, past 999999 and at
+ * 2^64-1 (a 20-digit number: the longest id there is) twice in a row. */
+static void correlation_ids_count_the_calls(void **state)
+{
+	static const struct {
+		uint64_t seq; /* the counter before the call */
+		const char *num;
+	} at[] = {
+		{ 0, "000001" },
+		{ 1, "000002" },
+		{ 999998, "999999" },
+		{ 999999, "1000000" },
+		{ 1000000, "1000001" },
+		{ 99999999, "100000000" },
+		{ UINT64_MAX - 2, "18446744073709551614" },
+		{ UINT64_MAX - 1, "18446744073709551615" },
+		{ UINT64_MAX, "000000" },
+	};
+	fx x = setup_client(WMS_SOAP_11);
+	char prefix[40], want[64];
+	wms_error err;
+	size_t i, n;
+	(void)state;
+	for (i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		atomic_store(&x.c->call_seq, at[i].seq);
+		script(&x, 200, "text/xml", fx_submit_ok);
+		assert_int_equal(submit(&x, &err), WMS_OK);
+		if (i == 0) {
+			/* "wms-" and 8 hex digits, the client's own */
+			n = strlen(err.correlation_id);
+			assert_int_equal(n, 4 + 8 + 1 + 6);
+			assert_memory_equal(err.correlation_id, "wms-", 4);
+			assert_int_equal(strspn(err.correlation_id + 4, "0123456789abcdef"), 8);
+			memcpy(prefix, err.correlation_id, 12);
+			prefix[12] = '\0';
+		}
+		snprintf(want, sizeof(want), "%s-%s", prefix, at[i].num);
+		assert_string_equal(err.correlation_id, want);
+		assert_string_equal(x.t->last_correlation_id, want);
+	}
 	wms_client_free(x.c);
 }
 
@@ -674,6 +719,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(submit_ok_11),
+		cmocka_unit_test(correlation_ids_count_the_calls),
 		cmocka_unit_test(submit_ok_12_content_type),
 		cmocka_unit_test(breaker_opens_and_nothing_is_sent),
 		cmocka_unit_test(server_fault_counts_as_failure),

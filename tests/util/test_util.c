@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -65,6 +66,45 @@ static void numbers(void **state)
 		assert_int_equal(v, 12);
 		assert_int_equal(wms__parse_uint("123", 0, 0, 100, &v), WMS__NUM_NOT_DIGITS);
 	}
+}
+
+/* wms__format_uint writes what snprintf's "%0*llu" writes: at each power of
+ * ten on both sides, at 0 and 2^64-1, padded to nothing, to 6, to 20 (the
+ * most) and past it (clamped); each value twice into the same buffer, the
+ * second over what the first left. */
+static void format_uint_as_snprintf(void **state)
+{
+	static const unsigned pads[] = { 0, 1, 6, 19, 20, 21, 64 };
+	uint64_t vals[64];
+	size_t nv = 0, i, j;
+	uint64_t p = 1;
+	int round;
+	(void)state;
+	vals[nv++] = 0;
+	vals[nv++] = UINT64_MAX;
+	vals[nv++] = UINT64_MAX - 1;
+	for (i = 0; i < 19; i++, p *= 10) {
+		vals[nv++] = p;
+		vals[nv++] = p - 1;
+		vals[nv++] = p + 1;
+	}
+	vals[nv++] = p; /* 10^19 */
+	vals[nv++] = p - 1;
+	for (i = 0; i < nv; i++)
+		for (j = 0; j < sizeof(pads) / sizeof(pads[0]); j++)
+			for (round = 0; round < 2; round++) {
+				char got[WMS__UINT_TEXT_MAX + 8], want[64];
+				unsigned pad = pads[j] > 20 ? 20 : pads[j];
+				size_t n;
+				memset(got, round ? '7' : 'x', sizeof(got));
+				n = wms__format_uint(got, vals[i], pads[j]);
+				snprintf(want, sizeof(want), "%0*llu", (int)pad,
+					 (unsigned long long)vals[i]);
+				assert_string_equal(got, want);
+				assert_int_equal(n, strlen(want));
+				assert_true(n < WMS__UINT_TEXT_MAX);
+				assert_int_equal(got[WMS__UINT_TEXT_MAX], round ? '7' : 'x');
+			}
 }
 
 static void expect_json(const char *in, const char *want)
@@ -346,6 +386,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(numbers),
+		cmocka_unit_test(format_uint_as_snprintf),
 		cmocka_unit_test(json_strings),
 		cmocka_unit_test(utf8_and_strings),
 		cmocka_unit_test(buffers),
