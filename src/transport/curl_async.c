@@ -56,6 +56,8 @@ struct wms__engine {
 	unsigned busy;
 	int dead;
 	int timer_moved; /* libcurl called on_timer since we looked */
+	/* the transfers' clock (struct call's), read as each action starts */
+	uint64_t now_ns;
 };
 
 /* A loop callback's status, as libcurl wants it (-1 fails the multi call). */
@@ -311,6 +313,7 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
 					  "cannot create a libcurl handle");
 	st = wms__curl_prepare(e->t, x->k, req, resp, err);
+	x->k->c.clock = &e->now_ns;
 	/* (a handle set up afresh lost these: set every time, as cheap) */
 	if (st == WMS_OK &&
 	    (curl_easy_setopt(x->k->h, CURLOPT_CLOSESOCKETFUNCTION, on_close) != CURLE_OK ||
@@ -477,9 +480,10 @@ static void action_end(struct wms__engine *e, CURLMcode mc)
 static void engine_socket(wms__engine *e, int fd, int events)
 {
 	int running = 0;
+	e->now_ns = wms__now_ns();
 	/* bytes in are movement for the stall guard, whole header lines or not */
 	if ((events & CURL_CSELECT_IN) && fd >= 0 && (size_t)fd < e->by_fd_cap && e->by_fd[fd])
-		e->by_fd[fd]->c.last_move_ns = wms__now_ns();
+		e->by_fd[fd]->c.last_move_ns = e->now_ns;
 	e->busy++;
 	action_end(e, curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running));
 }
@@ -490,6 +494,7 @@ static void engine_timeout(wms__engine *e)
 	CURLMcode mc;
 	e->busy++;
 	e->timer_moved = 0;
+	e->now_ns = wms__now_ns();
 	mc = curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
 	/* The loop fired the timer and forgot it. libcurl calls on_timer only
 	 * when its deadline changes: fired before it was due by libcurl's

@@ -367,6 +367,54 @@ static void timeout_on_the_loop(void **state)
 	assert_int_equal(s.st, WMS_OK);
 }
 
+/* A WMS that takes the request and goes silent, well inside the deadline:
+ * the stall guard ends the call (cause STALL), judged on the loop's own
+ * clock, which the engine reads as each action starts; two calls at once,
+ * twice on one context, then a healthy call still works. */
+static void stall_guard_on_the_loop(void **state)
+{
+	fx *f = *state;
+	copts o;
+	seen s[2];
+	it_order ord[2];
+	double t0, took;
+	int round, i;
+
+	memset(&o, 0, sizeof(o));
+	o.timeout_ms = 20000;
+	o.stall_ms = 1000;
+	use_client(f, &o, NULL);
+	order_of(&ord[0], "ST-1");
+	order_of(&ord[1], "ST-2");
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+			 WMS_SIM_OK);
+	for (round = 0; round < 2; round++) {
+		memset(s, 0, sizeof(s));
+		t0 = it_now_ms();
+		for (i = 0; i < 2; i++)
+			assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit,
+								&s[i]),
+					 WMS_OK);
+		assert_int_equal(wms_async_run(f->a, 15000 + (int)it_slack_ms()), WMS_OK);
+		took = it_now_ms() - t0;
+		for (i = 0; i < 2; i++) {
+			assert_int_equal(s[i].calls, 1);
+			assert_int_equal(s[i].st, WMS_ERR_TIMEOUT);
+			assert_int_equal(s[i].err.cause, WMS_CAUSE_STALL);
+			assert_int_equal(s[i].err.delivery, WMS_DELIVERY_UNKNOWN);
+		}
+		/* the guard, not the 20 s deadline */
+		assert_true(took >= 900.0);
+		assert_true(took < 6000.0 + it_slack_ms());
+	}
+	wms_sim_clear_faults(f->sim);
+	memset(s, 0, sizeof(s));
+	assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[0].order, on_submit, &s[0]),
+			 WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	assert_int_equal(s[0].st, WMS_OK);
+}
+
 /* Retries: the pauses are timers, so while one call waits to try again
  * the others on the thread go on. */
 static void retries_pause_on_timers(void **state)
@@ -3368,6 +3416,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(many_in_flight_from_one_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_breaker_completes_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(timeout_on_the_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(stall_guard_on_the_loop, setup, teardown),
 		cmocka_unit_test_setup_teardown(retries_pause_on_timers, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_before_sending, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_while_the_wms_has_it, setup, teardown),
