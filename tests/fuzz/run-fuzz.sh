@@ -8,6 +8,7 @@
 # -Dfuzz=enabled). Crashes, leaks and hangs (over 10 s) are saved under
 # tests/fuzz/crashes/<name>/ and make the script exit 1; after one, fuzzing
 # restarts for the time that is left (at most FUZZ_MAX_RESTARTS times).
+# A harness that executed no input or covered no edge fails as well.
 #
 # Environment:
 #   FUZZ_BUILD_DIR    build dir (default: <repo>/build-fuzz)
@@ -147,12 +148,21 @@ main() {
 	for h in "${HARNESSES[@]}"; do
 		line=$(cat "$BUILD/fuzz-work/$h/summary" 2>/dev/null || echo "fuzz $h: did not run")
 		echo "$line"
+		# A harness that ran nothing (no input executed, no edge covered:
+		# it failed to start, or its corpus never loaded) found nothing
+		# because it did not look: a failure, not a pass.
 		case $line in
+		*": 0 execs "* | *", 0 coverage edges,"*)
+			status=1
+			echo "run-fuzz: $h ran nothing (log: $BUILD/fuzz-work/$h/fuzz.log)" >&2
+			;;
 		*", 0 crashes") ;;
-		*) status=1 ;;
+		*)
+			status=1
+			echo "run-fuzz: $h: findings under tests/fuzz/crashes/$h/ (logs in $BUILD/fuzz-work/)" >&2
+			;;
 		esac
 	done
-	[ "$status" -eq 0 ] || echo "run-fuzz: findings under tests/fuzz/crashes/ (logs in $BUILD/fuzz-work/)" >&2
 	exit "$status"
 }
 
