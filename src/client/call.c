@@ -540,11 +540,13 @@ int wms__call_admit(wms_client *c, const call *k, int may_wait, wms__attempts *a
 /* "<client's prefix>-<this call's number, at least 6 digits>": "%s-%06llu",
  * written without snprintf (every call pays for it). The prefix (at most 15
  * bytes), the dash and 20 digits fit in correlation_id. */
+_Static_assert(sizeof(((wms_client *)0)->id_prefix) + 1 + WMS__UINT_TEXT_MAX <=
+		       sizeof(((wms_error *)0)->correlation_id),
+	       "correlation_id holds the prefix, a dash and any call number");
+
 static void correlation_id(wms_error *err, wms_client *c)
 {
 	size_t n = strlen(c->id_prefix);
-	_Static_assert(sizeof(c->id_prefix) + 1 + WMS__UINT_TEXT_MAX <= sizeof(err->correlation_id),
-		       "correlation_id holds the prefix, a dash and any call number");
 	memcpy(err->correlation_id, c->id_prefix, n);
 	err->correlation_id[n] = '-';
 	wms__format_uint(err->correlation_id + n + 1,

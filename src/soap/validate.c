@@ -51,6 +51,7 @@ static wms_status id_fail(int rule, size_t at, const char *s, const char *field,
 				 "%s: must be 1-%d characters of [A-Za-z0-9._:-] "
 				 "(byte 0x%02X at offset %zu)",
 				 field, WMS_ID_MAX, (unsigned)(unsigned char)s[at], at);
+	case ID_EMPTY:
 	default:
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "%s: must be 1-%d characters of [A-Za-z0-9._:-] (got an empty string)",
@@ -63,6 +64,19 @@ static wms_status check_id(const char *s, const char *field, wms_error *err)
 	size_t at = 0;
 	int rule = id_rule(s, &at);
 	return rule == ID_OK ? WMS_OK : id_fail(rule, at, s, field, err);
+}
+
+/* check_id for item i of a list, named "<list>[i]<suffix>" only if wrong. */
+static wms_status check_item_id(const char *s, const char *list, size_t i, const char *suffix,
+				wms_error *err)
+{
+	char field[64];
+	size_t at = 0;
+	int rule = id_rule(s, &at);
+	if (rule == ID_OK)
+		return WMS_OK;
+	snprintf(field, sizeof(field), "%s[%zu]%s", list, i, suffix);
+	return id_fail(rule, at, s, field, err);
 }
 
 /* Free text (address fields, reason): valid UTF-8, at most 256 bytes, no
@@ -149,10 +163,8 @@ static wms_status check_address(const wms_address *a, wms_error *err)
 
 wms_status wms__validate_order(const wms_order *order, wms_error *err)
 {
-	char field[48];
 	wms_status rc;
-	size_t i, at = 0;
-	int rule;
+	size_t i;
 
 	if (!order)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
@@ -184,10 +196,8 @@ wms_status wms__validate_order(const wms_order *order, wms_error *err)
 				 "lines: required (got NULL with line_count %zu)", order->line_count);
 	for (i = 0; i < order->line_count; i++) {
 		const wms_order_line *l = &order->lines[i];
-		if ((rule = id_rule(l->sku, &at)) != ID_OK) {
-			snprintf(field, sizeof(field), "lines[%zu].sku", i);
-			return id_fail(rule, at, l->sku, field, err);
-		}
+		if ((rc = check_item_id(l->sku, "lines", i, ".sku", err)) != WMS_OK)
+			return rc;
 		if (l->quantity < 1 || l->quantity > QUANTITY_MAX)
 			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					 "lines[%zu].quantity: must be 1..%u (got %lu)", i,
@@ -203,9 +213,8 @@ wms_status wms__validate_order_id(const char *order_id, wms_error *err)
 
 wms_status wms__validate_skus(const char *const *skus, size_t n, wms_error *err)
 {
-	char field[32];
-	size_t i, at = 0;
-	int rule;
+	wms_status rc;
+	size_t i;
 	if (n < 1 || n > WMS_MAX_SKUS)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "sku_count: must be 1..%d (got %zu)", WMS_MAX_SKUS, n);
@@ -213,10 +222,8 @@ wms_status wms__validate_skus(const char *const *skus, size_t n, wms_error *err)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "skus: required (got NULL with sku_count %zu)", n);
 	for (i = 0; i < n; i++) {
-		if ((rule = id_rule(skus[i], &at)) != ID_OK) {
-			snprintf(field, sizeof(field), "skus[%zu]", i);
-			return id_fail(rule, at, skus[i], field, err);
-		}
+		if ((rc = check_item_id(skus[i], "skus", i, "", err)) != WMS_OK)
+			return rc;
 	}
 	return WMS_OK;
 }

@@ -297,29 +297,31 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 		       curl_off_t ulnow)
 {
 	struct call *c = userdata;
-	/* the loop's clock (see struct call): libcurl calls this about ten
-	 * times a call, one clock read each was ~3 % of the call's CPU */
-	uint64_t now = *c->clock;
 	curl_off_t moved = dlnow + ulnow + c->header_bytes;
+	uint64_t now;
 	(void)dltotal;
 	(void)ultotal;
+	/* Movement is stamped with the clock read now; a check for silence
+	 * (most of the ten or so calls libcurl makes a transfer) with the
+	 * loop's (see struct call), at most one libcurl action old: it can
+	 * only see the silence later than it began, never earlier. */
 	if (!c->connected) {
 		curl_off_t pre = 0;
 		if (moved > 0 ||
 		    (curl_easy_getinfo(c->h, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK &&
 		     pre > 0))
 			c->connected = 1;
-		c->last_move_ns = now;
+		c->last_move_ns = wms__now_ns();
 		c->moved = moved;
 		return 0;
 	}
 	if (moved != c->moved) {
 		c->moved = moved;
-		c->last_move_ns = now;
+		c->last_move_ns = wms__now_ns();
 		return 0;
 	}
-	/* now may be older than last_move_ns: a transfer the async engine
-	 * started inside an action stamped it after the loop's clock */
+	/* (older than last_move_ns when the movement was in this action) */
+	now = *c->clock;
 	if (now > c->last_move_ns && now - c->last_move_ns >= c->stall_ns) {
 		c->stalled = 1;
 		return 1;
@@ -395,7 +397,7 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 	k->timer_set = timeout_ms >= 0;
 	k->timer_moved = 1;
 	if (k->timer_set)
-		k->timer_due_ns = k->c.now_ns + (uint64_t)timeout_ms * 1000000u;
+		k->timer_due_ns = wms__now_ns() + (uint64_t)timeout_ms * 1000000u;
 	return 0;
 }
 
@@ -473,7 +475,7 @@ static CURLcode transfer(struct conn *k)
 	CURLMsg *msg;
 	size_t i, n;
 
-	/* the callbacks' clock (struct call's now_ns): read here, and again
+	/* on_progress's clock for silence (struct call's now_ns): read here, and again
 	 * each time the loop wakes, before it hands libcurl anything */
 	k->c.now_ns = wms__now_ns();
 	mc = curl_multi_add_handle(k->m, k->h);
@@ -892,6 +894,7 @@ wms_status wms__curl_prepare(struct curl_transport *t, struct conn *k,
 		stall_s = 1;
 
 	memset(c, 0, sizeof(*c));
+	c->clock = &c->now_ns; /* the async engine points it at its own */
 	c->h = k->h;
 	c->resp = resp;
 	c->stall_ns = (uint64_t)stall_ms * 1000000u;
@@ -907,7 +910,6 @@ wms_status wms__curl_prepare(struct curl_transport *t, struct conn *k,
 	link_correlation(k, req);
 	c->last_move_ns = wms__now_ns();
 	c->now_ns = c->last_move_ns;
-	c->clock = &c->now_ns; /* the async engine points it at its own */
 	k->lib_failures = wms__alloc_lib_failures();
 	return WMS_OK;
 }

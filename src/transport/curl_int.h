@@ -21,9 +21,9 @@ struct call {
 	/* Silence guard (see on_progress). */
 	uint64_t stall_ns;
 	uint64_t last_move_ns;
-	/* "Now" for the callbacks: the event loop's clock, read when it last
-	 * woke, just before it handed libcurl the socket or the timer (so a
-	 * transfer reads the clock a few times, not at every callback).
+	/* "Now" for on_progress's check for silence: the event loop's clock,
+	 * read when it last woke, just before it handed libcurl the socket or
+	 * the timer (so a transfer does not read the clock at every callback).
 	 * Points at the blocking loop's now_ns below (wms__curl_prepare) or
 	 * at the async engine's. */
 	const uint64_t *clock;

@@ -148,15 +148,22 @@ main() {
 	for h in "${HARNESSES[@]}"; do
 		line=$(cat "$BUILD/fuzz-work/$h/summary" 2>/dev/null || echo "fuzz $h: did not run")
 		echo "$line"
-		# A harness that ran nothing (no input executed, no edge covered:
-		# it failed to start, or its corpus never loaded) found nothing
-		# because it did not look: a failure, not a pass.
+		# Findings first; then a harness that ran nothing (no input
+		# executed or no edge covered: it failed to start, or its corpus
+		# never loaded) found nothing because it did not look: a failure.
 		case $line in
-		*": 0 execs "* | *", 0 coverage edges,"*)
+		*": did not run")
 			status=1
-			echo "run-fuzz: $h ran nothing (log: $BUILD/fuzz-work/$h/fuzz.log)" >&2
+			echo "run-fuzz: $h did not run (logs in $BUILD/fuzz-work/$h/)" >&2
 			;;
-		*", 0 crashes") ;;
+		*", 0 crashes")
+			case $line in
+			*": 0 execs "* | *", 0 coverage edges,"*)
+				status=1
+				echo "run-fuzz: $h ran nothing (log: $BUILD/fuzz-work/$h/fuzz.log)" >&2
+				;;
+			esac
+			;;
 		*)
 			status=1
 			echo "run-fuzz: $h: findings under tests/fuzz/crashes/$h/ (logs in $BUILD/fuzz-work/)" >&2

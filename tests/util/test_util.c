@@ -70,8 +70,8 @@ static void numbers(void **state)
 
 /* wms__format_uint writes what snprintf's "%0*llu" writes: at each power of
  * ten on both sides, at 0 and 2^64-1, padded to nothing, to 6, to 20 (the
- * most) and past it (clamped); each value twice into the same buffer, the
- * second over what the first left. */
+ * most) and past it (clamped); each value twice, into a buffer filled with a
+ * different byte each time, and nothing written past the NUL. */
 static void format_uint_as_snprintf(void **state)
 {
 	static const unsigned pads[] = { 0, 1, 6, 19, 20, 21, 64 };
