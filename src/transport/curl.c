@@ -909,7 +909,6 @@ wms_status wms__curl_prepare(struct curl_transport *t, struct conn *k,
 		return st;
 	link_correlation(k, req);
 	c->last_move_ns = wms__now_ns();
-	c->now_ns = c->last_move_ns;
 	k->lib_failures = wms__alloc_lib_failures();
 	return WMS_OK;
 }
