@@ -22,7 +22,11 @@
  * the last shared state, and rejoins when Redis is back; an OPEN breaker
  * is never closed by the rejoin (open wins). A breaker whose script Redis
  * answers with an error (OOM, READONLY, a key of another type) falls back
- * alone, at once, and tries to rejoin every second. hiredis 0.14: RESP2, no TLS
+ * alone, at once, and tries to rejoin every second. Changes made by hand
+ * (wms_breaker_force_open, ...) reach the fleet like outcomes: freeing the
+ * breaker and then the store right after one sends it first, within the
+ * store's drain deadline (two command timeouts, and one more per change),
+ * while Redis answers. hiredis 0.14: RESP2, no TLS
  * (use a unix socket or a trusted network).
  */
 #ifndef WMS_SHARED_H

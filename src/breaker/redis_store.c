@@ -980,10 +980,11 @@ static int do_manual(rstore *s, rlink *l, int to)
 	const char *args[5] = { "man", l->chan, U64(ttl, s->key_ttl_ms), U64(st, (unsigned)to),
 				U64(ep, atomic_load(&l->epoch)) };
 	wms_breaker *b = hold(l);
-	if (!b)
-		return 0;
-	l->join_local = wms_breaker_local_state(b, NULL);
-	unhold(l);
+	/* a link being freed sends it all the same (send_manual) */
+	if (b) {
+		l->join_local = wms_breaker_local_state(b, NULL);
+		unhold(l);
+	}
 	return run_and_adopt(s, l, 5, args);
 }
 
@@ -1281,8 +1282,11 @@ static void free_unlinked(rstore *s)
 	rlink **pp = &s->links;
 	while (*pp) {
 		rlink *l = *pp;
-		/* the queue may still hold its outcomes: not before they are popped */
-		if (gone(l) && (intptr_t)(s->q_tail - l->free_after) >= 0) {
+		/* the queue may still hold its outcomes: not before they are
+		 * popped; nor before a change made by hand is sent, while there
+		 * is a Redis to send it to */
+		if (gone(l) && (intptr_t)(s->q_tail - l->free_after) >= 0 &&
+		    (!s->connected || atomic_load(&l->manual) == NO_MANUAL)) {
 			*pp = l->next;
 			/* the unlinking thread may still be inside its unlock */
 			pthread_mutex_lock(&l->blk);
@@ -1294,27 +1298,42 @@ static void free_unlinked(rstore *s)
 	}
 }
 
-static int work(rstore *s, uint64_t now)
+/* The changes made by hand, each one script run. A link being freed still
+ * sends its own, as drain() sends its outcomes: a tool that forces the
+ * fleet open and exits has forced it open. A change whose command failed
+ * (the connection is lost) is pending again, for the reconnect, unless a
+ * newer one was made meanwhile. */
+static int send_manual(rstore *s, uint64_t now)
 {
 	rlink *l;
 
 	for (l = s->links; l; l = l->next) {
-		int m;
-		int rc;
-		if (gone(l))
+		int m = atomic_exchange(&l->manual, NO_MANUAL), rc, none = NO_MANUAL;
+		if (m == NO_MANUAL)
 			continue;
-		/* a change made by hand first: a join must not undo it */
-		m = atomic_exchange(&l->manual, NO_MANUAL);
-		if (m != NO_MANUAL) {
-			rc = do_manual(s, l, m);
-			if (rc < 0)
-				return -1;
-			if (rc > 0)
-				link_refused(l, now);
-			else
-				l->joined = atomic_load(&l->mode) == MODE_SHARED;
+		rc = do_manual(s, l, m);
+		if (rc < 0) {
+			atomic_compare_exchange_strong(&l->manual, &none, m);
+			return -1;
 		}
-		if (l->joined || now < l->retry_join_ns)
+		if (rc > 0)
+			link_refused(l, now);
+		else
+			l->joined = atomic_load(&l->mode) == MODE_SHARED;
+	}
+	return 0;
+}
+
+static int work(rstore *s, uint64_t now)
+{
+	rlink *l;
+
+	/* changes made by hand first: a join must not undo one */
+	if (send_manual(s, now) != 0)
+		return -1;
+	for (l = s->links; l; l = l->next) {
+		int rc;
+		if (gone(l) || l->joined || now < l->retry_join_ns)
 			continue;
 		rc = do_join(s, l);
 		if (rc < 0)
@@ -1461,11 +1480,13 @@ static void *agent(void *arg)
 		take_sigpipe(&pipe_set);
 		wait_for_work(s, wms__now_ns());
 	}
-	/* The store is being freed: what is still queued is sent, for at most
-	 * two command timeouts in all (a lost Redis ends it at once). */
+	/* The store is being freed: the changes made by hand and what is still
+	 * queued are sent, for at most two command timeouts in all plus one
+	 * command per change (a lost Redis ends it at once). */
 	if (s->connected) {
+		take_pending(s);
 		s->drain_until_ns = wms__now_ns() + 2ull * s->command_timeout_ms * NS_PER_MS;
-		if (drain(s, wms__now_ns()) != 0)
+		if (send_manual(s, wms__now_ns()) != 0 || drain(s, wms__now_ns()) != 0)
 			drop_ctx(&s->cmd);
 	}
 	take_sigpipe(&pipe_set);

@@ -727,6 +727,57 @@ static void manual_changes_reach_the_fleet(void **state)
 	fleet_stop(&f);
 }
 
+/* A manual change made right before the breaker and its store are freed
+ * (an operator's tool, a replica shutting down) reaches Redis before
+ * wms_breaker_store_free returns, as queued outcomes do: each of the four
+ * changes, twice, from a replica made for it and freed at once; the
+ * replica that stays sees each. */
+static void manual_change_then_exit_reaches_the_fleet(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 2000, NULL, CONSECUTIVE };
+	static const wms_breaker_state want[] = {
+		WMS_BREAKER_STATE_FORCED_OPEN, WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_DISABLED,
+		WMS_BREAKER_STATE_FORCED_OPEN, WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_DISABLED,
+		WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_FORCED_OPEN,
+	};
+	fleet f;
+	size_t i;
+	(void)state;
+
+	fleet_start(&f, 1, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		replica *r = &f.r[1];
+		double t0;
+		memset(r, 0, sizeof(*r));
+		replica_make(&f, 1, &c);
+		wait_joined(r->b);
+		switch (want[i]) {
+		case WMS_BREAKER_STATE_FORCED_OPEN:
+			wms_breaker_force_open(r->b);
+			break;
+		case WMS_BREAKER_STATE_DISABLED:
+			wms_breaker_disable(r->b);
+			break;
+		default: /* force_closed, then reset, by turns */
+			if (i % 2)
+				wms_breaker_force_closed(r->b);
+			else
+				wms_breaker_reset(r->b);
+			break;
+		}
+		wms_breaker_free(r->b);
+		wms_breaker_store_free(r->store);
+		/* on Redis when the store is gone, not later */
+		assert_int_equal(hash_int(&f.rs, "st"), (long long)want[i]);
+		t0 = now_ms();
+		while (wms_breaker_state_get(f.r[0].b) != want[i] && now_ms() - t0 < limit(2000))
+			sleep_ms(1);
+		assert_int_equal(wms_breaker_state_get(f.r[0].b), want[i]);
+	}
+	fleet_stop(&f);
+}
+
 /* Two keys per breaker at most, and every one expires. */
 static void keys_are_few_and_all_expire(void **state)
 {
@@ -2003,6 +2054,7 @@ int main(void)
 		cmocka_unit_test(unreachable_from_the_start),
 		cmocka_unit_test(a_clock_an_hour_off_changes_nothing),
 		cmocka_unit_test(manual_changes_reach_the_fleet),
+		cmocka_unit_test(manual_change_then_exit_reaches_the_fleet),
 		cmocka_unit_test(keys_are_few_and_all_expire),
 		cmocka_unit_test(a_client_shares_its_breakers),
 		cmocka_unit_test(queue_and_batch_bounds),
