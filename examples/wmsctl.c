@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include "util/clock.h"
 #include "util/num.h"
 #include "wmsctl.h"
 
@@ -24,17 +26,18 @@
 #define CMD_HEALTH 0x20u
 #define CMD_SIM 0x40u
 #define CMD_CALL 0x80u
+#define CMD_BREAKER 0x100u
 #define CMD_NET 0xbfu /* the commands that talk to the WMS */
-#define CMD_ALL 0xffu
+#define CMD_ALL 0x1ffu
 
 static const char exit_codes_text[] =
 	"Exit codes:\n"
 	"  0  success\n"
 	"  1  internal error, out of memory, or the output could not be written\n"
 	"  2  usage error or invalid argument (nothing sent)\n"
-	"  3  CIRCUIT_OPEN or BULKHEAD_FULL: refused, nothing sent; retry later (kept\n"
-	"     for scripts: each run starts with a closed breaker and no cap, so none\n"
-	"     returns it today)\n"
+	"  3  CIRCUIT_OPEN or BULKHEAD_FULL: refused, nothing sent; retry later (with\n"
+	"     a shared breaker: the fleet's is open or forced open; otherwise each run\n"
+	"     starts with a closed breaker and no cap)\n"
 	"  4  CONNECT or TLS: not sent; safe to resend\n"
 	"  5  TIMEOUT or TRANSPORT: delivery unknown; resend with the same order id\n"
 	"  6  SOAP fault Client/Sender: the WMS rejected the request; do not resend as is\n"
@@ -54,6 +57,16 @@ static const char sim_exit_text[] =
 	"  2  usage error, a bad SLA file, a call log that cannot be read or has a bad\n"
 	"     line (nothing is printed on stdout then)\n";
 
+static const char breaker_exit_text[] =
+	"Exit codes:\n"
+	"  0  changed: every breaker named reads the state asked, read back from Redis\n"
+	"  1  the state read back differs (another change won), out of memory, or the\n"
+	"     output could not be written\n"
+	"  2  usage error, a bad SLA file, no shared block, an unknown --breaker\n"
+	"  4  Redis did not answer within --store-wait-ms: nothing was changed (or,\n"
+	"     when it was lost midway, the change may not have reached it); safe to\n"
+	"     run again\n";
+
 static const char common_text[] =
 	"Common options (a flag overrides the SLA file, which overrides the default):\n"
 	"  --config FILE             the SLA file (examples/fulfillment-sla.yaml): its\n"
@@ -68,6 +81,11 @@ static const char common_text[] =
 	"  --soap12, --soap11        speak SOAP 1.2 or 1.1 (default 1.1)\n"
 	"  --fixtures DIR            answer from the recorded exchanges in DIR/*.xml\n"
 	"                            (replay transport: nothing goes on the network)\n"
+	"  --store-wait-ms N         with a shared breaker, wait up to N ms (1-3600000,\n"
+	"                            default 5000) for it to join Redis before the first\n"
+	"                            call, so the call sees the fleet's state; when Redis\n"
+	"                            refuses or does not answer, this process's own\n"
+	"                            breaker decides (said on stderr)\n"
 	"  -h, --help                this help\n";
 
 static const char order_text[] =
@@ -220,6 +238,26 @@ static const command commands[] = {
 	  "  --config FILE             the SLA file (its circuit_breaker block)\n"
 	  "  --breaker-threshold N     failure_threshold, overrides the file\n"
 	  "  --open-ms N               open_duration_ms, overrides the file\n" },
+	{ "breaker", CMD_BREAKER, ctl_run_breaker,
+	  "wmsctl breaker force-open|force-closed|disable|reset --config FILE\n"
+	  "               [--breaker NAME] [--store-wait-ms N]",
+	  "Change the fleet's shared breakers by hand: the SLA file's circuit_breaker\n"
+	  "block with its shared block (Redis). Every replica of the service sharing\n"
+	  "them follows at once, and the state stays until the next change by hand:\n"
+	  "  force-open     every call refused (CIRCUIT_OPEN, nothing sent): a planned\n"
+	  "                 WMS outage, or a WMS to keep away from\n"
+	  "  force-closed   closed now (the window cleared)\n"
+	  "  disable        every call let through, outcomes only counted\n"
+	  "  reset          closed, the window and the fleet's counts cleared\n"
+	  "The change is made once the breakers have joined Redis, sent before wmsctl\n"
+	  "exits, then read back over a connection of its own; the health document as\n"
+	  "read back is printed (one line of JSON, as `wmsctl health` prints it).\n"
+	  "  --breaker NAME            change this one (default: every breaker the SLA\n"
+	  "                            file gives the client: \"wms\", or wms.SubmitOrder,\n"
+	  "                            wms.GetOrderStatus, ... with scope per_operation)\n"
+	  "  --store-wait-ms N         how long to wait for Redis, each time (1-3600000,\n"
+	  "                            default 5000)\n"
+	  "  --config FILE             the SLA file (required)\n" },
 	{ "call", CMD_CALL, ctl_run_call,
 	  "wmsctl call --endpoint URL --operation NAME --action URI --body FILE.xml\n"
 	  "            [--idempotent] [--reply-element NAME] [--reply-namespace URI]\n"
@@ -313,6 +351,9 @@ static const option options[] = {
 	{ "--idempotent", K_FLAG, CMD_CALL, OFF(idempotent), 0, 0 },
 	{ "--reply-element", K_STR, CMD_CALL, OFF(reply_element), 0, 0 },
 	{ "--reply-namespace", K_TEXT, CMD_CALL, OFF(reply_namespace), 0, 0 },
+	{ "--breaker", K_STR, CMD_BREAKER, OFF(breaker), 0, 0 },
+	{ "--store-wait-ms", K_U32, CMD_NET | CMD_BREAKER, OFF(store_wait_ms), 1,
+	  WMS_MAX_TIMEOUT_MS },
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -326,7 +367,7 @@ static void print_usage(FILE *f, const command *cmd)
 		if (cmd->bit & CMD_NET)
 			fprintf(f, "%s\n%s", common_text, exit_codes_text);
 		else
-			fputs(sim_exit_text, f);
+			fputs(cmd->bit & CMD_BREAKER ? breaker_exit_text : sim_exit_text, f);
 		return;
 	}
 	fputs("usage: wmsctl COMMAND [options]    (wmsctl COMMAND --help for details)\n"
@@ -407,6 +448,12 @@ static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv
 				if (!*arg)
 					return usage_error(cmd, "the call log's name is empty");
 				cfg->calls = arg;
+				continue;
+			}
+			/* breaker's ACTION */
+			if ((cmd->bit & CMD_BREAKER) && !cfg->breaker_action && !only_positional &&
+			    arg[0] != '-') {
+				cfg->breaker_action = arg;
 				continue;
 			}
 			if (only_positional || arg[0] != '-')
@@ -499,6 +546,25 @@ static int parse_args(ctl_config *cfg, const command *cmd, int argc, char **argv
 /* What each command needs once everything is parsed. */
 static int check_args(ctl_config *cfg, const command *cmd)
 {
+	if (cmd->bit & CMD_BREAKER) {
+		wms_client_options file = WMS_CLIENT_OPTIONS_INIT;
+		if (!cfg->breaker_action)
+			return usage_error(cmd, "say what to do: force-open, force-closed, disable "
+					   "or reset");
+		if (ctl_breaker_action(cfg->breaker_action) < 0)
+			return usage_error(cmd, "'%s': force-open, force-closed, disable or reset",
+					   cfg->breaker_action);
+		if (!cfg->sla)
+			return usage_error(cmd, "--config is required (an SLA file with a "
+					   "circuit_breaker.shared block)");
+		wms_config_apply(cfg->sla, &file);
+		/* a change made in this process alone would end with it */
+		if (!file.shared.redis_url)
+			return usage_error(cmd, "%s has no circuit_breaker.shared block: without "
+					   "Redis there is no fleet's breaker to change",
+					   cfg->config_path);
+		return 0;
+	}
 	if (!(cmd->bit & CMD_NET))
 		return 0;
 	if (!cfg->endpoint && cfg->sla) {
@@ -571,7 +637,13 @@ int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_o
 	wms_status st;
 
 	wms_error_clear(&err);
-	if (cfg->fixtures) {
+	if (cfg->no_wms) {
+		transport = ctl_no_wms_transport();
+		if (!transport) {
+			fputs("wmsctl: out of memory\n", stderr);
+			return CTL_EXIT_INTERNAL;
+		}
+	} else if (cfg->fixtures) {
 		wms_replay_options ro = WMS_REPLAY_OPTIONS_INIT;
 		ro.directory = cfg->fixtures;
 		ro.order = WMS_REPLAY_ANY;
@@ -606,7 +678,41 @@ int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_o
 		ctl_print_error(cfg->command, st, &err);
 		return ctl_exit_code(st, &err);
 	}
+	/* a one-shot call decided by a breaker still making its first
+	 * connection would ignore the fleet's state (the breaker command
+	 * waits on its own terms) */
+	if (opts.shared.redis_url && !cfg->no_wms &&
+	    !ctl_wait_store(*out, cfg->store_wait_ms ? cfg->store_wait_ms : CTL_STORE_WAIT_MS, 0))
+		fprintf(stderr, "wmsctl: %s: the shared breaker has not joined Redis: this "
+			"process's own breaker decides\n", cfg->command);
 	return CTL_EXIT_OK;
+}
+
+int ctl_wait_store(wms_client *client, uint32_t ms, int joined)
+{
+	uint64_t end = wms__now_ns() + (uint64_t)ms * 1000000u;
+	wms_breaker *b[16];
+
+	for (;;) {
+		size_t n = wms_client_breakers(b, 16, client), i, in = 0, first = 0;
+		struct timespec ts = { 0, 2000000 };
+		if (n > 16)
+			n = 16;
+		for (i = 0; i < n; i++) {
+			wms_breaker_snapshot s;
+			wms_breaker_snapshot_get(&s, b[i]);
+			if (s.store_state == WMS_STORE_STATE_NONE ||
+			    s.store_state == WMS_STORE_STATE_CONNECTED)
+				in++;
+			else if (s.store_state == WMS_STORE_STATE_CONNECTING)
+				first++;
+		}
+		if (in == n)
+			return 1;
+		if ((!joined && !first) || wms__now_ns() >= end)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
 }
 
 void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg)

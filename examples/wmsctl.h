@@ -67,13 +67,27 @@ typedef struct ctl_config {
 	const char *reply_element;
 	const char *reply_namespace; /* "" allowed: the reply element has no namespace */
 	int idempotent;
+	/* breaker */
+	const char *breaker_action; /* force-open | force-closed | disable | reset */
+	const char *breaker;      /* --breaker NAME: one of the client's breakers */
+	/* with a shared breaker: how long to wait for the store to join Redis */
+	uint32_t store_wait_ms;   /* --store-wait-ms; 0: CTL_STORE_WAIT_MS */
+	int no_wms;               /* the command calls no WMS: no endpoint needed */
 } ctl_config;
+
+#define CTL_STORE_WAIT_MS 5000u
 
 /* wmsctl.c */
 /* A client for cfg. Settings are layered: `bo` (the command's breaker
  * defaults: name, hooks; NULL = none), then the SLA file (cfg->sla), then
  * the command-line flags. */
 int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_options *bo);
+/* With a shared breaker (the SLA file's circuit_breaker.shared): wait, up
+ * to `ms`, until every breaker of `client` has joined Redis (`joined`), or
+ * until none is still making its first connection (Redis refused or timed
+ * out: the process's own breaker decides). 1 when every breaker has
+ * joined (or the client shares none), else 0. */
+int ctl_wait_store(wms_client *client, uint32_t ms, int joined);
 /* Fill `order` (and `lines`, sku_count long) from the configuration. */
 void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg);
 /* End a one-shot command: print its error, or flush its output; the exit code. */
@@ -82,6 +96,14 @@ int ctl_finish(const ctl_config *cfg, wms_status st, const wms_error *err);
 /* wmsctl_call.c: any operation (wms_call_bytes) */
 #define CTL_CALL_BODY_MAX (1024u * 1024u) /* --body: 1 MiB, said in `call --help` */
 int ctl_run_call(const ctl_config *cfg);
+
+/* wmsctl_breaker.c: the fleet's shared breakers changed by hand */
+int ctl_run_breaker(const ctl_config *cfg);
+/* The index of an action ("force-open", ...), -1 for none. */
+int ctl_breaker_action(const char *name);
+/* A transport that sends nothing (a command that calls no WMS); NULL when
+ * out of memory. */
+wms_transport *ctl_no_wms_transport(void);
 
 /* wmsctl_load.c */
 int ctl_run_load(const ctl_config *cfg);

@@ -4,7 +4,7 @@
 #
 # usage: test_cli.sh GROUP WMSCTL FIXTURES_DIR PYTHON3|none CHECK_LOAD_PY [WMS_SIM]
 #   GROUP: usage | fixtures | load | network | config | health | tuner |
-#          health-listen |
+#          health-listen | shared (redis-server) |
 #          live (against wms-sim)
 # shellcheck disable=SC2086 # $ORDER, $vg and $run_env are word lists on purpose
 set -u
@@ -1037,6 +1037,118 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 		expect err "^health endpoint: http://127.0.0.1:$port2/health and /metrics\$" \
 			"--health-listen wins over the file"
 	fi
+	;;
+
+shared)
+	# The fleet's shared breaker (circuit_breaker.shared) from the shell:
+	# `breaker` changes it by hand, every other wmsctl process (each a
+	# replica of its own) sees it. redis-server on a unix socket of $tmp,
+	# stopped by its PID.
+	need_python
+	if ! command -v redis-server >/dev/null 2>&1; then
+		echo "1..0 # SKIP redis-server not found (./run installs it)"
+		rm -rf "$tmp"
+		exit 0
+	fi
+	redis-server --port 0 --unixsocket "$tmp/r.sock" --save '' --appendonly no \
+		>"$tmp/redis.log" 2>&1 &
+	redis_pid=$!
+	i=0
+	while [ ! -S "$tmp/r.sock" ] && [ $i -lt 200 ] && kill -0 $redis_pid 2>/dev/null; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	if [ ! -S "$tmp/r.sock" ]; then
+		echo "Bail out! redis-server did not start: $(tail -n 3 "$tmp/redis.log")"
+		kill $redis_pid 2>/dev/null
+		rm -rf "$tmp"
+		exit 1
+	fi
+	# one failure opens it, for 10 minutes; a fleet of its own per file
+	printf 'circuit_breaker:\n  failure_threshold: 1\n  open_duration_ms: 600000\n  shared:\n    redis_url: unix://%s\n    name: %s\n' \
+		"$tmp/r.sock" one >"$tmp/one.yaml"
+	printf 'circuit_breaker:\n  scope: per_operation\n  shared:\n    redis_url: unix://%s\n    name: %s\n' \
+		"$tmp/r.sock" perop >"$tmp/perop.yaml"
+	printf 'circuit_breaker:\n  shared:\n    redis_url: unix://%s\n' "$tmp/nothing-here.sock" \
+		>"$tmp/down.yaml"
+	S="--config $tmp/one.yaml"
+
+	run "breaker force-open" 0 breaker force-open $S
+	check_health "read back: FORCED_OPEN, retry after open_duration_ms" --status DOWN \
+		--breakers wms --state wms=FORCED_OPEN
+	expect out '"retry_after_ms":600000,' "the hint is the open duration"
+	expect out '"store":"CONNECTED"' "read from Redis"
+	expect_empty err
+	run "breaker force-open again" 0 breaker force-open $S
+	check_health "still FORCED_OPEN" --status DOWN --breakers wms --state wms=FORCED_OPEN
+	run "health, another process: DOWN" 11 health $S --endpoint $E
+	check_health "the fleet's FORCED_OPEN" --status DOWN --breakers wms --state wms=FORCED_OPEN
+	expect_empty err
+	run "submit while forced open: refused, nothing sent" 3 submit $S --endpoint $E $ORDER
+	expect err '^wmsctl: SUBMIT: CIRCUIT_OPEN: .*\(delivery NOT_SENT, retry after 600000 ms\)$' \
+		"CIRCUIT_OPEN, not CONNECT: the endpoint was never tried"
+	run "breaker disable" 0 breaker disable $S
+	check_health "DISABLED: UP" --status UP --breakers wms --state wms=DISABLED
+	run "submit while disabled: let through (refused endpoint)" 4 submit $S --endpoint $E $ORDER
+	run "... and again: a disabled breaker never opens" 4 submit $S --endpoint $E $ORDER
+	run "breaker reset" 0 breaker reset $S
+	check_health "CLOSED" --status UP --breakers wms
+	run "submit, refused endpoint: the fleet's breaker opens on it" 4 submit $S --endpoint $E \
+		$ORDER
+	run "health, another process: OPEN" 11 health $S --endpoint $E
+	check_health "the fleet's OPEN" --status DOWN --breakers wms --state wms=OPEN
+	run "submit while open" 3 submit $S --endpoint $E $ORDER
+	run "breaker force-closed" 0 breaker force-closed $S
+	check_health "CLOSED again" --status UP --breakers wms
+	run "breaker reset twice" 0 breaker reset $S
+	run "... the second" 0 breaker reset $S
+	check_health "CLOSED" --status UP --breakers wms
+
+	ops=wms.SubmitOrder,wms.GetOrderStatus,wms.CancelOrder,wms.GetStockLevel
+	P="--config $tmp/perop.yaml"
+	run "breaker force-open --breaker wms.GetStockLevel" 0 breaker force-open $P \
+		--breaker wms.GetStockLevel
+	check_health "that one FORCED_OPEN, the others closed" --status DEGRADED --breakers "$ops" \
+		--state wms.GetStockLevel=FORCED_OPEN
+	run "stock: its breaker is forced open" 3 stock $P --endpoint $E --sku SKU-1
+	run "status: its breaker is closed (refused endpoint)" 4 status $P --endpoint $E \
+		--order-id A
+	run "breaker disable, every breaker of the file" 0 breaker disable $P
+	check_health "all DISABLED" --status UP --breakers "$ops" --state wms.SubmitOrder=DISABLED \
+		--state wms.GetOrderStatus=DISABLED --state wms.CancelOrder=DISABLED \
+		--state wms.GetStockLevel=DISABLED
+	run "breaker --breaker that the file does not give" 2 breaker reset $P --breaker wms
+	expect err "^wmsctl: breaker: --breaker 'wms': no such breaker; the SLA file gives wms.SubmitOrder, wms.GetOrderStatus, wms.CancelOrder, wms.GetStockLevel\$" \
+		"names the breakers there are"
+	expect_empty out
+
+	run "breaker, Redis not there" 4 breaker force-open --config "$tmp/down.yaml" \
+		--store-wait-ms 300
+	expect err '^wmsctl: breaker: CONNECT: the shared breakers did not join Redis within 300 ms: nothing was changed$' \
+		"says nothing was changed"
+	expect_empty out
+	run "submit, Redis not there: this process's breaker decides" 4 submit \
+		--config "$tmp/down.yaml" --endpoint $E $ORDER
+	expect err "^wmsctl: submit: the shared breaker has not joined Redis: this process's own breaker decides\$" \
+		"says so"
+	expect err '^wmsctl: SUBMIT: CONNECT: ' "then the call's own error"
+
+	run "breaker without an action" 2 breaker $S
+	expect err 'say what to do: force-open, force-closed, disable or reset' "lists the actions"
+	run "breaker open (not an action)" 2 breaker open $S
+	run "breaker, two actions" 2 breaker reset disable $S
+	run "breaker without --config" 2 breaker reset
+	run "breaker, an SLA file without a shared block" 2 breaker reset \
+		--config "$cfgs/per-operation.yaml"
+	expect err 'has no circuit_breaker.shared block' "says what is missing"
+	run "breaker --endpoint (not its option)" 2 breaker reset $S --endpoint $E
+	run "breaker --store-wait-ms 0" 2 breaker reset $S --store-wait-ms 0
+	run "help breaker" 0 help breaker
+	expect out '^  force-open ' "documents force-open"
+	expect out '^  4  Redis did not answer' "and its exit codes"
+
+	kill $redis_pid
+	wait $redis_pid 2>/dev/null
 	;;
 
 *)
