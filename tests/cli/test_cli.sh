@@ -1064,10 +1064,13 @@ shared)
 		rm -rf "$tmp"
 		exit 1
 	fi
-	# one failure opens it, for 10 minutes; a fleet of its own per file
-	printf 'circuit_breaker:\n  failure_threshold: 1\n  open_duration_ms: 600000\n  shared:\n    redis_url: unix://%s\n    name: %s\n' \
+	# one failure opens it, for 10 minutes; a fleet of its own per file; a
+	# command timeout of 2 s, not 100 ms: under valgrind on a loaded
+	# machine a slow reply would give the store up (losing Redis is the
+	# down.yaml cases' scenario, not these)
+	printf 'circuit_breaker:\n  failure_threshold: 1\n  open_duration_ms: 600000\n  shared:\n    redis_url: unix://%s\n    name: %s\n    command_timeout_ms: 2000\n' \
 		"$tmp/r.sock" one >"$tmp/one.yaml"
-	printf 'circuit_breaker:\n  scope: per_operation\n  shared:\n    redis_url: unix://%s\n    name: %s\n' \
+	printf 'circuit_breaker:\n  scope: per_operation\n  shared:\n    redis_url: unix://%s\n    name: %s\n    command_timeout_ms: 2000\n' \
 		"$tmp/r.sock" perop >"$tmp/perop.yaml"
 	printf 'circuit_breaker:\n  shared:\n    redis_url: unix://%s\n' "$tmp/nothing-here.sock" \
 		>"$tmp/down.yaml"
