@@ -778,6 +778,42 @@ static void manual_change_then_exit_reaches_the_fleet(void **state)
 	fleet_stop(&f);
 }
 
+/* A change made by hand whose command is lost (Redis paused every client
+ * with CLIENT PAUSE: the command times out, the store drops the
+ * connection, and Redis frees the client and its command unrun) is sent
+ * again once Redis answers: a join alone would not carry it (a joiner's
+ * FORCED_OPEN does not force an existing hash), and the replica that made
+ * it would end CLOSED with the rest. (SIGSTOP would not do: a frozen
+ * Redis runs what is in its socket buffers when it thaws.) Twice on one
+ * fleet. */
+static void manual_change_lost_midway_is_sent_on_the_reconnect(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 100, NULL, CONSECUTIVE };
+	fleet f;
+	int round;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (round = 0; round < 2; round++) {
+		wms_breaker_state want = round ? WMS_BREAKER_STATE_DISABLED
+					       : WMS_BREAKER_STATE_FORCED_OPEN;
+		redisReply *r = rs_cmd(&f.rs, "CLIENT PAUSE %d ALL", (int)limit(600));
+		assert_non_null(r);
+		assert_int_equal(r->type, REDIS_REPLY_STATUS);
+		freeReplyObject(r);
+		if (round)
+			wms_breaker_disable(f.r[0].b);
+		else
+			wms_breaker_force_open(f.r[0].b);
+		wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
+		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+		wait_state(&f, want, limit(2000));
+		assert_int_equal(hash_int(&f.rs, "st"), (long long)want);
+	}
+	fleet_stop(&f);
+}
+
 /* Two keys per breaker at most, and every one expires. */
 static void keys_are_few_and_all_expire(void **state)
 {
@@ -2055,6 +2091,7 @@ int main(void)
 		cmocka_unit_test(a_clock_an_hour_off_changes_nothing),
 		cmocka_unit_test(manual_changes_reach_the_fleet),
 		cmocka_unit_test(manual_change_then_exit_reaches_the_fleet),
+		cmocka_unit_test(manual_change_lost_midway_is_sent_on_the_reconnect),
 		cmocka_unit_test(keys_are_few_and_all_expire),
 		cmocka_unit_test(a_client_shares_its_breakers),
 		cmocka_unit_test(queue_and_batch_bounds),
