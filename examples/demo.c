@@ -283,20 +283,12 @@ static void resolve_unknown(demo *d, order_rec *rec)
  * long each took to start. */
 static int replica_ready(demo *d)
 {
-	uint64_t t0 = now_ns();
 	char go;
 
-	while (d->redis) {
-		wms_breaker_snapshot sn;
-		wms_breaker_snapshot_get(&sn, wms_client_breaker(d->client));
-		if (sn.store_state == WMS_STORE_STATE_CONNECTED)
-			break;
-		if (now_ns() - t0 > 30000000000ull) {
-			fprintf(stderr, "wms-demo: replica %s: the shared breaker never joined\n",
-				d->replica);
-			return -1;
-		}
-		sleep_until(now_ns() + 2000000u);
+	if (d->redis && !ex_wait_store(d->client, 30000, 1)) {
+		fprintf(stderr, "wms-demo: replica %s: the shared breaker never joined\n",
+			d->replica);
+		return -1;
 	}
 	printf("ready\n");
 	fflush(stdout);

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include "util/clock.h"
+#include "example_common.h"
 #include "util/num.h"
 #include "wmsctl.h"
 
@@ -60,8 +59,8 @@ static const char sim_exit_text[] =
 static const char breaker_exit_text[] =
 	"Exit codes:\n"
 	"  0  changed: every breaker named reads the state asked, read back from Redis\n"
-	"  1  the state read back differs (another change won), out of memory, or the\n"
-	"     output could not be written\n"
+	"  1  the state read back differs (another change won, or this one was lost on\n"
+	"     its way), out of memory, or the output could not be written\n"
 	"  2  usage error, a bad SLA file, no shared block, an unknown --breaker\n"
 	"  4  Redis did not answer within --store-wait-ms: nothing was changed (or,\n"
 	"     when it was lost midway, the change may not have reached it); safe to\n"
@@ -249,7 +248,8 @@ static const command commands[] = {
 	  "  force-closed   closed now (the window cleared); failures open it again\n"
 	  "  disable        every call let through, outcomes only counted, until the\n"
 	  "                 next change by hand\n"
-	  "  reset          closed, the window and the fleet's counts cleared\n"
+	  "  reset          the same as force-closed for the fleet (this process's own\n"
+	  "                 counters are zeroed too)\n"
 	  "The change is made once the breakers have joined Redis, sent before wmsctl\n"
 	  "exits, then read back over a connection of its own; the health document as\n"
 	  "read back is printed (one line of JSON, as `wmsctl health` prints it).\n"
@@ -683,38 +683,12 @@ int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_o
 	 * connection would ignore the fleet's state (the breaker command
 	 * waits on its own terms) */
 	if (opts.shared.redis_url && !cfg->no_wms &&
-	    !ctl_wait_store(*out, cfg->store_wait_ms ? cfg->store_wait_ms : CTL_STORE_WAIT_MS, 0))
+	    !ex_wait_store(*out, cfg->store_wait_ms ? cfg->store_wait_ms : CTL_STORE_WAIT_MS, 0))
 		fprintf(stderr, "wmsctl: %s: the shared breaker has not joined Redis: this "
 			"process's own breaker decides\n", cfg->command);
 	return CTL_EXIT_OK;
 }
 
-int ctl_wait_store(wms_client *client, uint32_t ms, int joined)
-{
-	uint64_t end = wms__now_ns() + (uint64_t)ms * 1000000u;
-	wms_breaker *b[16];
-
-	for (;;) {
-		size_t n = wms_client_breakers(b, 16, client), i, in = 0, first = 0;
-		struct timespec ts = { 0, 2000000 };
-		if (n > 16)
-			n = 16;
-		for (i = 0; i < n; i++) {
-			wms_breaker_snapshot s;
-			wms_breaker_snapshot_get(&s, b[i]);
-			if (s.store_state == WMS_STORE_STATE_NONE ||
-			    s.store_state == WMS_STORE_STATE_CONNECTED)
-				in++;
-			else if (s.store_state == WMS_STORE_STATE_CONNECTING)
-				first++;
-		}
-		if (in == n)
-			return 1;
-		if ((!joined && !first) || wms__now_ns() >= end)
-			return 0;
-		nanosleep(&ts, NULL);
-	}
-}
 
 void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg)
 {
@@ -863,11 +837,11 @@ done:
 /* The overall status of the client's breakers, as wms/health.h defines it. */
 static int health_exit_code(wms_client *client)
 {
-	wms_breaker *b[8];
-	size_t n = wms_client_breakers(b, 8, client), up = 0, down = 0;
+	wms_breaker *b[EX_MAX_BREAKERS];
+	size_t n = wms_client_breakers(b, EX_MAX_BREAKERS, client), up = 0, down = 0;
 
-	if (n > 8)
-		n = 8;
+	if (n > EX_MAX_BREAKERS)
+		n = EX_MAX_BREAKERS;
 	for (size_t i = 0; i < n; i++) {
 		switch (wms_breaker_state_get(b[i])) {
 		case WMS_BREAKER_STATE_CLOSED:

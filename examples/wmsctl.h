@@ -82,12 +82,6 @@ typedef struct ctl_config {
  * defaults: name, hooks; NULL = none), then the SLA file (cfg->sla), then
  * the command-line flags. */
 int ctl_make_client(wms_client **out, const ctl_config *cfg, const wms_breaker_options *bo);
-/* With a shared breaker (the SLA file's circuit_breaker.shared): wait, up
- * to `ms`, until every breaker of `client` has joined Redis (`joined`), or
- * until none is still making its first connection (Redis refused or timed
- * out: the process's own breaker decides). 1 when every breaker has
- * joined (or the client shares none), else 0. */
-int ctl_wait_store(wms_client *client, uint32_t ms, int joined);
 /* Fill `order` (and `lines`, sku_count long) from the configuration. */
 void ctl_fill_order(wms_order *order, wms_order_line *lines, const ctl_config *cfg);
 /* End a one-shot command: print its error, or flush its output; the exit code. */

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wms/sys/transport.h"
+#include "example_common.h"
 #include "wmsctl.h"
 
-#define MAX_BREAKERS 16
+#define MAX_BREAKERS EX_MAX_BREAKERS
 
 typedef struct action {
 	const char *name;
@@ -133,7 +134,7 @@ int ctl_run_breaker(const ctl_config *cfg)
 		rc = usage_unknown_breaker(cfg, b, n);
 		goto done;
 	}
-	if (!ctl_wait_store(client, wait_ms, 1)) {
+	if (!ex_wait_store(client, wait_ms, 1)) {
 		fprintf(stderr, "wmsctl: breaker: CONNECT: the shared breakers did not join Redis "
 			"within %lu ms: nothing was changed\n", (unsigned long)wait_ms);
 		rc = CTL_EXIT_NOT_SENT;
@@ -150,7 +151,7 @@ int ctl_run_breaker(const ctl_config *cfg)
 	rc = ctl_make_client(&client, &c, NULL);
 	if (rc != CTL_EXIT_OK)
 		return rc;
-	if (!ctl_wait_store(client, wait_ms, 1)) {
+	if (!ex_wait_store(client, wait_ms, 1)) {
 		fprintf(stderr, "wmsctl: breaker: CONNECT: Redis did not answer within %lu ms "
 			"to read the change back: it may not have reached it\n",
 			(unsigned long)wait_ms);
@@ -165,7 +166,8 @@ int ctl_run_breaker(const ctl_config *cfg)
 		wms_breaker_state st = wms_breaker_state_get(b[i]);
 		if (!chosen(cfg, b[i]) || st == a->want)
 			continue;
-		fprintf(stderr, "wmsctl: breaker: %s reads %s, not %s: another change won\n",
+		fprintf(stderr, "wmsctl: breaker: %s reads %s, not %s: another change won, or "
+			"this one was lost on its way to Redis\n",
 			name_of(b[i]), wms_breaker_state_name(st), wms_breaker_state_name(a->want));
 		rc = CTL_EXIT_INTERNAL;
 	}

@@ -24,9 +24,11 @@
  * answers with an error (OOM, READONLY, a key of another type) falls back
  * alone, at once, and tries to rejoin every second. Changes made by hand
  * (wms_breaker_force_open, ...) reach the fleet like outcomes: freeing the
- * breaker and then the store right after one sends it first, within the
- * store's drain deadline (two command timeouts, and one more per change),
- * while Redis answers. hiredis 0.14: RESP2, no TLS
+ * breaker and then the store right after one sends it first, while Redis
+ * answers: each change is one script run (up to a command timeout each, and
+ * a reload of the script after a flush), then the outcomes within two
+ * command timeouts. A change whose command failed is sent again on the
+ * reconnect. hiredis 0.14: RESP2, no TLS
  * (use a unix socket or a trusted network).
  */
 #ifndef WMS_SHARED_H

@@ -1480,9 +1480,9 @@ static void *agent(void *arg)
 		take_sigpipe(&pipe_set);
 		wait_for_work(s, wms__now_ns());
 	}
-	/* The store is being freed: the changes made by hand and what is still
-	 * queued are sent, for at most two command timeouts in all plus one
-	 * command per change (a lost Redis ends it at once). */
+	/* The store is being freed: the changes made by hand (a script run
+	 * each, up to a command timeout) and what is still queued (within two
+	 * command timeouts) are sent; a lost Redis ends it at once. */
 	if (s->connected) {
 		take_pending(s);
 		s->drain_until_ns = wms__now_ns() + 2ull * s->command_timeout_ms * NS_PER_MS;

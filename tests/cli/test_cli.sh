@@ -1053,6 +1053,8 @@ shared)
 	redis-server --port 0 --unixsocket "$tmp/r.sock" --save '' --appendonly no \
 		>"$tmp/redis.log" 2>&1 &
 	redis_pid=$!
+	# (killed below by its PID; a meson timeout killing this script leaves
+	# it running: no trap, as said at the top)
 	i=0
 	while [ ! -S "$tmp/r.sock" ] && [ $i -lt 200 ] && kill -0 $redis_pid 2>/dev/null; do
 		sleep 0.05
@@ -1074,7 +1076,9 @@ shared)
 		"$tmp/r.sock" perop >"$tmp/perop.yaml"
 	printf 'circuit_breaker:\n  shared:\n    redis_url: unix://%s\n' "$tmp/nothing-here.sock" \
 		>"$tmp/down.yaml"
-	S="--config $tmp/one.yaml"
+	# the store's join, scaled like every wait here (valgrind: 5 times)
+	W="--store-wait-ms $((5000 * scale))"
+	S="--config $tmp/one.yaml $W"
 
 	run "breaker force-open" 0 breaker force-open $S
 	check_health "read back: FORCED_OPEN, retry after open_duration_ms" --status DOWN \
@@ -1108,7 +1112,7 @@ shared)
 	check_health "CLOSED" --status UP --breakers wms
 
 	ops=wms.SubmitOrder,wms.GetOrderStatus,wms.CancelOrder,wms.GetStockLevel
-	P="--config $tmp/perop.yaml"
+	P="--config $tmp/perop.yaml $W"
 	run "breaker force-open --breaker wms.GetStockLevel" 0 breaker force-open $P \
 		--breaker wms.GetStockLevel
 	check_health "that one FORCED_OPEN, the others closed" --status DEGRADED --breakers "$ops" \
@@ -1145,7 +1149,7 @@ shared)
 		--config "$cfgs/per-operation.yaml"
 	expect err 'has no circuit_breaker.shared block' "says what is missing"
 	run "breaker --endpoint (not its option)" 2 breaker reset $S --endpoint $E
-	run "breaker --store-wait-ms 0" 2 breaker reset $S --store-wait-ms 0
+	run "breaker --store-wait-ms 0" 2 breaker reset --config "$tmp/one.yaml" --store-wait-ms 0
 	run "help breaker" 0 help breaker
 	expect out '^  force-open ' "documents force-open"
 	expect out '^  4  Redis did not answer' "and its exit codes"

@@ -794,7 +794,7 @@ static void manual_change_lost_midway_is_sent_on_the_reconnect(void **state)
 	for (round = 0; round < 2; round++) {
 		wms_breaker_state want = round ? WMS_BREAKER_STATE_DISABLED
 					       : WMS_BREAKER_STATE_FORCED_OPEN;
-		redisReply *r = rs_cmd(&f.rs, "CLIENT PAUSE %d ALL", (int)limit(600));
+		redisReply *r = rs_cmd(&f.rs, "CLIENT PAUSE %d ALL", (int)limit(1000));
 		assert_non_null(r);
 		assert_int_equal(r->type, REDIS_REPLY_STATUS);
 		freeReplyObject(r);
