@@ -27,8 +27,13 @@
  * breaker and then the store right after one sends it first, while Redis
  * answers: each change is one script run (up to a command timeout each, and
  * a reload of the script after a flush), then the outcomes within two
- * command timeouts. A change whose command failed is sent again on the
- * reconnect. hiredis 0.14: RESP2, no TLS
+ * command timeouts. A change whose attempt failed (the connection was lost
+ * before its reply, or Redis refused it) is sent again on the reconnect or
+ * after the refusal's back-off, unless a newer one was made in this
+ * process; Redis then keeps any change by hand that reached it since the
+ * state this process knew when it made the change (this change itself,
+ * run but unanswered, or one made elsewhere), and the replica adopts it.
+ * hiredis 0.14: RESP2, no TLS
  * (use a unix socket or a trusted network).
  */
 #ifndef WMS_SHARED_H

@@ -23,7 +23,8 @@
  * The hash: st state, ep epoch, n consecutive failures, ro reopenings, un
  * open until (Redis ms), wm/sz the window's mode and size, wc/wf/ws its
  * calls, failures, slow calls, wh the ring's head (count) or wl the last
- * second seen (time), hd/hf/hs the round's trials done, failed, slow.
+ * second seen (time), hd/hf/hs the round's trials done, failed, slow, me
+ * the epoch the latest change made by hand gave the hash.
  */
 #include <string.h>
 #include "internal.h"
@@ -37,7 +38,7 @@ const char *const wms__redis_script[] = {
 	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 	"local sec = tonumber(t[1])\n"
 	"local v = redis.call('HMGET', H, 'st', 'ep', 'n', 'ro', 'un', 'wm', 'sz', 'wc', 'wf',\n"
-	"                     'ws', 'wh', 'wl', 'hd', 'hf', 'hs')\n"
+	"                     'ws', 'wh', 'wl', 'hd', 'hf', 'hs', 'me')\n"
 	"local exists = v[1] and 1 or 0\n"
 	"local st = tonumber(v[1]) or 0\n"
 	"local ep = tonumber(v[2]) or 0\n"
@@ -49,6 +50,7 @@ const char *const wms__redis_script[] = {
 	"local wc, wf, ws = tonumber(v[8]) or 0, tonumber(v[9]) or 0, tonumber(v[10]) or 0\n"
 	"local wh, wl = tonumber(v[11]) or 0, tonumber(v[12]) or 0\n"
 	"local hd, hf, hs = tonumber(v[13]) or 0, tonumber(v[14]) or 0, tonumber(v[15]) or 0\n"
+	"local me = tonumber(v[16]) or 0\n"
 	"local dirty, tell, granted = false, false, 0\n"
 	/* the window: emptied on every transition to CLOSED, DISABLED,
 	 * FORCED_OPEN (breaker.c's window_clear) */
@@ -209,12 +211,19 @@ const char *const wms__redis_script[] = {
 	"  if lep > ep or (exists == 0 and lep == ep) then ep = lep + 1; dirty = true; tell = true\n"
 	"  elseif dirty then ep = ep + 1 end\n"
 	"elseif op == 'man' then\n"
-	/* ARGV[4] the state set by hand, ARGV[5] the newest epoch known */
-	"  st = tonumber(ARGV[4]); n = 0; un = now; hd = 0; hf = 0; hs = 0\n"
-	"  if st == 0 then ro = 0 end\n"
-	"  wclear()\n"
-	"  redis.call('DEL', L)\n"
-	"  ep = math.max(ep, tonumber(ARGV[5])) + 1; dirty = true; tell = true\n"
+	/* ARGV[4] the state set by hand, ARGV[5] the newest epoch the replica
+	 * knew when the change was made, ARGV[6] '1' when it is sent again
+	 * after an attempt whose fate is unknown (the connection was lost
+	 * before its reply, or Redis refused it): then a change by hand that
+	 * reached the hash since that epoch (this one, or a newer one made
+	 * elsewhere) stands, and the reply tells the replica what it is */
+	"  if ARGV[6] ~= '1' or me <= tonumber(ARGV[5]) then\n"
+	"    st = tonumber(ARGV[4]); n = 0; un = now; hd = 0; hf = 0; hs = 0\n"
+	"    if st == 0 then ro = 0 end\n"
+	"    wclear()\n"
+	"    redis.call('DEL', L)\n"
+	"    ep = math.max(ep, tonumber(ARGV[5])) + 1; me = ep; dirty = true; tell = true\n"
+	"  end\n"
 	"elseif op == 'get' then\n"
 	/* ARGV[4] mode, ARGV[5] window size: a time window is brought up to
 	 * this second, so that its rates age without calls */
@@ -225,7 +234,8 @@ const char *const wms__redis_script[] = {
 	"if st == 1 and un > now then rem = un - now end\n"
 	"if dirty then\n"
 	"  redis.call('HSET', H, 'st', st, 'ep', ep, 'n', n, 'ro', ro, 'un', un, 'wm', wm, 'sz', sz,\n"
-	"             'wc', wc, 'wf', wf, 'ws', ws, 'wh', wh, 'wl', wl, 'hd', hd, 'hf', hf, 'hs', hs)\n"
+	"             'wc', wc, 'wf', wf, 'ws', ws, 'wh', wh, 'wl', wl, 'hd', hd, 'hf', hf, 'hs', hs,\n"
+	"             'me', me)\n"
 	/* a state set by hand stays until it is changed by hand */
 	"  if st == 3 or st == 4 then redis.call('PERSIST', H) else redis.call('PEXPIRE', H, ttl + rem) end\n"
 	"  if wc > 0 then redis.call('PEXPIRE', W, ttl + rem) end\n"

@@ -40,6 +40,8 @@
 
 enum { MODE_LOCAL = 0, MODE_SHARED = 1 };
 enum { NO_MANUAL = -1 };
+#define MAN_STATE(m) ((m) & 7)
+#define MAN_SEQ_MASK 0xFFFFFFu /* the count wraps: packed, it stays positive */
 
 typedef struct rlink rlink;
 
@@ -88,11 +90,22 @@ struct rlink {
 	_Atomic uint64_t round;
 	_Atomic uint64_t lease_until_ns;
 	_Atomic int want_probe;
-	_Atomic int manual;       /* NO_MANUAL, or the state set by hand */
+	/* NO_MANUAL, or the change made by hand not yet answered by Redis: its
+	 * state in the low bits (MAN_STATE) above a count of changes, so that
+	 * the agent tells a change it must send again from a newer one with
+	 * the same state */
+	_Atomic int manual;
+	_Atomic unsigned manual_seq;
 
 	/* the agent's own (`next`: the pending list's until the agent takes it) */
 	rlink *next;
 	uint64_t retry_join_ns;   /* after an error reply, when to try joining again */
+	/* The change made by hand whose attempt failed (the connection was
+	 * lost before its reply, or Redis refused it) and that is pending
+	 * again (NO_MANUAL: none); the epoch its first attempt was sent with;
+	 * not before when (a refusal's back-off). */
+	int man_retry;
+	uint64_t man_epoch, man_after_ns;
 	int joined;
 	int join_local;           /* the engine's state the join was sent with */
 	int told;                 /* the store state last told to the breaker */
@@ -383,7 +396,8 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
 	end_round(l);
 	/* pending first: a reply the agent takes meanwhile must not undo it */
-	atomic_store(&l->manual, (int)to);
+	atomic_store(&l->manual, (int)(((atomic_fetch_add(&l->manual_seq, 1) + 1) & MAN_SEQ_MASK) << 3) |
+					 (int)to);
 	atomic_store(&l->failures, 0); /* the fleet's count starts afresh too */
 	gate_set(l, 0, 0);
 	if (atomic_load(&l->mode) == MODE_SHARED)
@@ -522,6 +536,8 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	atomic_init(&l->mode, MODE_LOCAL);
 	atomic_init(&l->state, ST_CLOSED);
 	atomic_init(&l->manual, NO_MANUAL);
+	atomic_init(&l->manual_seq, 0);
+	l->man_retry = NO_MANUAL;
 	atomic_init(&l->gone, 0);
 	pthread_mutex_lock(&s->lock);
 	l->next = s->pending;
@@ -974,18 +990,18 @@ static int do_probe(rstore *s, rlink *l)
 	return run_and_adopt(s, l, 5, args);
 }
 
-static int do_manual(rstore *s, rlink *l, int to)
+static int do_manual(rstore *s, rlink *l, int to, uint64_t epoch, int again)
 {
 	char ttl[24], st[24], ep[24];
-	const char *args[5] = { "man", l->chan, U64(ttl, s->key_ttl_ms), U64(st, (unsigned)to),
-				U64(ep, atomic_load(&l->epoch)) };
+	const char *args[6] = { "man", l->chan, U64(ttl, s->key_ttl_ms), U64(st, (unsigned)to),
+				U64(ep, epoch), again ? "1" : "0" };
 	wms_breaker *b = hold(l);
 	/* a link being freed sends it all the same (send_manual) */
 	if (b) {
 		l->join_local = wms_breaker_local_state(b, NULL);
 		unhold(l);
 	}
-	return run_and_adopt(s, l, 5, args);
+	return run_and_adopt(s, l, 6, args);
 }
 
 static void link_refused(rlink *l, uint64_t now);
@@ -1300,26 +1316,43 @@ static void free_unlinked(rstore *s)
 
 /* The changes made by hand, each one script run. A link being freed still
  * sends its own, as drain() sends its outcomes: a tool that forces the
- * fleet open and exits has forced it open. A change whose command failed
- * (the connection is lost) is pending again, for the reconnect, unless a
- * newer one was made meanwhile. */
+ * fleet open and exits has forced it open. A change whose attempt failed
+ * is pending again unless a newer one was made meanwhile: for the
+ * reconnect when the connection was lost, after the refusal's back-off
+ * when Redis refused it (a link being freed then gives it up). It is sent
+ * again marked so, with the epoch of its first attempt: the script keeps
+ * a change by hand that reached Redis since (this one, whose reply was
+ * lost, or a newer one made elsewhere), which a blind resend would undo. */
 static int send_manual(rstore *s, uint64_t now)
 {
 	rlink *l;
 
 	for (l = s->links; l; l = l->next) {
-		int m = atomic_exchange(&l->manual, NO_MANUAL), rc, none = NO_MANUAL;
+		int m = atomic_load(&l->manual), rc, none = NO_MANUAL, again;
+		if (m == NO_MANUAL || (m == l->man_retry && now < l->man_after_ns))
+			continue;
+		m = atomic_exchange(&l->manual, NO_MANUAL);
 		if (m == NO_MANUAL)
 			continue;
-		rc = do_manual(s, l, m);
-		if (rc < 0) {
+		again = m == l->man_retry;
+		if (!again)
+			l->man_epoch = atomic_load(&l->epoch);
+		rc = do_manual(s, l, MAN_STATE(m), l->man_epoch, again);
+		if (rc < 0 || (rc > 0 && !gone(l))) {
+			l->man_retry = m;
+			l->man_after_ns = 0;
 			atomic_compare_exchange_strong(&l->manual, &none, m);
-			return -1;
+		} else {
+			l->man_retry = NO_MANUAL;
 		}
-		if (rc > 0)
+		if (rc < 0)
+			return -1;
+		if (rc > 0) {
 			link_refused(l, now);
-		else
+			l->man_after_ns = l->retry_join_ns;
+		} else {
 			l->joined = atomic_load(&l->mode) == MODE_SHARED;
+		}
 	}
 	return 0;
 }

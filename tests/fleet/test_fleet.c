@@ -23,6 +23,7 @@
 #include "wms/shared.h"
 #include "wms/sys/breaker_store.h"
 #include "redis_server.h"
+#include "relay.h"
 #include "fleet_time.h"
 
 #define MAXR 4
@@ -805,6 +806,139 @@ static void manual_change_lost_midway_is_sent_on_the_reconnect(void **state)
 		wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
 		wait_state(&f, want, limit(2000));
+		assert_int_equal(hash_int(&f.rs, "st"), (long long)want);
+	}
+	fleet_stop(&f);
+}
+
+/* The hash's state once it is `want`, or fail after the limit. */
+static void wait_hash_state(const rs_server *rs, wms_breaker_state want)
+{
+	double t0 = now_ms();
+	while (hash_int(rs, "st") != (long long)want) {
+		if (now_ms() - t0 > limit(3000))
+			fail_msg("the hash's state is %lld, not %d", hash_int(rs, "st"), (int)want);
+		sleep_ms(2);
+	}
+}
+
+/* A change made by hand that Redis ran but whose reply never came back (a
+ * relay passes the command, holds the reply, then drops the connection)
+ * is pending again and sent on the reconnect, marked as sent before: it
+ * must neither run twice (round 0: the epoch stays) nor undo a change
+ * made by hand elsewhere meanwhile (rounds 1 and 2: a blind resend would
+ * put the older change back on the whole fleet). Replica 1 goes through
+ * the relay, replica 0 straight to Redis. */
+static void manual_change_resent_does_not_undo_a_newer_one(void **state)
+{
+	static const char man[] = "\r\n$3\r\nman\r\n"; /* the script's op, as RESP */
+	static const struct {
+		wms_breaker_state ours, theirs; /* theirs: none when ours */
+	} rounds[] = {
+		{ WMS_BREAKER_STATE_FORCED_OPEN, WMS_BREAKER_STATE_FORCED_OPEN },
+		{ WMS_BREAKER_STATE_FORCED_OPEN, WMS_BREAKER_STATE_CLOSED },
+		{ WMS_BREAKER_STATE_DISABLED, WMS_BREAKER_STATE_FORCED_OPEN },
+	};
+	fleet_cfg c = { 3, 60000, 0, 0, 2000, NULL, CONSECUTIVE };
+	fleet f;
+	relay *rl;
+	size_t i;
+	(void)state;
+
+	fleet_start(&f, 1, &c, 0);
+	rl = rl_start(f.rs.sock, f.rs.dir);
+	assert_non_null(rl);
+	c.url = rl_url(rl);
+	c.command_timeout_ms = (uint32_t)limit(10000); /* the relay, not a timeout, ends the wait */
+	replica_make(&f, 1, &c);
+	f.n = 2;
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++) {
+		long long ep;
+		rl_arm(rl, man, sizeof(man) - 1);
+		if (rounds[i].ours == WMS_BREAKER_STATE_DISABLED)
+			wms_breaker_disable(f.r[1].b);
+		else
+			wms_breaker_force_open(f.r[1].b);
+		assert_true(rl_wait_held(rl, limit(3000)));
+		wait_hash_state(&f.rs, rounds[i].ours); /* Redis ran it */
+		if (rounds[i].theirs != rounds[i].ours) {
+			if (rounds[i].theirs == WMS_BREAKER_STATE_CLOSED)
+				wms_breaker_force_closed(f.r[0].b);
+			else
+				wms_breaker_force_open(f.r[0].b);
+			wait_hash_state(&f.rs, rounds[i].theirs);
+		}
+		ep = hash_int(&f.rs, "ep");
+		rl_release(rl);
+		/* replica 1 loses Redis, comes back, and sends its change again
+		 * before it counts as joined */
+		{
+			double t0 = now_ms();
+			while (store_of(&f.r[1]) == WMS_STORE_STATE_CONNECTED) {
+				if (now_ms() - t0 > limit(3000))
+					fail_msg("replica 1 never lost the relayed connection");
+				sleep_ms(1);
+			}
+		}
+		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+		assert_int_equal(hash_int(&f.rs, "st"), (long long)rounds[i].theirs);
+		assert_int_equal(hash_int(&f.rs, "ep"), ep);
+		wait_state(&f, rounds[i].theirs, limit(2000));
+	}
+	rl_stop(rl);
+	fleet_stop(&f);
+}
+
+/* A change made by hand that Redis refused (READONLY: it was made a
+ * replica, as in a failover; then a key of another type) is not dropped
+ * for the fleet: it stays pending and is sent again after the refusal's
+ * back-off, once Redis takes it. A join alone would not carry it (a
+ * joiner's FORCED_OPEN does not force an existing hash). (OOM would not
+ * do: Redis lets a script that has written once, as this one's DEL has,
+ * write on past maxmemory.) */
+static void manual_change_refused_is_sent_after_the_back_off(void **state)
+{
+	fleet_cfg c = { 3, 60000, 0, 0, 2000, NULL, CONSECUTIVE };
+	fleet f;
+	int round;
+	(void)state;
+
+	fleet_start(&f, 2, &c, 0);
+	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	for (round = 0; round < 2; round++) {
+		wms_breaker_state want = round ? WMS_BREAKER_STATE_DISABLED
+					       : WMS_BREAKER_STATE_FORCED_OPEN;
+		long long before = hash_int(&f.rs, "st");
+		redisReply *r;
+		double t0;
+		if (round == 0) {
+			/* nothing listens on port 1: it never syncs (nor flushes) */
+			r = rs_cmd(&f.rs, "REPLICAOF 127.0.0.1 1");
+		} else {
+			freeReplyObject(rs_cmd(&f.rs, "DEL wms:{fleet-test}:s:wms"));
+			r = rs_cmd(&f.rs, "SET wms:{fleet-test}:s:wms not-a-hash");
+		}
+		assert_non_null(r);
+		freeReplyObject(r);
+		if (round)
+			wms_breaker_disable(f.r[1].b);
+		else
+			wms_breaker_force_open(f.r[1].b);
+		t0 = now_ms();
+		while (store_of(&f.r[1]) != WMS_STORE_STATE_DEGRADED) {
+			if (now_ms() - t0 > limit(3000))
+				fail_msg("round %d: the refusal never reached replica 1", round);
+			sleep_ms(1);
+		}
+		if (round == 0)
+			assert_int_equal(hash_int(&f.rs, "st"), before); /* refused: not run */
+		r = round == 0 ? rs_cmd(&f.rs, "REPLICAOF NO ONE")
+			       : rs_cmd(&f.rs, "DEL wms:{fleet-test}:s:wms");
+		assert_non_null(r);
+		freeReplyObject(r);
+		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+		wait_state(&f, want, limit(3000));
 		assert_int_equal(hash_int(&f.rs, "st"), (long long)want);
 	}
 	fleet_stop(&f);
@@ -2088,6 +2222,8 @@ int main(void)
 		cmocka_unit_test(manual_changes_reach_the_fleet),
 		cmocka_unit_test(manual_change_then_exit_reaches_the_fleet),
 		cmocka_unit_test(manual_change_lost_midway_is_sent_on_the_reconnect),
+		cmocka_unit_test(manual_change_resent_does_not_undo_a_newer_one),
+		cmocka_unit_test(manual_change_refused_is_sent_after_the_back_off),
 		cmocka_unit_test(keys_are_few_and_all_expire),
 		cmocka_unit_test(a_client_shares_its_breakers),
 		cmocka_unit_test(queue_and_batch_bounds),
