@@ -811,6 +811,32 @@ static void manual_change_lost_midway_is_sent_on_the_reconnect(void **state)
 	fleet_stop(&f);
 }
 
+/* Ways to make Redis answer the breaker's script with an error while the
+ * connection is fine, each with its undoing. */
+enum { REFUSE_OOM, REFUSE_READONLY, REFUSE_WRONGTYPE };
+static void refuse_writes(const rs_server *rs, int how, int on)
+{
+	redisReply *r;
+	switch (how) {
+	case REFUSE_OOM: /* noeviction */
+		r = rs_cmd(rs, "CONFIG SET maxmemory %d", on ? 1 : 0);
+		break;
+	case REFUSE_READONLY: /* nothing listens on port 1: it never syncs (nor flushes) */
+		r = on ? rs_cmd(rs, "REPLICAOF 127.0.0.1 1") : rs_cmd(rs, "REPLICAOF NO ONE");
+		break;
+	default:
+		r = rs_cmd(rs, "DEL wms:{fleet-test}:s:wms");
+		if (on && r) {
+			freeReplyObject(r);
+			r = rs_cmd(rs, "SET wms:{fleet-test}:s:wms not-a-hash");
+		}
+		break;
+	}
+	assert_non_null(r);
+	assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+	freeReplyObject(r);
+}
+
 /* The hash's state once it is `want`, or fail after the limit. */
 static void wait_hash_state(const rs_server *rs, wms_breaker_state want)
 {
@@ -909,18 +935,10 @@ static void manual_change_refused_is_sent_after_the_back_off(void **state)
 	for (round = 0; round < 2; round++) {
 		wms_breaker_state want = round ? WMS_BREAKER_STATE_DISABLED
 					       : WMS_BREAKER_STATE_FORCED_OPEN;
+		int how = round ? REFUSE_WRONGTYPE : REFUSE_READONLY;
 		long long before = hash_int(&f.rs, "st");
-		redisReply *r;
 		double t0;
-		if (round == 0) {
-			/* nothing listens on port 1: it never syncs (nor flushes) */
-			r = rs_cmd(&f.rs, "REPLICAOF 127.0.0.1 1");
-		} else {
-			freeReplyObject(rs_cmd(&f.rs, "DEL wms:{fleet-test}:s:wms"));
-			r = rs_cmd(&f.rs, "SET wms:{fleet-test}:s:wms not-a-hash");
-		}
-		assert_non_null(r);
-		freeReplyObject(r);
+		refuse_writes(&f.rs, how, 1);
 		if (round)
 			wms_breaker_disable(f.r[1].b);
 		else
@@ -933,10 +951,7 @@ static void manual_change_refused_is_sent_after_the_back_off(void **state)
 		}
 		if (round == 0)
 			assert_int_equal(hash_int(&f.rs, "st"), before); /* refused: not run */
-		r = round == 0 ? rs_cmd(&f.rs, "REPLICAOF NO ONE")
-			       : rs_cmd(&f.rs, "DEL wms:{fleet-test}:s:wms");
-		assert_non_null(r);
-		freeReplyObject(r);
+		refuse_writes(&f.rs, how, 0);
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
 		wait_state(&f, want, limit(3000));
 		assert_int_equal(hash_int(&f.rs, "st"), (long long)want);
@@ -1971,20 +1986,12 @@ static void error_replies_hand_the_breaker_to_its_engine(void **state)
 
 	fleet_start(&f, 1, &c, 0);
 	for (round = 0; round < 2; round++) {
-		redisReply *r;
 		double t0;
 		int calls = 0;
 		wms_breaker_reset(f.r[0].b);
 		freeReplyObject(rs_cmd(&f.rs, "FLUSHALL"));
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
-		if (round == 0) {
-			r = rs_cmd(&f.rs, "CONFIG SET maxmemory 1");
-		} else {
-			freeReplyObject(rs_cmd(&f.rs, "DEL wms:{fleet-test}:s:wms"));
-			r = rs_cmd(&f.rs, "SET wms:{fleet-test}:s:wms not-a-hash");
-		}
-		assert_non_null(r);
-		freeReplyObject(r);
+		refuse_writes(&f.rs, round ? REFUSE_WRONGTYPE : REFUSE_OOM, 1);
 		/* fail until it opens: the first failure's script (or the next
 		 * poll) is refused, the engine then counts 3 */
 		t0 = now_ms();
@@ -2002,10 +2009,7 @@ static void error_replies_hand_the_breaker_to_its_engine(void **state)
 		assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_OPEN);
 		assert_int_equal(store_of(&f.r[0]), WMS_STORE_STATE_DEGRADED);
 		/* Redis takes writes again: it rejoins, and the fleet is OPEN */
-		r = round == 0 ? rs_cmd(&f.rs, "CONFIG SET maxmemory 0")
-			       : rs_cmd(&f.rs, "DEL wms:{fleet-test}:s:wms");
-		assert_non_null(r);
-		freeReplyObject(r);
+		refuse_writes(&f.rs, round ? REFUSE_WRONGTYPE : REFUSE_OOM, 0);
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
 		assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_OPEN);
 		assert_int_equal(hash_int(&f.rs, "st"), 1);
