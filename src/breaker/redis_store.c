@@ -1338,21 +1338,20 @@ static int send_manual(rstore *s, uint64_t now)
 		if (!again)
 			l->man_epoch = atomic_load(&l->epoch);
 		rc = do_manual(s, l, MAN_STATE(m), l->man_epoch, again);
-		if (rc < 0 || (rc > 0 && !gone(l))) {
+		l->man_retry = NO_MANUAL;
+		if (rc == 0) {
+			l->joined = atomic_load(&l->mode) == MODE_SHARED;
+			continue;
+		}
+		if (rc > 0)
+			link_refused(l, now);
+		if (rc < 0 || !gone(l)) {
 			l->man_retry = m;
-			l->man_after_ns = 0;
+			l->man_after_ns = rc > 0 ? l->retry_join_ns : 0;
 			atomic_compare_exchange_strong(&l->manual, &none, m);
-		} else {
-			l->man_retry = NO_MANUAL;
 		}
 		if (rc < 0)
 			return -1;
-		if (rc > 0) {
-			link_refused(l, now);
-			l->man_after_ns = l->retry_join_ns;
-		} else {
-			l->joined = atomic_load(&l->mode) == MODE_SHARED;
-		}
 	}
 	return 0;
 }

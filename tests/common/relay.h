@@ -16,7 +16,8 @@ relay *rl_start(const char *target, const char *dir);
 /* "unix://" and the relay's path, for wms_shared_options.redis_url. */
 const char *rl_url(const relay *r);
 /* Hold the next connection whose client sends `pattern` (at most 63
- * bytes, within one read). */
+ * bytes, within one read). Not while an earlier arming is still waiting
+ * for its pattern (the relay's thread reads it). */
 void rl_arm(relay *r, const char *pattern, size_t len);
 /* 1 once a connection is held, 0 if none is after `limit_ms`. */
 int rl_wait_held(relay *r, double limit_ms);

@@ -204,11 +204,14 @@ static void fail_calls_shared(wms_breaker *b, int n)
 	}
 }
 
+#define FLEET_KEY "wms:{fleet-test}:s:wms" /* the fleet's breaker's hash */
+
 static long long hash_int(const rs_server *rs, const char *field)
 {
-	return rs_hget_int(rs, "wms:{fleet-test}:s:wms", field);
+	return rs_hget_int(rs, FLEET_KEY, field);
 }
 
+static void wait_hash_field(const rs_server *rs, const char *key, const char *field, long long want);
 static void wait_hash_n(const rs_server *rs, const char *key, long long want);
 
 /* Wait until a breaker (of a store the test made itself) has joined. */
@@ -837,17 +840,6 @@ static void refuse_writes(const rs_server *rs, int how, int on)
 	freeReplyObject(r);
 }
 
-/* The hash's state once it is `want`, or fail after the limit. */
-static void wait_hash_state(const rs_server *rs, wms_breaker_state want)
-{
-	double t0 = now_ms();
-	while (hash_int(rs, "st") != (long long)want) {
-		if (now_ms() - t0 > limit(3000))
-			fail_msg("the hash's state is %lld, not %d", hash_int(rs, "st"), (int)want);
-		sleep_ms(2);
-	}
-}
-
 /* A change made by hand that Redis ran but whose reply never came back (a
  * relay passes the command, holds the reply, then drops the connection)
  * is pending again and sent on the reconnect, marked as sent before: it
@@ -889,13 +881,13 @@ static void manual_change_resent_does_not_undo_a_newer_one(void **state)
 		else
 			wms_breaker_force_open(f.r[1].b);
 		assert_true(rl_wait_held(rl, limit(3000)));
-		wait_hash_state(&f.rs, rounds[i].ours); /* Redis ran it */
+		wait_hash_field(&f.rs, FLEET_KEY, "st", rounds[i].ours); /* Redis ran it */
 		if (rounds[i].theirs != rounds[i].ours) {
 			if (rounds[i].theirs == WMS_BREAKER_STATE_CLOSED)
 				wms_breaker_force_closed(f.r[0].b);
 			else
 				wms_breaker_force_open(f.r[0].b);
-			wait_hash_state(&f.rs, rounds[i].theirs);
+			wait_hash_field(&f.rs, FLEET_KEY, "st", rounds[i].theirs);
 		}
 		ep = hash_int(&f.rs, "ep");
 		rl_release(rl);
@@ -1000,18 +992,24 @@ static void keys_are_few_and_all_expire(void **state)
 	fleet_stop(&f);
 }
 
-static void wait_hash_n(const rs_server *rs, const char *key, long long want)
+/* Wait until the hash `key`'s `field` is `want`, or fail after the limit. */
+static void wait_hash_field(const rs_server *rs, const char *key, const char *field, long long want)
 {
 	double t0 = now_ms();
-	long long n = -1;
+	long long v = -1;
 	for (;;) {
-		n = rs_hget_int(rs, key, "n");
-		if (n == want)
+		v = rs_hget_int(rs, key, field);
+		if (v == want)
 			return;
 		if (now_ms() - t0 > limit(3000))
-			fail_msg("%s: n is %lld, not %lld", key, n, want);
+			fail_msg("%s: %s is %lld, not %lld", key, field, v, want);
 		sleep_ms(2);
 	}
+}
+
+static void wait_hash_n(const rs_server *rs, const char *key, long long want)
+{
+	wait_hash_field(rs, key, "n", want);
 }
 
 /* The outcome queue (queue_size 64) and the script's batch (255 outcomes
