@@ -550,7 +550,8 @@ static void e2e_placement(const char *tag, int server_cpu, int client_cpu, const
 
 	if (pin_to(server_cpu, saved) != 0)
 		die("cannot pin the server thread", tag);
-	srv = bench_server_start(submit_reply, submit_reply_len);
+	/* one server thread for both callers (bench_server.c says why) */
+	srv = bench_server_start_one_thread(submit_reply, submit_reply_len);
 	if (!srv)
 		die("cannot start the libmicrohttpd server on 127.0.0.1", NULL);
 	if (pin_to(client_cpu, saved) != 0)

@@ -1,5 +1,18 @@
 /* The bench's HTTP server: libmicrohttpd, one thread per connection, so a
- * keep-alive client is answered by a thread blocked on its own socket.
+ * keep-alive client is answered by a thread blocked on its own socket; or
+ * (bench_server_start_one_thread) one thread answering every connection
+ * from an epoll loop.
+ *
+ * The one-thread server is for figures that compare single callers, each
+ * on its own connection. With a thread per connection each caller has a
+ * server thread of its own, and where the scheduler happens to put that
+ * thread (on the caller's CPU or the other one, a wake-up across CPUs
+ * costing far more on this VM) moved a caller's rate against an identical
+ * caller's by up to 15 %: two libwms clients alternating in 50 ms rounds,
+ * unpinned, gave medians of 0.940-1.151 over 8 runs; answered by one
+ * thread, 0.979-1.029 (2026-12-06). Many callers at once (the 8-thread
+ * figures) keep a thread per connection: one server thread among eight
+ * busy callers on two CPUs would be the bottleneck.
  *
  * The delayed server (the scale group's WMS that takes its time) is the
  * same, its connection's thread sleeping out the delay before it answers:
@@ -93,7 +106,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		atomic_fetch_add_explicit(&s->connections, 1, memory_order_relaxed);
 }
 
-static bench_server *server_start(const char *reply, size_t reply_len, unsigned delay_ms)
+static bench_server *server_start(const char *reply, size_t reply_len, unsigned delay_ms,
+				  int one_thread)
 {
 	struct sockaddr_in addr;
 	const union MHD_DaemonInfo *info;
@@ -111,7 +125,13 @@ static bench_server *server_start(const char *reply, size_t reply_len, unsigned 
 	addr.sin_family = AF_INET;
 	addr.sin_port = 0;
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!delay_ms)
+	if (one_thread)
+		s->daemon = MHD_start_daemon(
+			MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request,
+			s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+			MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+	else if (!delay_ms)
 		s->daemon = MHD_start_daemon(
 			MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
 			NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
@@ -139,12 +159,17 @@ fail:
 
 bench_server *bench_server_start(const char *reply, size_t reply_len)
 {
-	return server_start(reply, reply_len, 0);
+	return server_start(reply, reply_len, 0, 0);
+}
+
+bench_server *bench_server_start_one_thread(const char *reply, size_t reply_len)
+{
+	return server_start(reply, reply_len, 0, 1);
 }
 
 bench_server *bench_server_start_delayed(const char *reply, size_t reply_len, unsigned delay_ms)
 {
-	return delay_ms ? server_start(reply, reply_len, delay_ms) : NULL;
+	return delay_ms ? server_start(reply, reply_len, delay_ms, 0) : NULL;
 }
 
 uint16_t bench_server_port(const bench_server *s)
