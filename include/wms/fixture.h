@@ -107,7 +107,10 @@ typedef struct wms_record_options {
 	unsigned version;
 	/** Existing directory the fixture files are written to. Required. */
 	const char *directory;
-	/** File name prefix: "<prefix><NNN>-<Operation>.xml"; NULL = "". */
+	/** File name prefix: "<prefix><NNN>-<Operation>.xml"; NULL = "". At
+	 *  most 128 bytes (more is WMS_ERR_INVALID_ARG). <Operation> is the
+	 *  operation's name, or the SOAPAction's last part, cut to 48
+	 *  characters; the fixture records it whole. */
 	const char *prefix;
 	/** Or: name each file with this callback. */
 	wms_record_name_fn name;

@@ -29,7 +29,9 @@ WMS_BEGIN_DECL
 WMS_EXTERN(wms_status) wms_health_json(char **out, wms_breaker *const *breakers, size_t count);
 
 /** `*out`: Prometheus text (gauge <prefix>_circuit_breaker_state and friends);
- *  prefix NULL = "fulfillment". Release with wms_free(). */
+ *  prefix NULL = "fulfillment". Release with wms_free(). A prefix is 1 to
+ *  64 bytes of [A-Za-z0-9_:], not starting with a digit (a metric name's
+ *  characters); any other is WMS_ERR_INVALID_ARG, with *out NULL. */
 WMS_EXTERN(wms_status) wms_health_prometheus(char **out, wms_breaker *const *breakers,
 					     size_t count, const char *prefix);
 

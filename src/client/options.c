@@ -151,24 +151,25 @@ static wms_status make_breaker(wms_client *c, size_t i, const char *operation)
 {
 	wms_breaker_options bo = c->bo;
 	breaker_hook *h = &c->hooks[i];
-	char name[160];
+	char *name = NULL;
 	wms_status st;
 
 	h->client = c;
 	h->operation = operation;
 	h->user = c->bo.callbacks;
-	if (operation) {
-		/* a long base is cut on a whole character, as a name must be */
-		snprintf(name, sizeof(name), "%s.%s", c->breaker_base, operation);
-		name[wms__utf8_whole(name, strlen(name))] = '\0';
-		bo.name = name;
-	} else {
-		bo.name = c->breaker_base;
-	}
+	/* The whole name, however long the base (a breaker name has no
+	 * bound): cut to fit a buffer, as it was at 159 bytes, the names of
+	 * two operations could come out the same (one key in a shared store),
+	 * and every one differed from "<base>.<operation>" as documented. */
+	if (operation && !(name = wms__join3(c->breaker_base, ".", operation)))
+		return WMS_ERR_NOMEM;
+	bo.name = operation ? name : c->breaker_base;
 	bo.callbacks.on_state_change = on_breaker_event;
 	bo.callbacks.clock = h->user.clock ? hooked_clock : NULL;
 	bo.callbacks.payload = h;
-	if ((st = wms_breaker_new(&c->breakers[i], &bo)) != WMS_OK)
+	st = wms_breaker_new(&c->breakers[i], &bo); /* it keeps its own copy */
+	wms__free(name);
+	if (st != WMS_OK)
 		return st;
 	atomic_store(&h->breaker, c->breakers[i]);
 	return WMS_OK;
@@ -481,8 +482,6 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 static wms_status copy_options(wms_client *c, const wms_client_options *opts,
 			       const wms_retry_options *retry)
 {
-	char metric[128];
-
 	c->retry = *retry;
 	c->cb = opts->callbacks;
 	if (opts->fallbacks) {
@@ -498,9 +497,13 @@ static wms_status copy_options(wms_client *c, const wms_client_options *opts,
 	c->stall_timeout_ms =
 		opts->stall_timeout_ms ? opts->stall_timeout_ms : WMS_DEFAULT_STALL_TIMEOUT_MS;
 	c->max_reply_bytes = opts->max_reply_bytes ? opts->max_reply_bytes : WMS_DEFAULT_MAX_REPLY_BYTES;
-	snprintf(metric, sizeof(metric), "%s.circuit_breaker_state",
-		 opts->metric_prefix ? opts->metric_prefix : "fulfillment");
-	if (dup_opt(&c->state_metric, metric) ||
+	/* The prefix whole, however long: in a 128-byte buffer one over 105
+	 * bytes was cut silently ("...circuit_breaker_stat"), perhaps inside
+	 * a UTF-8 character, where client.h promises
+	 * "<prefix>.circuit_breaker_state". */
+	c->state_metric = wms__join3(opts->metric_prefix ? opts->metric_prefix : "fulfillment",
+				     ".circuit_breaker_state", "");
+	if (!c->state_metric ||
 	    dup_opt(&c->endpoint, opts->endpoint ? opts->endpoint : "") ||
 	    dup_opt(&c->wsse_username, opts->wsse.username) ||
 	    dup_opt(&c->wsse_password, opts->wsse.password))

@@ -651,6 +651,144 @@ static void shared_breaker_is_not_freed(void **state)
 	wms_breaker_free(b);
 }
 
+/* ---- names made from the options: whole, however long ------------------- */
+
+/* The gauge samples a client gives its on_metric callback, names copied. */
+typedef struct samples {
+	int n;
+	double value[8];
+	char name[8][512];
+	char breaker[8][512];
+} samples;
+
+static void on_metric_sample(const wms_metric *m, void *payload)
+{
+	samples *g = payload;
+	if (g->n < 8) {
+		g->value[g->n] = m->value;
+		snprintf(g->name[g->n], sizeof(g->name[0]), "%s", m->name);
+		snprintf(g->breaker[g->n], sizeof(g->breaker[0]), "%s", m->breaker);
+	}
+	g->n++;
+}
+
+/* `n` bytes: "p", then `fill`, ending in "z" (a cut anywhere shows). */
+static char *text_of(size_t n, char fill)
+{
+	char *s = malloc(n + 1);
+	assert_non_null(s);
+	memset(s, fill, n);
+	s[0] = 'p';
+	s[n - 1] = 'z';
+	s[n] = '\0';
+	return s;
+}
+
+/* The state gauge is "<metric_prefix>.circuit_breaker_state" (client.h,
+ * README), the prefix whole: in the initial sample and again when the
+ * breaker opens (five refused submits). */
+static void state_gauge_named(const char *prefix)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	samples g = { 0 };
+	char want[512];
+	fx x;
+	o.metric_prefix = prefix;
+	o.breaker_options.open_duration_ms = 30000;
+	o.callbacks.on_metric = on_metric_sample;
+	o.callbacks.payload = &g;
+	x = setup_client_with(&o);
+	snprintf(want, sizeof(want), "%s.circuit_breaker_state", prefix);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.name[0], want);
+	fx_refused_submits(&x, 5);
+	assert_int_equal(g.n, 2);
+	assert_true(g.value[1] == 1.0);
+	assert_string_equal(g.name[1], want);
+	wms_client_free(x.c);
+}
+
+/* The gauge's name was made in a 128-byte buffer: a 105-byte prefix and
+ * the 22 bytes of ".circuit_breaker_state" just fit, one byte more was cut
+ * ("...circuit_breaker_stat"), silently. Both sides, twice on one client
+ * each; and far beyond. */
+static void metric_prefix_is_kept_whole(void **state)
+{
+	static const size_t lengths[] = { 105, 106, 300 };
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+		char *prefix = text_of(lengths[i], 'm');
+		state_gauge_named(prefix);
+		free(prefix);
+	}
+}
+
+/* A per-operation client on breaker name `base`: every breaker is
+ * "<base>.<operation>", the base whole, as wms_client_breakers lists them,
+ * as wms_client_breaker_for finds them and as the gauge names them; once
+ * when made and again after SubmitOrder's opens. */
+static void breakers_named(const char *base)
+{
+	static const char *const ops[] = { "SubmitOrder", "GetOrderStatus", "CancelOrder",
+					   "GetStockLevel" };
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	samples g = { 0 };
+	wms_breaker *list[4];
+	wms_breaker_snapshot s;
+	char want[4][512];
+	int i, round;
+	fx x;
+	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
+	o.breaker_options.name = base;
+	o.breaker_options.open_duration_ms = 30000;
+	o.callbacks.on_metric = on_metric_sample;
+	o.callbacks.payload = &g;
+	x = setup_client_with(&o);
+	for (i = 0; i < 4; i++)
+		snprintf(want[i], sizeof(want[i]), "%s.%s", base, ops[i]);
+	assert_int_equal(g.n, 4); /* a first sample per breaker, in this order */
+	for (i = 0; i < 4; i++)
+		assert_string_equal(g.breaker[i], want[i]);
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(wms_client_breakers(list, 4, x.c), 4);
+		for (i = 0; i < 4; i++) {
+			wms_breaker_snapshot_get(&s, list[i]);
+			assert_string_equal(s.name, want[i]);
+			wms_breaker_snapshot_get(&s, wms_client_breaker_for(x.c, ops[i]));
+			assert_string_equal(s.name, want[i]);
+		}
+		if (round == 0)
+			fx_refused_submits(&x, 5);
+	}
+	assert_int_equal(g.n, 5);
+	assert_true(g.value[4] == 1.0);
+	assert_string_equal(g.breaker[4], want[0]);
+	wms_client_free(x.c);
+}
+
+/* Per-operation names were made in a 160-byte buffer, cut on a whole
+ * UTF-8 character: a 144-byte base gives "<base>.GetOrderStatus" of 159
+ * bytes, which fit; a 145-byte one lost that name's last byte
+ * ("...GetOrderStatu"); a base whose 160th byte falls inside a character
+ * ("€" at bytes 158-160) was cut before it, and then every operation's
+ * breaker had the same name (one key for them all in a shared store). */
+static void per_operation_breaker_names_are_whole(void **state)
+{
+	char *base;
+	(void)state;
+	base = text_of(144, 'b');
+	breakers_named(base);
+	free(base);
+	base = text_of(145, 'b');
+	breakers_named(base);
+	free(base);
+	base = text_of(160, 'b');
+	memcpy(base + 157, "\xe2\x82\xac", 3); /* U+20AC: bytes 158 to 160 */
+	breakers_named(base);
+	free(base);
+}
+
 /* ---- allocation failures in wms_client_new ------------------------------ */
 
 /* libwms's allocations and live blocks, the fail_at-th failing. */
@@ -743,6 +881,8 @@ int main(void)
 		cmocka_unit_test(client_options_are_validated),
 		cmocka_unit_test(every_status_has_a_name_and_text),
 		cmocka_unit_test(shared_breaker_is_not_freed),
+		cmocka_unit_test(metric_prefix_is_kept_whole),
+		cmocka_unit_test(per_operation_breaker_names_are_whole),
 		cmocka_unit_test(new_client_frees_everything_on_nomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,42 @@ static void prometheus_text(void **state)
 	wms_client_free(x.c);
 }
 
+/* `n` bytes of a valid metric prefix, "p" + "x"... + "z", so that a cut
+ * anywhere shows in the text. */
+static void metric_prefix_of(char *buf, size_t n)
+{
+	memset(buf, 'x', n);
+	buf[0] = 'p';
+	buf[n - 1] = 'z';
+	buf[n] = '\0';
+}
+
+/* A prefix is at most 64 bytes: 64 is used whole in every line, 65 is
+ * refused (INVALID_ARG, nothing handed out), never cut to 64; twice, so
+ * a refusal leaves nothing behind that changes the next answer. */
+static void prometheus_prefix_of_64_bytes_at_most(void **state)
+{
+	char p64[65], p65[66], want[160], *text = NULL;
+	fx x = setup_client(WMS_SOAP_11);
+	int round;
+	(void)state;
+	metric_prefix_of(p64, 64);
+	metric_prefix_of(p65, 65);
+	trip_submit(&x);
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(wms_client_health_prometheus(&text, x.c, p64), WMS_OK);
+		snprintf(want, sizeof(want), "# TYPE %s_circuit_breaker_state gauge\n", p64);
+		assert_non_null(strstr(text, want));
+		snprintf(want, sizeof(want), "\n%s_circuit_breaker_state{breaker=\"wms\"} 1\n", p64);
+		assert_non_null(strstr(text, want));
+		wms_free(text);
+		text = (char *)&text; /* must be set to NULL on refusal */
+		assert_int_equal(wms_client_health_prometheus(&text, x.c, p65), WMS_ERR_INVALID_ARG);
+		assert_null(text);
+	}
+	wms_client_free(x.c);
+}
+
 /* A count-based breaker at 1 failure of 3 (33.33 %): its rates as the
  * documents print them, under whatever LC_NUMERIC is in force. */
 static void rates_documents(char **json, char **prom)
@@ -140,6 +176,7 @@ int main(void)
 		cmocka_unit_test(json_document),
 		cmocka_unit_test(all_open_is_down),
 		cmocka_unit_test(prometheus_text),
+		cmocka_unit_test(prometheus_prefix_of_64_bytes_at_most),
 		cmocka_unit_test(numbers_ignore_the_locale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
