@@ -467,7 +467,11 @@ static wms_status finish(wms__buf *out, envelope *e, wms__build_ws *kept, wms_st
  * same puts in the same order are the same tree. The bytes are xmlSaveDoc's
  * of the same tree (test_build_diff compares 100 000 random requests).
  * Shapes of more than WMS__TEMPLATE_MAX_PUTS puts, or envelopes over
- * KEEP_BODY_BYTES, get none.
+ * KEEP_BODY_BYTES, get none: a template is learnt only from an envelope
+ * of KEEP_BODY_BYTES or less. Once learnt it also writes envelopes past
+ * that (longer values of the same shape) and stays: what it keeps is its
+ * own, learnt at the bound or under it, and the envelope it wrote is the
+ * caller's (test_build's workspace_template_escaped_past_keep_body_bytes).
  */
 
 static const xmlChar template_marker[] = "<";

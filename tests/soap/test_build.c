@@ -15,6 +15,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlschemas.h>
+#include "count_alloc.h"
 #include "soap/soap.h"
 #include "util.h"
 
@@ -823,7 +824,7 @@ static void workspace_frame_survives_a_failed_save_context(void **state)
 
 /* Build r through ws and from scratch; the same bytes. Returns how many
  * libxml2 allocations the workspace's build made. */
-static long build_both(wms__xml_ws *ws, const wms__request *r, int k)
+static long build_both_sized(wms__xml_ws *ws, const wms__request *r, int k, size_t *bytes)
 {
 	wms__buf fresh = { NULL, 0, 0 }, kept = { NULL, 0, 0 };
 	long allocs;
@@ -832,6 +833,8 @@ static long build_both(wms__xml_ws *ws, const wms__request *r, int k)
 	util_xml_mem_fail_at(0);
 	assert_int_equal(wms__build_request_ws(ws, &kept, WMS_SOAP_11, r, NULL, NULL), WMS_OK);
 	allocs = util_xml_mem_count();
+	if (bytes)
+		*bytes = util_xml_mem_bytes();
 	util_xml_mem_reset();
 	if (fresh.len != kept.len || memcmp(fresh.data, kept.data, fresh.len) != 0)
 		fail_msg("build %d: other bytes from the workspace:\n%s\n-- vs --\n%s", k,
@@ -839,6 +842,11 @@ static long build_both(wms__xml_ws *ws, const wms__request *r, int k)
 	wms__buf_free(&fresh);
 	wms__buf_free(&kept);
 	return allocs;
+}
+
+static long build_both(wms__xml_ws *ws, const wms__request *r, int k)
+{
+	return build_both_sized(ws, r, k, NULL);
 }
 
 /* SubmitOrder with line2 and `lines` lines: 10 + 3 x lines puts. Every
@@ -948,6 +956,315 @@ static void workspace_template_failed_allocation(void **state)
 	assert_true(through > 1);
 }
 
+/* ---- KEEP_BODY_BYTES (src/soap/build.c): a workspace keeps an envelope -
+ * its tree, frame and puts - for the next call only if the envelope came
+ * out at most this long, every byte handed out counted (XML declaration to
+ * the final newline, markup escaped); a longer one is dropped after the
+ * call, and a template is learnt only from a kept one. */
+
+#define KEEP_BODY_BYTES 16384
+
+/* What a workspace holds is seen through libwms's own allocations: a
+ * counting allocator (count_alloc) is installed for the test, so its live
+ * blocks are the workspace's. For the one operation a test builds: the
+ * builder (1 block); a kept envelope's frame and its last two walks' puts
+ * (3 more; its libxml2 tree goes with them, envelope_drop frees them all
+ * at once); a template's puts, static bytes and part ends (3 more). */
+enum { HOLDS_NOTHING = 1, HOLDS_TREE = 4, HOLDS_TEMPLATE = 7 };
+
+typedef struct keep_view {
+	count_alloc a;
+	long bytes[HOLDS_TEMPLATE + 1]; /* each state's live bytes, when first seen */
+} keep_view;
+
+/* Static: a failed test leaves it installed until keep_view_teardown. */
+static keep_view kv;
+
+static void keep_view_begin(void)
+{
+	wms_allocator hooks;
+	memset(&kv, 0, sizeof(kv));
+	for (size_t i = 0; i < sizeof(kv.bytes) / sizeof(kv.bytes[0]); i++)
+		kv.bytes[i] = -1;
+	kv.a.headers = 1; /* sizes: nothing allocated before is freed in the test */
+	hooks = count_alloc_hooks(&kv.a);
+	assert_int_equal(wms_set_allocator(&hooks), WMS_OK);
+}
+
+/* Once the workspace is freed: nothing of it is left. */
+static void keep_view_end(void)
+{
+	assert_int_equal(atomic_load(&kv.a.live), 0);
+}
+
+/* The C library's allocator back, even after a failure (whatever the
+ * failed test left allocated is never freed). */
+static int keep_view_teardown(void **state)
+{
+	(void)state;
+	return wms_set_allocator(NULL) == WMS_OK ? 0 : -1;
+}
+
+/* The workspace holds `holds` blocks, and as many bytes as the last time
+ * it was in that state: nothing of a larger envelope stays behind. */
+static void assert_holds(long holds, int k)
+{
+	static const char *const what[] = { [HOLDS_NOTHING] = "the envelope dropped",
+					    [HOLDS_TREE] = "tree, frame and puts kept",
+					    [HOLDS_TEMPLATE] = "and a template" };
+	long live = atomic_load(&kv.a.live), bytes = atomic_load(&kv.a.live_bytes);
+	if (live != holds)
+		fail_msg("build %d: the workspace holds %ld blocks, %ld expected (%s)", k, live,
+			 holds, what[holds]);
+	if (kv.bytes[holds] < 0)
+		kv.bytes[holds] = bytes;
+	else if (bytes != kv.bytes[holds])
+		fail_msg("build %d: %s, in %ld bytes (%ld before)", k, what[holds], bytes,
+			 kv.bytes[holds]);
+}
+
+/* SKUs and strings that lengthen_to may lengthen: 1-64 characters that
+ * need no escaping, so that each one added adds one byte. */
+typedef char sku_text[65];
+static const char sku_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:-_";
+
+/* Set the n strings to one character, then lengthen them in turn until
+ * r's envelope (SOAP 1.1, no workspace) is exactly `len` bytes; their
+ * characters vary with k, so that each build changes every one. */
+static void lengthen_to(const wms__request *r, sku_text *s, size_t n, size_t len, int k)
+{
+	const size_t nc = sizeof(sku_chars) - 1;
+	wms__buf b = { NULL, 0, 0 };
+	size_t have, i, j;
+
+	for (i = 0; i < n; i++) {
+		s[i][0] = sku_chars[(i + (size_t)k) % nc];
+		s[i][1] = '\0';
+	}
+	assert_int_equal(wms__build_request(&b, WMS_SOAP_11, r, NULL, NULL), WMS_OK);
+	have = b.len;
+	wms__buf_free(&b);
+	for (i = 0; i < n && have < len; i++)
+		for (j = 1; j < 64 && have < len; j++, have++) {
+			s[i][j] = sku_chars[(i * 7 + j + (size_t)k) % nc];
+			s[i][j + 1] = '\0';
+		}
+	assert_int_equal(wms__build_request(&b, WMS_SOAP_11, r, NULL, NULL), WMS_OK);
+	if (b.len != len)
+		fail_msg("an envelope of %zu bytes asked for, %zu made", len, b.len);
+	wms__buf_free(&b);
+}
+
+/* An order of n lines (up to 130) with line2, optionally a region, and
+ * short address fields or long ones that escaping lengthens ('&' is
+ * written "&amp;", '<' "&lt;", '>' "&gt;"); its SKUs lengthened to make
+ * the envelope `len` bytes. */
+typedef struct keep_order {
+	wms_order o;
+	wms_order_line lines[130];
+	sku_text skus[130];
+	char id[32], name[257], line1[257], line2[257], city[257], region[257], postal[257];
+	wms__request r;
+} keep_order;
+
+static void fill(char *dst, const char *pattern, size_t n)
+{
+	size_t p = strlen(pattern);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = pattern[i % p];
+	dst[n] = '\0';
+}
+
+static void keep_order_make(keep_order *q, size_t n, int escaped, int region, size_t len, int k)
+{
+	q->o = golden_order();
+	snprintf(q->id, sizeof(q->id), "ORD-%d", k);
+	q->o.order_id = q->id;
+	if (escaped) {
+		/* 256 bytes each, some 1 280 once escaped */
+		fill(q->name, "&", 256);
+		fill(q->line1, "<", 256);
+		fill(q->line2, "&<>\"", 256);
+		fill(q->city, "&", 256);
+		fill(q->region, "&>", 256);
+		fill(q->postal, "&", 256);
+	} else {
+		snprintf(q->name, sizeof(q->name), "Customer <%d> & Co", k);
+		snprintf(q->line1, sizeof(q->line1), "%d Analytical Way", k);
+		snprintf(q->line2, sizeof(q->line2), "Hinterhaus");
+		snprintf(q->city, sizeof(q->city), "London");
+		snprintf(q->region, sizeof(q->region), "Greater London");
+		snprintf(q->postal, sizeof(q->postal), "N1 9GU");
+	}
+	q->o.ship_to.name = q->name;
+	q->o.ship_to.line1 = q->line1;
+	q->o.ship_to.line2 = q->line2;
+	q->o.ship_to.city = q->city;
+	q->o.ship_to.region = region ? q->region : NULL;
+	q->o.ship_to.postal_code = q->postal;
+	for (size_t i = 0; i < n; i++) {
+		q->lines[i].sku = q->skus[i];
+		q->lines[i].quantity = (uint32_t)(1 + (i + (size_t)k) % 9);
+	}
+	q->o.lines = q->lines;
+	q->o.line_count = n;
+	q->r = (wms__request){ WMS__OP_SUBMIT_ORDER, &q->o, NULL, NULL, NULL, 0 };
+	lengthen_to(&q->r, q->skus, n, len, k);
+}
+
+/* Orders of 130 lines (400 puts: never a template) whose envelopes are
+ * exactly KEEP_BODY_BYTES bytes and one more, each side twice in a row and
+ * the sides alternating, on one workspace: every build byte for byte the
+ * same as one from scratch; after each, the tree is kept (with its frame)
+ * at the bound and dropped past it; and the build after a kept tree walks
+ * it (fewer libxml2 allocations than any build after a drop, which makes a
+ * new tree). */
+static void workspace_keeps_envelopes_up_to_keep_body_bytes(void **state)
+{
+	static const struct {
+		size_t len;
+		long holds;
+	} steps[] = {
+		{ KEEP_BODY_BYTES, HOLDS_TREE },        { KEEP_BODY_BYTES + 1, HOLDS_NOTHING },
+		{ KEEP_BODY_BYTES, HOLDS_TREE },        { KEEP_BODY_BYTES + 1, HOLDS_NOTHING },
+		{ KEEP_BODY_BYTES + 1, HOLDS_NOTHING }, { KEEP_BODY_BYTES, HOLDS_TREE },
+		{ KEEP_BODY_BYTES, HOLDS_TREE },        { KEEP_BODY_BYTES + 1, HOLDS_NOTHING },
+	};
+	static keep_order q;
+	wms__xml_ws ws = { NULL, NULL };
+	long held = HOLDS_NOTHING, walked_max = -1, rebuilt_min = -1;
+	(void)state;
+
+	keep_view_begin();
+	for (int k = 0; k < (int)(sizeof(steps) / sizeof(steps[0])); k++) {
+		long allocs;
+		keep_order_make(&q, 130, 0, 1, steps[k].len, k);
+		allocs = build_both(&ws, &q.r, k);
+		assert_holds(steps[k].holds, k);
+		if (held == HOLDS_TREE && (walked_max < 0 || allocs > walked_max))
+			walked_max = allocs;
+		if (held == HOLDS_NOTHING && (rebuilt_min < 0 || allocs < rebuilt_min))
+			rebuilt_min = allocs;
+		held = steps[k].holds;
+	}
+	if (walked_max >= rebuilt_min)
+		fail_msg("a build after a kept tree made %ld libxml2 allocations, one after a drop "
+			 "%ld: the kept tree was not walked", walked_max, rebuilt_min);
+	wms__build_ws_free(ws.build);
+	keep_view_end();
+}
+
+/* A template is learnt only from an envelope the workspace keeps; once
+ * learnt, it writes every request of its shape, however long: the bound
+ * is on what a workspace keeps, and a request written from the template
+ * leaves nothing of its own there (the tree stays the one the template was
+ * learnt from, and the envelope is handed out). So an envelope written
+ * past KEEP_BODY_BYTES keeps the template, and the workspace holds the
+ * same blocks and bytes as before. `steps` on one workspace, each build
+ * against one from scratch. */
+typedef struct keep_step {
+	size_t lines; /* SubmitOrder: lines; 0: GetStockLevel of 200 SKUs */
+	int escaped, region;
+	size_t len;
+	long holds;
+	int written; /* from the template */
+} keep_step;
+
+static void run_keep_steps(const keep_step *steps, size_t n)
+{
+	static keep_order q;
+	static sku_text skus[WMS_MAX_SKUS];
+	static const char *sku_ptrs[WMS_MAX_SKUS];
+	wms__request stock = { WMS__OP_GET_STOCK_LEVEL, NULL, NULL, NULL, sku_ptrs, WMS_MAX_SKUS };
+	wms__xml_ws ws = { NULL, NULL };
+
+	for (size_t i = 0; i < WMS_MAX_SKUS; i++)
+		sku_ptrs[i] = skus[i];
+	keep_view_begin();
+	for (int k = 0; k < (int)n; k++) {
+		const keep_step *s = &steps[k];
+		const wms__request *r = &stock;
+		size_t nskus = WMS_MAX_SKUS, bytes;
+		long allocs;
+		if (s->lines) {
+			keep_order_make(&q, s->lines, s->escaped, s->region, s->len, k);
+			r = &q.r;
+			nskus = s->lines;
+		} else {
+			lengthen_to(&stock, skus, WMS_MAX_SKUS, s->len, k);
+		}
+		/* a template's size is its shape's */
+		if (k && (s->lines != steps[k - 1].lines || s->region != steps[k - 1].region))
+			kv.bytes[HOLDS_TEMPLATE] = -1;
+		allocs = build_both_sized(&ws, r, k, &bytes);
+		assert_holds(s->holds, k);
+		/* Every SKU differs from the last build's: a tree walk would set
+		 * each one's text (an allocation each). The template's output
+		 * buffer may grow with where the values fall (seen: once, to
+		 * 8 KiB; libxml2 passes it on every 4 000 bytes), never to the
+		 * envelope's length. */
+		if (s->written && (allocs >= (long)nskus || bytes >= s->len))
+			fail_msg("build %d (%zu bytes): %ld libxml2 allocations of %zu bytes: not written "
+				 "from the template, or a buffer grew to the envelope's length",
+				 k, s->len, allocs, bytes);
+	}
+	wms__build_ws_free(ws.build);
+	keep_view_end();
+}
+
+/* GetStockLevel of 200 SKUs (200 puts): at the bound, kept, and learns its
+ * template the second time in a row; one byte past it before that, dropped
+ * (no template learnt from it); after that, written from the template on
+ * both sides of the bound, twice in a row each. */
+static void workspace_template_past_keep_body_bytes(void **state)
+{
+	static const keep_step steps[] = {
+		{ 0, 0, 0, KEEP_BODY_BYTES, HOLDS_TREE, 0 },
+		{ 0, 0, 0, KEEP_BODY_BYTES + 1, HOLDS_NOTHING, 0 },
+		{ 0, 0, 0, KEEP_BODY_BYTES + 1, HOLDS_NOTHING, 0 },
+		{ 0, 0, 0, KEEP_BODY_BYTES, HOLDS_TREE, 0 },
+		{ 0, 0, 0, KEEP_BODY_BYTES, HOLDS_TEMPLATE, 0 },     /* learnt */
+		{ 0, 0, 0, KEEP_BODY_BYTES, HOLDS_TEMPLATE, 1 },
+		{ 0, 0, 0, KEEP_BODY_BYTES + 1, HOLDS_TEMPLATE, 1 },
+		{ 0, 0, 0, KEEP_BODY_BYTES + 1, HOLDS_TEMPLATE, 1 },
+		{ 0, 0, 0, KEEP_BODY_BYTES, HOLDS_TEMPLATE, 1 },
+		{ 0, 0, 0, KEEP_BODY_BYTES + 1, HOLDS_TEMPLATE, 1 },
+	};
+	(void)state;
+	_Static_assert(WMS_MAX_SKUS <= WMS__TEMPLATE_MAX_PUTS, "200 SKUs take a template");
+	run_keep_steps(steps, sizeof(steps) / sizeof(steps[0]));
+}
+
+/* The same with SubmitOrder at WMS__TEMPLATE_MAX_PUTS puts (82 lines,
+ * line2, no region) whose values escaping lengthens (five address fields
+ * of 256 bytes, written 5 760 bytes long): a template learnt from short
+ * values writes envelopes at the bound and past it, twice in a row each;
+ * then another shape (81 lines and a region: 254 puts), its tree walked
+ * (the bound counts escaped bytes), is dropped one byte past the bound
+ * twice in a row, kept at it, learns its own template there, and writes
+ * past it. */
+static void workspace_template_escaped_past_keep_body_bytes(void **state)
+{
+	static const keep_step steps[] = {
+		{ 82, 0, 0, 8000, HOLDS_TREE, 0 },
+		{ 82, 0, 0, 8000, HOLDS_TEMPLATE, 0 },           /* learnt */
+		{ 82, 0, 0, 8000, HOLDS_TEMPLATE, 1 },
+		{ 82, 1, 0, KEEP_BODY_BYTES, HOLDS_TEMPLATE, 1 },
+		{ 82, 1, 0, KEEP_BODY_BYTES + 1, HOLDS_TEMPLATE, 1 },
+		{ 82, 1, 0, KEEP_BODY_BYTES, HOLDS_TEMPLATE, 1 },
+		{ 82, 1, 0, KEEP_BODY_BYTES + 1, HOLDS_TEMPLATE, 1 },
+		{ 82, 1, 0, KEEP_BODY_BYTES + 300, HOLDS_TEMPLATE, 1 },
+		{ 81, 1, 1, KEEP_BODY_BYTES + 1, HOLDS_NOTHING, 0 },
+		{ 81, 1, 1, KEEP_BODY_BYTES + 1, HOLDS_NOTHING, 0 },
+		{ 81, 1, 1, KEEP_BODY_BYTES, HOLDS_TREE, 0 },
+		{ 81, 1, 1, KEEP_BODY_BYTES, HOLDS_TEMPLATE, 0 }, /* learnt */
+		{ 81, 1, 1, KEEP_BODY_BYTES + 1, HOLDS_TEMPLATE, 1 },
+	};
+	(void)state;
+	_Static_assert(10 + 3 * 82 == WMS__TEMPLATE_MAX_PUTS, "82 lines are the limit");
+	run_keep_steps(steps, sizeof(steps) / sizeof(steps[0]));
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -981,8 +1298,16 @@ int main(void)
 		cmocka_unit_test(workspace_frame_survives_a_failed_save_context),
 		cmocka_unit_test(workspace_template_is_used_up_to_its_limit),
 		cmocka_unit_test(workspace_template_failed_allocation),
+		cmocka_unit_test_teardown(workspace_keeps_envelopes_up_to_keep_body_bytes,
+					  keep_view_teardown),
+		cmocka_unit_test_teardown(workspace_template_past_keep_body_bytes, keep_view_teardown),
+		cmocka_unit_test_teardown(workspace_template_escaped_past_keep_body_bytes,
+					  keep_view_teardown),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
+	/* WMS_TEST_FILTER=glob runs the tests matching it */
+	if (getenv("WMS_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	regenerate = r && *r && strcmp(r, "0") != 0;
 	util_xml_mem_install();
 	return cmocka_run_group_tests(tests, setup, teardown);
