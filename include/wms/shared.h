@@ -21,8 +21,9 @@
  * in-process engine within heartbeat_ms + command_timeout_ms, seeded with
  * the last shared state, and rejoins when Redis is back; an OPEN breaker
  * is never closed by the rejoin (open wins). A breaker whose script Redis
- * answers with an error (OOM, READONLY, a key of another type) falls back
- * alone, at once, and tries to rejoin every second. Changes made by hand
+ * answers with an error (OOM, READONLY, a key of another type), or with a
+ * state out of range (a hash another writer changed), falls back alone, at
+ * once, and tries to rejoin every second. Changes made by hand
  * (wms_breaker_force_open, ...) reach the fleet like outcomes: freeing the
  * breaker and then the store right after one sends it first, while Redis
  * answers: each change is one script run (up to a command timeout each, and

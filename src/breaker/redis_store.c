@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -750,6 +751,26 @@ typedef struct shared_view {
 	uint64_t settle; /* this process's failures the reply answers (not from Redis) */
 } shared_view;
 
+/* The largest open period or lease a view may carry: the longest open
+ * period the options allow is 2 x 86 400 000 ms (the cap plus 100 %
+ * jitter), far below; the bound keeps now + ms * NS_PER_MS from wrapping
+ * (a hash whose `un` some other writer set 600 years ahead would
+ * otherwise read as open for a few ms). */
+#define VIEW_MS_MAX ((long long)UINT32_MAX)
+/* The largest epoch: a round packs it above ROUND_BITS bits of slots. */
+#define VIEW_EPOCH_MAX ((long long)(UINT64_MAX >> ROUND_BITS >> 1))
+
+/* What Redis says is a state this store can hold; anything else came from
+ * a hash another writer (or a damaged one) left, and is not adopted. A
+ * lease of -1 or -2 is PTTL's "none". */
+static int view_in_range(const shared_view *v)
+{
+	return v->state >= 0 && v->state <= WMS_BREAKER_STATE_FORCED_OPEN && v->epoch >= 0 &&
+	       v->epoch <= VIEW_EPOCH_MAX && v->failures >= 0 && v->rem_ms >= 0 &&
+	       v->rem_ms <= VIEW_MS_MAX && v->lease_ms <= VIEW_MS_MAX && v->wc >= 0 &&
+	       v->wf >= 0 && v->ws >= 0 && v->wf <= v->wc && v->ws <= v->wc;
+}
+
 static int parse_reply(const redisReply *r, shared_view *v)
 {
 	long long *f[10] = { &v->exists, &v->state, &v->epoch, &v->failures, &v->rem_ms,
@@ -764,11 +785,7 @@ static int parse_reply(const redisReply *r, shared_view *v)
 			return -1;
 		*f[i] = r->element[i]->integer;
 	}
-	if (v->state < 0 || v->state > WMS_BREAKER_STATE_FORCED_OPEN || v->epoch < 0 ||
-	    v->failures < 0 || v->rem_ms < 0 || v->wc < 0 || v->wf < 0 || v->ws < 0 ||
-	    v->wf > v->wc || v->ws > v->wc)
-		return -1;
-	return 0;
+	return view_in_range(v) ? 0 : -1;
 }
 
 static uint32_t u32_of(long long v)
@@ -1081,8 +1098,9 @@ static void on_message(rstore *s, const char *chan, size_t chan_len, const char 
 
 	atomic_fetch_add_explicit(&s->n_messages, 1, memory_order_relaxed);
 	if (sscanf(msg, "%llu %llu %llu %llu", &ep, &st, &n, &rem) != 4 ||
-	    st > WMS_BREAKER_STATE_FORCED_OPEN)
-		return;
+	    st > WMS_BREAKER_STATE_FORCED_OPEN || ep > (unsigned long long)VIEW_EPOCH_MAX ||
+	    n > (unsigned long long)LLONG_MAX || rem > (unsigned long long)VIEW_MS_MAX)
+		return; /* as parse_reply: not a state this store can hold */
 	for (l = s->links; l; l = l->next) {
 		if (gone(l) || !l->joined || strlen(l->chan) != chan_len || memcmp(l->chan, chan, chan_len))
 			continue;

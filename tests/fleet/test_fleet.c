@@ -2017,6 +2017,109 @@ static void error_replies_hand_the_breaker_to_its_engine(void **state)
 	fleet_stop(&f);
 }
 
+/* A message on the fleet's breaker's channel, as the script publishes
+ * one; every replica is subscribed. */
+static void publish(const rs_server *rs, const char *msg)
+{
+	redisReply *r = rs_cmd(rs, "PUBLISH wms:{fleet-test}:c:wms %s", msg);
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	assert_true(r->integer >= 1);
+	freeReplyObject(r);
+}
+
+/* Redis's clock, in ms (the script's `now`). */
+static long long redis_now_ms(const rs_server *rs)
+{
+	redisReply *r = rs_cmd(rs, "TIME");
+	long long ms;
+	assert_non_null(r);
+	ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+	freeReplyObject(r);
+	return ms;
+}
+
+/* A hash another writer left (or a damaged one) whose open period or
+ * epoch the store cannot hold is refused as an error reply is: the link
+ * degrades and the breaker's own engine decides. Without the bound, an
+ * open period of 584 years (rem * 1e6 ns past 2^64) read as open for half
+ * a millisecond. Just inside each bound, the view is adopted. The open
+ * period's bound is crossed twice in a row on one replica, the epoch's
+ * (which only grows) once in each of two fleets; messages on the channel
+ * are held to the same bounds. */
+static void replies_out_of_range_are_refused(void **state)
+{
+	/* the bounds of redis_store.c's view_in_range */
+	const long long ms_max = 4294967295LL, epoch_max = (1LL << 43) - 1;
+	const struct {
+		long long rem_ms, epoch;
+		int adopted;
+	} cases[] = {
+		{ ms_max - 60000, 100, 1 },   /* at the bound, less what time may pass */
+		{ ms_max + 60000, 101, 0 },   /* past it, and still past it a minute on */
+		{ ms_max - 60000, 102, 1 },
+		{ 18446744073710LL, 103, 0 }, /* x 1e6 ns wraps to now + 0.45 ms */
+		{ 60000, epoch_max, 1 },
+		{ 60000, epoch_max + 1, 0 },
+	};
+	/* "EPOCH STATE FAILURES OPEN_MS_LEFT", each past one bound */
+	static const char *const bad_messages[] = {
+		"8796093022208 1 0 60000",       /* epoch 2^43 */
+		"50 1 18446744073709551615 60000", /* failures */
+		"50 1 0 4294967296",             /* open period */
+		"50 1 0 18446744073710",
+	};
+	fleet_cfg c = { 3, 600000, 0, 10, 2000, NULL, CONSECUTIVE };
+	fleet f;
+	int round;
+	size_t i;
+	(void)state;
+
+	for (round = 0; round < 2; round++) {
+		wms_breaker_snapshot snap;
+		fleet_start(&f, 1, &c, 0);
+		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+		/* The same on the channel: past a bound, a message is dropped.
+		 * Messages are read in order, so once the good one (the same
+		 * epoch) is in, every bad one before it was read, and had one
+		 * been taken, the good one would have been skipped as old news
+		 * and the open period would be another. */
+		for (i = 0; i < sizeof(bad_messages) / sizeof(bad_messages[0]); i++)
+			publish(&f.rs, bad_messages[i]);
+		publish(&f.rs, "50 1 0 60000");
+		wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(5000));
+		wms_breaker_snapshot_get(&snap, f.r[0].b);
+		assert_true(snap.retry_after_ms > 60000 - 30000 && snap.retry_after_ms <= 60000);
+		assert_int_equal(snap.store_state, WMS_STORE_STATE_CONNECTED);
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			redisReply *r = rs_cmd(&f.rs, "HSET " FLEET_KEY " st 1 ep %lld un %lld",
+					       cases[i].epoch,
+					       redis_now_ms(&f.rs) + cases[i].rem_ms);
+			assert_non_null(r);
+			freeReplyObject(r);
+			if (cases[i].adopted) {
+				/* after a refused one, the link tries again after its
+				 * one-second back-off */
+				/* the open period this view gives, less what passes */
+				long long lo = cases[i].rem_ms / 2, hi = cases[i].rem_ms;
+				double t0 = now_ms();
+				wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+				do {
+					sleep_ms(2);
+					wms_breaker_snapshot_get(&snap, f.r[0].b);
+				} while (!(snap.retry_after_ms > lo && snap.retry_after_ms <= hi) &&
+					 now_ms() - t0 < limit(5000));
+				assert_int_equal(snap.state, WMS_BREAKER_STATE_OPEN);
+				assert_true(snap.retry_after_ms > lo && snap.retry_after_ms <= hi);
+				assert_int_equal(snap.store_state, WMS_STORE_STATE_CONNECTED);
+			} else {
+				wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(5000));
+			}
+		}
+		fleet_stop(&f);
+	}
+}
+
 /* force_open outlives FLUSHALL and a restart of Redis, and never expires;
  * a newcomer after FLUSHALL cannot close an OPEN fleet (its epoch is
  * older than the replicas'). */
@@ -2248,6 +2351,7 @@ int main(void)
 		cmocka_unit_test(a_listener_may_make_and_free_breakers),
 		cmocka_unit_test(a_breaker_freed_during_a_poll),
 		cmocka_unit_test(error_replies_hand_the_breaker_to_its_engine),
+		cmocka_unit_test(replies_out_of_range_are_refused),
 	};
 	/* WMS_TEST_FILTER=name runs one test (when looping a flaky one) */
 	if (getenv("WMS_TEST_FILTER"))
