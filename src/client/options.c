@@ -417,10 +417,19 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	    opts->breaker_scope != WMS_BREAKER_SCOPE_PER_OPERATION)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "breaker_scope must be PER_CLIENT or PER_OPERATION");
-	if (opts->timeout_ms > WMS_MAX_TIMEOUT_MS || opts->connect_timeout_ms > WMS_MAX_TIMEOUT_MS ||
-	    opts->stall_timeout_ms > WMS_MAX_TIMEOUT_MS)
+	/* each named, as the fields below are: which timeout is too long */
+	if (opts->connect_timeout_ms > WMS_MAX_TIMEOUT_MS)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "timeouts must be at most %u ms", WMS_MAX_TIMEOUT_MS);
+				 "connect_timeout_ms must be at most %u (got %u)", WMS_MAX_TIMEOUT_MS,
+				 (unsigned)opts->connect_timeout_ms);
+	if (opts->timeout_ms > WMS_MAX_TIMEOUT_MS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "timeout_ms must be at most %u (got %u)", WMS_MAX_TIMEOUT_MS,
+				 (unsigned)opts->timeout_ms);
+	if (opts->stall_timeout_ms > WMS_MAX_TIMEOUT_MS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "stall_timeout_ms must be at most %u (got %u)", WMS_MAX_TIMEOUT_MS,
+				 (unsigned)opts->stall_timeout_ms);
 	if (opts->max_idle_connections > 1024)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "max_idle_connections must be at most 1024 (got %u)",

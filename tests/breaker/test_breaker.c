@@ -585,6 +585,160 @@ static void options_are_validated(void **state)
 	assert_int_equal(wms_breaker_options_init(&o, 1), WMS_ERR_INVALID_ARG); /* 0.2's */
 }
 
+/* One uint32_t-sized field of wms_breaker_options, by where it is, and the
+ * value a row gives it (size 0: no field). */
+typedef struct field_value {
+	size_t off, size;
+	uint32_t value;
+} field_value;
+
+#define BREAKER_FIELD(f, v) \
+	{ offsetof(wms_breaker_options, f), sizeof(((wms_breaker_options *)0)->f), (v) }
+#define NO_FIELD { 0, 0, 0 }
+
+static void set_field(wms_breaker_options *o, const field_value *f)
+{
+	if (!f->size)
+		return;
+	assert_int_equal(f->size, sizeof(uint32_t)); /* version, mode and every bound */
+	memcpy((unsigned char *)o + f->off, &f->value, sizeof(f->value));
+}
+
+/* Every bound wms_breaker_new checks: the value at it accepted, one past it
+ * refused with INVALID_ARG. Zero means the default, so a lower bound of 1
+ * has nothing below it to refuse; the growth's 100 and max_open_duration_ms's
+ * open_duration_ms are crossed from below too. The window's bound depends on
+ * the mode, so each row names its mode. */
+static void option_bounds(void **state)
+{
+	static const struct {
+		const char *row;
+		wms_breaker_mode mode;
+		field_value set, also; /* `also` lets `set` reach its bound alone */
+		int ok;
+	} cases[] = {
+		{ "version", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(version, WMS_BREAKER_OPTIONS_VERSION), NO_FIELD, 1 },
+		{ "version-1 (0.2's)", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(version, WMS_BREAKER_OPTIONS_VERSION - 1), NO_FIELD, 0 },
+		{ "version+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(version, WMS_BREAKER_OPTIONS_VERSION + 1), NO_FIELD, 0 },
+		{ "mode time based", WMS_BREAKER_MODE_TIME_BASED, NO_FIELD, NO_FIELD, 1 },
+		{ "mode past time based", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(mode, WMS_BREAKER_MODE_TIME_BASED + 1), NO_FIELD, 0 },
+		{ "failure_threshold 1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(failure_threshold, 1), NO_FIELD, 1 },
+		{ "failure_threshold max", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(failure_threshold, 1000000), NO_FIELD, 1 },
+		{ "failure_threshold max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(failure_threshold, 1000001), NO_FIELD, 0 },
+		{ "failure_rate_threshold 1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(failure_rate_threshold, 1), NO_FIELD, 1 },
+		{ "failure_rate_threshold 100", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(failure_rate_threshold, 100), NO_FIELD, 1 },
+		{ "failure_rate_threshold 101", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(failure_rate_threshold, 101), NO_FIELD, 0 },
+		{ "slow_call_rate_threshold 1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(slow_call_rate_threshold, 1), NO_FIELD, 1 },
+		{ "slow_call_rate_threshold 100", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(slow_call_rate_threshold, 100), NO_FIELD, 1 },
+		{ "slow_call_rate_threshold 101", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(slow_call_rate_threshold, 101), NO_FIELD, 0 },
+		{ "count window 1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(sliding_window_size, 1), NO_FIELD, 1 },
+		{ "count window max", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(sliding_window_size, 100000), NO_FIELD, 1 },
+		{ "count window max+1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(sliding_window_size, 100001), NO_FIELD, 0 },
+		{ "time window 1 s", WMS_BREAKER_MODE_TIME_BASED,
+		  BREAKER_FIELD(sliding_window_size, 1), NO_FIELD, 1 },
+		{ "time window max", WMS_BREAKER_MODE_TIME_BASED,
+		  BREAKER_FIELD(sliding_window_size, 3600), NO_FIELD, 1 },
+		{ "time window max+1", WMS_BREAKER_MODE_TIME_BASED,
+		  BREAKER_FIELD(sliding_window_size, 3601), NO_FIELD, 0 },
+		/* unused in this mode, and still checked with the count bound */
+		{ "consecutive window max", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(sliding_window_size, 100000), NO_FIELD, 1 },
+		{ "consecutive window max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(sliding_window_size, 100001), NO_FIELD, 0 },
+		{ "minimum_number_of_calls 1", WMS_BREAKER_MODE_TIME_BASED,
+		  BREAKER_FIELD(minimum_number_of_calls, 1), NO_FIELD, 1 },
+		{ "minimum_number_of_calls max", WMS_BREAKER_MODE_TIME_BASED,
+		  BREAKER_FIELD(minimum_number_of_calls, 1000000), NO_FIELD, 1 },
+		{ "minimum_number_of_calls max+1", WMS_BREAKER_MODE_TIME_BASED,
+		  BREAKER_FIELD(minimum_number_of_calls, 1000001), NO_FIELD, 0 },
+		/* checked before count_based lowers it to the window */
+		{ "count minimum_number_of_calls max", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(minimum_number_of_calls, 1000000), NO_FIELD, 1 },
+		{ "count minimum_number_of_calls max+1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(minimum_number_of_calls, 1000001), NO_FIELD, 0 },
+		{ "open_duration_ms 1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_ms, 1), NO_FIELD, 1 },
+		{ "open_duration_ms max", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_ms, 86400000), NO_FIELD, 1 },
+		{ "open_duration_ms max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_ms, 86400001), NO_FIELD, 0 },
+		{ "permitted_calls_in_half_open 1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(permitted_calls_in_half_open, 1), NO_FIELD, 1 },
+		{ "permitted_calls_in_half_open max", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(permitted_calls_in_half_open, 100000), NO_FIELD, 1 },
+		{ "permitted_calls_in_half_open max+1", WMS_BREAKER_MODE_COUNT_BASED,
+		  BREAKER_FIELD(permitted_calls_in_half_open, 100001), NO_FIELD, 0 },
+		/* checked before consecutive forces it to 1 */
+		{ "consecutive permitted_calls_in_half_open max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(permitted_calls_in_half_open, 100001), NO_FIELD, 0 },
+		{ "open_duration_growth_pct min-1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_growth_pct, 99), NO_FIELD, 0 },
+		{ "open_duration_growth_pct min", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_growth_pct, 100), NO_FIELD, 1 },
+		{ "open_duration_growth_pct max", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_growth_pct, 1000), NO_FIELD, 1 },
+		{ "open_duration_growth_pct max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_growth_pct, 1001), NO_FIELD, 0 },
+		{ "open_duration_jitter_pct 0", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_jitter_pct, 0), NO_FIELD, 1 },
+		{ "open_duration_jitter_pct max", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_jitter_pct, 100), NO_FIELD, 1 },
+		{ "open_duration_jitter_pct max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(open_duration_jitter_pct, 101), NO_FIELD, 0 },
+		{ "max_open_duration_ms = open", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(max_open_duration_ms, 1000), BREAKER_FIELD(open_duration_ms, 1000), 1 },
+		{ "max_open_duration_ms = open-1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(max_open_duration_ms, 999), BREAKER_FIELD(open_duration_ms, 1000), 0 },
+		{ "max_open_duration_ms max", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(max_open_duration_ms, 86400000), NO_FIELD, 1 },
+		{ "max_open_duration_ms max+1", WMS_BREAKER_MODE_CONSECUTIVE,
+		  BREAKER_FIELD(max_open_duration_ms, 86400001), NO_FIELD, 0 },
+	};
+	size_t i;
+	int round;
+	(void)state;
+
+	/* twice over: a refusal leaves nothing behind that changes the next */
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			wms_breaker_options o = WMS_BREAKER_OPTIONS_INIT;
+			wms_breaker *b = NULL;
+			wms_status st;
+			o.mode = cases[i].mode;
+			set_field(&o, &cases[i].set);
+			set_field(&o, &cases[i].also);
+			st = wms_breaker_new(&b, &o);
+			if (cases[i].ok) {
+				if (st != WMS_OK)
+					fail_msg("%s: %s, not accepted", cases[i].row, wms_status_name(st));
+				assert_non_null(b);
+				wms_breaker_free(b);
+			} else {
+				if (st != WMS_ERR_INVALID_ARG)
+					fail_msg("%s: %s, not INVALID_ARG", cases[i].row,
+						 wms_status_name(st));
+				assert_null(b);
+			}
+		}
+	}
+}
+
 /* Seed 002's default run: Resilience4j count-based window of 10, minimum
  * 10, threshold 50 %, open 5 s, 3 trials; calls once a second from t = 1 s;
  * the service is down from 11 s to 25 s. */
@@ -869,6 +1023,7 @@ int main(void)
 		cmocka_unit_test(open_duration_grows_and_is_capped),
 		cmocka_unit_test(jitter_stays_in_bounds_and_varies),
 		cmocka_unit_test(options_are_validated),
+		cmocka_unit_test(option_bounds),
 		cmocka_unit_test(lab_default_scenario),
 		cmocka_unit_test(lab_short_outage_never_opens),
 		cmocka_unit_test(rate_threshold_boundary),

@@ -566,6 +566,174 @@ static void retry_options_are_validated(void **state)
 	assert_null(c);
 }
 
+/* One field of wms_client_options, by where it is, and the value a row
+ * gives it (size 0: no field). */
+typedef struct field_value {
+	size_t off, size;
+	uint64_t value;
+} field_value;
+
+#define CLIENT_FIELD(f, v) \
+	{ offsetof(wms_client_options, f), sizeof(((wms_client_options *)0)->f), (v) }
+#define NO_FIELD { 0, 0, 0 }
+
+static void set_field(wms_client_options *o, const field_value *f)
+{
+	unsigned char *at = (unsigned char *)o + f->off;
+	if (f->size == sizeof(uint32_t)) {
+		uint32_t v = (uint32_t)f->value;
+		assert_int_equal(v, f->value); /* the row fits its field */
+		memcpy(at, &v, sizeof(v));
+	} else if (f->size == sizeof(uint64_t)) {
+		memcpy(at, &f->value, sizeof(f->value));
+	} else {
+		assert_int_equal(f->size, 0);
+	}
+}
+
+#define RETRY_RULE \
+	"retry: max_attempts must be 1-10, backoff_multiplier_pct 100-1000, " \
+	"initial_backoff_ms <= max_backoff_ms <= 3600000"
+
+/* Every bound wms_client_new checks (check_options, check_retry): the value
+ * at it accepted, one past it refused with INVALID_ARG and the message
+ * naming the option. Zero means the default, so a lower bound of 1 has
+ * nothing below it to refuse; a lower bound above 1 (backoff multiplier,
+ * read-cache bytes, the version) is crossed from below too. */
+static void client_option_bounds(void **state)
+{
+	static const struct {
+		const char *row;
+		field_value set, also; /* `also` lets `set` reach its bound alone */
+		const char *msg;       /* NULL: accepted */
+	} cases[] = {
+		{ "version 2, the oldest read", CLIENT_FIELD(version, 2), NO_FIELD, NULL },
+		{ "version 1", CLIENT_FIELD(version, 1), NO_FIELD,
+		  "options version 1 is not supported (this libwms knows 2-4)" },
+		{ "version 4", CLIENT_FIELD(version, WMS_CLIENT_OPTIONS_VERSION), NO_FIELD, NULL },
+		{ "version 5", CLIENT_FIELD(version, WMS_CLIENT_OPTIONS_VERSION + 1), NO_FIELD,
+		  "options version 5 is not supported (this libwms knows 2-4)" },
+		{ "soap_version 1.2", CLIENT_FIELD(soap_version, WMS_SOAP_12), NO_FIELD, NULL },
+		{ "soap_version past 1.2", CLIENT_FIELD(soap_version, WMS_SOAP_12 + 1), NO_FIELD,
+		  "soap_version must be WMS_SOAP_11 or WMS_SOAP_12" },
+		{ "breaker_scope per operation",
+		  CLIENT_FIELD(breaker_scope, WMS_BREAKER_SCOPE_PER_OPERATION), NO_FIELD, NULL },
+		{ "breaker_scope past per operation",
+		  CLIENT_FIELD(breaker_scope, WMS_BREAKER_SCOPE_PER_OPERATION + 1), NO_FIELD,
+		  "breaker_scope must be PER_CLIENT or PER_OPERATION" },
+		{ "connect_timeout_ms max", CLIENT_FIELD(connect_timeout_ms, WMS_MAX_TIMEOUT_MS),
+		  NO_FIELD, NULL },
+		{ "connect_timeout_ms max+1", CLIENT_FIELD(connect_timeout_ms, WMS_MAX_TIMEOUT_MS + 1),
+		  NO_FIELD, "connect_timeout_ms must be at most 3600000 (got 3600001)" },
+		{ "timeout_ms max", CLIENT_FIELD(timeout_ms, WMS_MAX_TIMEOUT_MS), NO_FIELD, NULL },
+		{ "timeout_ms max+1", CLIENT_FIELD(timeout_ms, WMS_MAX_TIMEOUT_MS + 1), NO_FIELD,
+		  "timeout_ms must be at most 3600000 (got 3600001)" },
+		{ "stall_timeout_ms max", CLIENT_FIELD(stall_timeout_ms, WMS_MAX_TIMEOUT_MS),
+		  NO_FIELD, NULL },
+		{ "stall_timeout_ms max+1", CLIENT_FIELD(stall_timeout_ms, WMS_MAX_TIMEOUT_MS + 1),
+		  NO_FIELD, "stall_timeout_ms must be at most 3600000 (got 3600001)" },
+		{ "max_idle_connections max", CLIENT_FIELD(max_idle_connections, 1024), NO_FIELD,
+		  NULL },
+		{ "max_idle_connections max+1", CLIENT_FIELD(max_idle_connections, 1025), NO_FIELD,
+		  "max_idle_connections must be at most 1024 (got 1025)" },
+		{ "max_reply_bytes 1 GiB", CLIENT_FIELD(max_reply_bytes, (uint64_t)1 << 30),
+		  NO_FIELD, NULL },
+		{ "max_reply_bytes 1 GiB+1", CLIENT_FIELD(max_reply_bytes, ((uint64_t)1 << 30) + 1),
+		  NO_FIELD, "max_reply_bytes must be at most 1 GiB" },
+		{ "bulkhead.max_concurrent_calls max",
+		  CLIENT_FIELD(bulkhead.max_concurrent_calls, WMS_MAX_CONCURRENT_CALLS), NO_FIELD,
+		  NULL },
+		{ "bulkhead.max_concurrent_calls max+1",
+		  CLIENT_FIELD(bulkhead.max_concurrent_calls, WMS_MAX_CONCURRENT_CALLS + 1),
+		  NO_FIELD, "bulkhead.max_concurrent_calls must be at most 65536 (got 65537)" },
+		{ "bulkhead.max_wait_for_slot_ms max",
+		  CLIENT_FIELD(bulkhead.max_wait_for_slot_ms, WMS_MAX_TIMEOUT_MS), NO_FIELD, NULL },
+		{ "bulkhead.max_wait_for_slot_ms max+1",
+		  CLIENT_FIELD(bulkhead.max_wait_for_slot_ms, WMS_MAX_TIMEOUT_MS + 1), NO_FIELD,
+		  "bulkhead.max_wait_for_slot_ms must be at most 3600000 (got 3600001)" },
+		{ "read_cache.max_entries max",
+		  CLIENT_FIELD(read_cache.max_entries, WMS_MAX_READ_CACHE_ENTRIES), NO_FIELD, NULL },
+		{ "read_cache.max_entries max+1",
+		  CLIENT_FIELD(read_cache.max_entries, WMS_MAX_READ_CACHE_ENTRIES + 1), NO_FIELD,
+		  "read_cache.max_entries must be at most 1000000 (got 1000001)" },
+		{ "read_cache.max_age_ms max",
+		  CLIENT_FIELD(read_cache.max_age_ms, WMS_MAX_READ_CACHE_AGE_MS), NO_FIELD, NULL },
+		{ "read_cache.max_age_ms max+1",
+		  CLIENT_FIELD(read_cache.max_age_ms, WMS_MAX_READ_CACHE_AGE_MS + 1), NO_FIELD,
+		  "read_cache.max_age_ms must be at most 86400000 (got 86400001)" },
+		{ "read_cache.max_bytes min",
+		  CLIENT_FIELD(read_cache.max_bytes, WMS_MIN_READ_CACHE_BYTES), NO_FIELD, NULL },
+		{ "read_cache.max_bytes min-1",
+		  CLIENT_FIELD(read_cache.max_bytes, WMS_MIN_READ_CACHE_BYTES - 1), NO_FIELD,
+		  "read_cache.max_bytes must be 0 or 65536-1073741824 (got 65535)" },
+		{ "read_cache.max_bytes max",
+		  CLIENT_FIELD(read_cache.max_bytes, WMS_MAX_READ_CACHE_BYTES), NO_FIELD, NULL },
+		{ "read_cache.max_bytes max+1",
+		  CLIENT_FIELD(read_cache.max_bytes, WMS_MAX_READ_CACHE_BYTES + 1), NO_FIELD,
+		  "read_cache.max_bytes must be 0 or 65536-1073741824 (got 1073741825)" },
+		{ "retry.max_attempts 1", CLIENT_FIELD(retry.max_attempts, 1), NO_FIELD, NULL },
+		{ "retry.max_attempts max", CLIENT_FIELD(retry.max_attempts, 10), NO_FIELD, NULL },
+		{ "retry.max_attempts max+1", CLIENT_FIELD(retry.max_attempts, 11), NO_FIELD,
+		  RETRY_RULE },
+		{ "retry.backoff_multiplier_pct min", CLIENT_FIELD(retry.backoff_multiplier_pct, 100),
+		  NO_FIELD, NULL },
+		{ "retry.backoff_multiplier_pct min-1", CLIENT_FIELD(retry.backoff_multiplier_pct, 99),
+		  NO_FIELD, RETRY_RULE },
+		{ "retry.backoff_multiplier_pct max",
+		  CLIENT_FIELD(retry.backoff_multiplier_pct, 1000), NO_FIELD, NULL },
+		{ "retry.backoff_multiplier_pct max+1",
+		  CLIENT_FIELD(retry.backoff_multiplier_pct, 1001), NO_FIELD, RETRY_RULE },
+		/* the default max_backoff_ms (2000) would refuse these on its own */
+		{ "retry.initial_backoff_ms max",
+		  CLIENT_FIELD(retry.initial_backoff_ms, WMS_MAX_TIMEOUT_MS),
+		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS), NULL },
+		{ "retry.initial_backoff_ms max+1",
+		  CLIENT_FIELD(retry.initial_backoff_ms, WMS_MAX_TIMEOUT_MS + 1),
+		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS), RETRY_RULE },
+		{ "retry.max_backoff_ms max", CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS),
+		  NO_FIELD, NULL },
+		{ "retry.max_backoff_ms max+1",
+		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS + 1), NO_FIELD, RETRY_RULE },
+		/* max_backoff_ms's lower bound is initial_backoff_ms */
+		{ "retry.max_backoff_ms = initial", CLIENT_FIELD(retry.max_backoff_ms, 500),
+		  CLIENT_FIELD(retry.initial_backoff_ms, 500), NULL },
+		{ "retry.max_backoff_ms = initial-1", CLIENT_FIELD(retry.max_backoff_ms, 499),
+		  CLIENT_FIELD(retry.initial_backoff_ms, 500), RETRY_RULE },
+	};
+	wms_client *c;
+	wms_error err;
+	size_t i;
+	int round;
+	(void)state;
+
+	/* twice over: a refusal leaves nothing behind that changes the next */
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+			wms_status st;
+			o.endpoint = "http://127.0.0.1:1/wms";
+			set_field(&o, &cases[i].set);
+			set_field(&o, &cases[i].also);
+			c = NULL;
+			memset(&err, 0, sizeof(err));
+			st = wms_client_new(&c, &o, &err);
+			if (!cases[i].msg) {
+				if (st != WMS_OK)
+					fail_msg("%s: %s (%s)", cases[i].row, wms_status_name(st),
+						 err.message);
+				assert_non_null(c);
+				wms_client_free(c);
+			} else {
+				if (st != WMS_ERR_INVALID_ARG)
+					fail_msg("%s: %s, not INVALID_ARG", cases[i].row,
+						 wms_status_name(st));
+				assert_null(c);
+				assert_string_equal(err.message, cases[i].msg);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -583,6 +751,7 @@ int main(void)
 		cmocka_unit_test(state_gauge_follows_transitions),
 		cmocka_unit_test(breaker_callbacks_get_their_payload),
 		cmocka_unit_test(retry_options_are_validated),
+		cmocka_unit_test(client_option_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
