@@ -314,12 +314,22 @@ static wms_status check_retry(wms_retry_options *r, wms_error *err)
 		r->max_backoff_ms = 2000;
 	if (!r->backoff_multiplier_pct)
 		r->backoff_multiplier_pct = 200;
-	if (r->max_attempts > 10 || r->backoff_multiplier_pct < 100 ||
-	    r->backoff_multiplier_pct > 1000 || r->initial_backoff_ms > WMS_MAX_TIMEOUT_MS ||
-	    r->max_backoff_ms > WMS_MAX_TIMEOUT_MS || r->max_backoff_ms < r->initial_backoff_ms)
+	/* each rule its own message, naming the field and the value given */
+	if (r->max_attempts > 10)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "retry: max_attempts must be 1-10, backoff_multiplier_pct 100-1000, "
-				 "initial_backoff_ms <= max_backoff_ms <= %u", WMS_MAX_TIMEOUT_MS);
+				 "retry.max_attempts must be 1-10 (got %u)", (unsigned)r->max_attempts);
+	if (r->backoff_multiplier_pct < 100 || r->backoff_multiplier_pct > 1000)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "retry.backoff_multiplier_pct must be 100-1000 (got %u)",
+				 (unsigned)r->backoff_multiplier_pct);
+	if (r->max_backoff_ms > WMS_MAX_TIMEOUT_MS)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "retry.max_backoff_ms must be at most %u (got %u)", WMS_MAX_TIMEOUT_MS,
+				 (unsigned)r->max_backoff_ms);
+	if (r->initial_backoff_ms > r->max_backoff_ms)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "retry.initial_backoff_ms must be at most max_backoff_ms (%u; got %u)",
+				 (unsigned)r->max_backoff_ms, (unsigned)r->initial_backoff_ms);
 	return WMS_OK;
 }
 

@@ -591,10 +591,6 @@ static void set_field(wms_client_options *o, const field_value *f)
 	}
 }
 
-#define RETRY_RULE \
-	"retry: max_attempts must be 1-10, backoff_multiplier_pct 100-1000, " \
-	"initial_backoff_ms <= max_backoff_ms <= 3600000"
-
 /* Every bound wms_client_new checks (check_options, check_retry): the value
  * at it accepted, one past it refused with INVALID_ARG and the message
  * naming the option. Zero means the default, so a lower bound of 1 has
@@ -674,31 +670,35 @@ static void client_option_bounds(void **state)
 		{ "retry.max_attempts 1", CLIENT_FIELD(retry.max_attempts, 1), NO_FIELD, NULL },
 		{ "retry.max_attempts max", CLIENT_FIELD(retry.max_attempts, 10), NO_FIELD, NULL },
 		{ "retry.max_attempts max+1", CLIENT_FIELD(retry.max_attempts, 11), NO_FIELD,
-		  RETRY_RULE },
+		  "retry.max_attempts must be 1-10 (got 11)" },
 		{ "retry.backoff_multiplier_pct min", CLIENT_FIELD(retry.backoff_multiplier_pct, 100),
 		  NO_FIELD, NULL },
 		{ "retry.backoff_multiplier_pct min-1", CLIENT_FIELD(retry.backoff_multiplier_pct, 99),
-		  NO_FIELD, RETRY_RULE },
+		  NO_FIELD, "retry.backoff_multiplier_pct must be 100-1000 (got 99)" },
 		{ "retry.backoff_multiplier_pct max",
 		  CLIENT_FIELD(retry.backoff_multiplier_pct, 1000), NO_FIELD, NULL },
 		{ "retry.backoff_multiplier_pct max+1",
-		  CLIENT_FIELD(retry.backoff_multiplier_pct, 1001), NO_FIELD, RETRY_RULE },
+		  CLIENT_FIELD(retry.backoff_multiplier_pct, 1001), NO_FIELD,
+		  "retry.backoff_multiplier_pct must be 100-1000 (got 1001)" },
 		/* the default max_backoff_ms (2000) would refuse these on its own */
 		{ "retry.initial_backoff_ms max",
 		  CLIENT_FIELD(retry.initial_backoff_ms, WMS_MAX_TIMEOUT_MS),
 		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS), NULL },
 		{ "retry.initial_backoff_ms max+1",
 		  CLIENT_FIELD(retry.initial_backoff_ms, WMS_MAX_TIMEOUT_MS + 1),
-		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS), RETRY_RULE },
+		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS),
+		  "retry.initial_backoff_ms must be at most max_backoff_ms (3600000; got 3600001)" },
 		{ "retry.max_backoff_ms max", CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS),
 		  NO_FIELD, NULL },
 		{ "retry.max_backoff_ms max+1",
-		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS + 1), NO_FIELD, RETRY_RULE },
+		  CLIENT_FIELD(retry.max_backoff_ms, WMS_MAX_TIMEOUT_MS + 1), NO_FIELD,
+		  "retry.max_backoff_ms must be at most 3600000 (got 3600001)" },
 		/* max_backoff_ms's lower bound is initial_backoff_ms */
 		{ "retry.max_backoff_ms = initial", CLIENT_FIELD(retry.max_backoff_ms, 500),
 		  CLIENT_FIELD(retry.initial_backoff_ms, 500), NULL },
 		{ "retry.max_backoff_ms = initial-1", CLIENT_FIELD(retry.max_backoff_ms, 499),
-		  CLIENT_FIELD(retry.initial_backoff_ms, 500), RETRY_RULE },
+		  CLIENT_FIELD(retry.initial_backoff_ms, 500),
+		  "retry.initial_backoff_ms must be at most max_backoff_ms (499; got 500)" },
 	};
 	wms_client *c;
 	wms_error err;
