@@ -751,6 +751,229 @@ static void nomem_store_and_serve(void **state)
 	assert_int_equal(wms_set_allocator(NULL), WMS_OK);
 }
 
+/* ---- the hash table ------------------------------------------------------- */
+
+/* The table starts with 64 buckets and doubles each time it holds as many
+ * entries as buckets, up to one bucket per allowed entry (the first power of
+ * two at or past max_entries); past that, entries are evicted and the table
+ * stays. It is not in the snapshot's bytes, so the test reads it from an
+ * allocator that counts bytes: what the client holds less the entries'
+ * bytes, against what it held with no entries and its first 64 buckets.
+ *
+ * Entries are numbered in the order stored: ORD-n a GetOrderStatus, every
+ * third SKU-n a GetStockLevel of that one SKU (on hand n). */
+
+#define TABLE_PAST 65 /* stored past max_entries in each round */
+
+typedef struct table_fill {
+	fx x;
+	uint32_t max;
+	int first;           /* the first stored this round (those before expired) */
+	int stored;          /* stored in all */
+	uint64_t evicted;    /* evictions before this round */
+	uint64_t most;       /* the most entries held at once */
+	long base;           /* bytes held with no entries and 64 buckets */
+} table_fill;
+
+/* Static: installed with headers before the client is made; a failed test
+ * leaves it installed until table_teardown. */
+static count_alloc T;
+
+static int table_teardown(void **state)
+{
+	(void)state;
+	return wms_set_allocator(NULL) == WMS_OK ? 0 : -1;
+}
+
+/* The buckets a table should have once it has held `most` entries. */
+static long want_buckets(uint64_t most, uint32_t max)
+{
+	long b = 64;
+	while (most >= (uint64_t)b && (uint64_t)b < max)
+		b *= 2;
+	return b;
+}
+
+static int nth_is_stock(int n)
+{
+	return n % 3 == 2;
+}
+
+static void nth_key(char *buf, size_t size, int n)
+{
+	snprintf(buf, size, "%s-%05d", nth_is_stock(n) ? "SKU" : "ORD", n);
+}
+
+/* The table holds as many bytes as its buckets, now and after every store. */
+static void assert_table(table_fill *f)
+{
+	wms_read_cache_snapshot s = cache_of(&f->x);
+	long grown, want;
+	if (s.entries > f->most)
+		f->most = s.entries;
+	grown = atomic_load(&T.live_bytes) - (long)s.bytes - f->base;
+	want = (want_buckets(f->most, f->max) - 64) * (long)sizeof(void *);
+	if (grown != want)
+		fail_msg("max_entries %u, %d stored (%llu held, %llu at most): the table grew by "
+			 "%ld bytes, want %ld (%ld buckets)",
+			 f->max, f->stored, (unsigned long long)s.entries,
+			 (unsigned long long)f->most, grown, want, want_buckets(f->most, f->max));
+}
+
+/* Store the next one, the breaker closed. */
+static void store_next(table_fill *f)
+{
+	int n = f->stored++;
+	char key[16];
+	nth_key(key, sizeof(key), n);
+	if (nth_is_stock(n)) {
+		const char *skus[1] = { key };
+		wms_stock_reply *r = NULL;
+		stock_body(body, sizeof(body), skus, 1, n);
+		script(&f->x, body);
+		assert_int_equal(wms_get_stock_level(&r, f->x.c, skus, 1, NULL), WMS_OK);
+		assert_int_equal(r->from_fallback, 0);
+		wms_stock_reply_free(r);
+	} else {
+		read_live(&f->x, key, "PICKING");
+	}
+}
+
+/* The breaker open: the n-th served from the cache (nothing sent, its own
+ * answer) when `kept`, else refused. */
+static void serve_nth(table_fill *f, int n, int kept)
+{
+	wms_status want = kept ? WMS_OK : WMS_ERR_CIRCUIT_OPEN, st;
+	int sends = f->x.t->sends;
+	wms_stock_reply *sr = NULL;
+	wms_status_reply r;
+	wms_error err;
+	char key[16];
+	const char *skus[1] = { key };
+
+	nth_key(key, sizeof(key), n);
+	st = nth_is_stock(n) ? wms_get_stock_level(&sr, f->x.c, skus, 1, &err)
+			     : wms_get_order_status(&r, f->x.c, key, &err);
+	if (st != want)
+		fail_msg("max_entries %u, %d stored: %s %s, want %s", f->max, f->stored, key,
+			 wms_strerror(st), kept ? "served from the cache" : "refused");
+	assert_int_equal(f->x.t->sends, sends);
+	assert_int_equal(err.fallback, kept);
+	if (!kept) {
+		assert_null(sr);
+		return;
+	}
+	assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+	if (nth_is_stock(n)) {
+		assert_int_equal(sr->count, 1);
+		assert_string_equal(sr->levels[0].sku, key);
+		assert_int_equal(sr->levels[0].on_hand, n);
+		assert_int_equal(sr->from_fallback, 1);
+		wms_stock_reply_free(sr);
+	} else {
+		assert_string_equal(r.order_id, key);
+		assert_string_equal(wms_order_state_name(r.state), "PICKING");
+		assert_int_equal(r.from_fallback, 1);
+	}
+}
+
+/* Every one stored so far, oldest first: the last max_entries of this round
+ * served, all others refused. Served in the order stored, the use order
+ * stays the order stored. */
+static void serve_all(table_fill *f)
+{
+	wms_read_cache_snapshot before = cache_of(&f->x), after;
+	int in_round = f->stored - f->first;
+	int kept = in_round < (int)f->max ? in_round : (int)f->max;
+	open_breakers(&f->x, 1);
+	for (int n = 0; n < f->stored; n++)
+		serve_nth(f, n, n >= f->stored - kept);
+	open_breakers(&f->x, 0);
+	after = cache_of(&f->x);
+	assert_int_equal(after.entries, kept);
+	assert_int_equal(after.hits - before.hits, kept);
+	assert_int_equal(after.misses - before.misses, f->stored - kept);
+	assert_int_equal(after.evictions, f->evicted + (uint64_t)(in_round - kept));
+	assert_int_equal(after.expired, before.expired);
+	assert_table(f);
+}
+
+/* All held go stale: each looked up is dropped; the table stays. */
+static void expire_all(table_fill *f)
+{
+	wms_read_cache_snapshot before = cache_of(&f->x), after;
+	clock_now += (WMS_DEFAULT_READ_CACHE_AGE_MS + 1) * MS;
+	open_breakers(&f->x, 1);
+	for (int n = f->first; n < f->stored; n++)
+		serve_nth(f, n, 0);
+	open_breakers(&f->x, 0);
+	after = cache_of(&f->x);
+	assert_int_equal(after.entries, 0);
+	assert_int_equal(after.bytes, 0);
+	assert_int_equal(after.expired - before.expired, before.entries);
+	assert_int_equal(after.misses - before.misses, f->stored - f->first);
+	f->evicted = after.evictions;
+	f->first = f->stored;
+}
+
+/* Where a round looks up everything: each side of each doubling and of
+ * max_entries, and its end. */
+static int table_checkpoint(int k, uint32_t max)
+{
+	static const int at[] = { 63, 64, 65, 127, 128, 129, 255, 256, 257 };
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		if (k == at[i])
+			return 1;
+	return k + 1 == (int)max || k == (int)max || k == (int)max + 1 ||
+	       k == (int)max + TABLE_PAST;
+}
+
+/* Filled through the first and second doubling (where max_entries allows)
+ * to max_entries and TABLE_PAST past it: every entry still held is served
+ * from the cache after each doubling, evicted ones are refused, and the
+ * table stops at one bucket per allowed entry however many more are
+ * stored. All expired, then again on the same client: the table neither
+ * grows nor shrinks. max_entries 200 (two doublings, the table past it at
+ * 256), 256 (two doublings, then exactly one bucket per entry) and 64 (no
+ * doubling at all). */
+static void table_grows_to_max_entries(void **state)
+{
+	static const uint32_t maxes[] = { 200, 256, 64 };
+	(void)state;
+
+	for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+		wms_allocator hooks;
+		table_fill f;
+		memset(&T, 0, sizeof(T));
+		T.headers = 1; /* sizes: nothing allocated before is freed in the test */
+		hooks = count_alloc_hooks(&T);
+		assert_int_equal(wms_set_allocator(&hooks), WMS_OK);
+		memset(&f, 0, sizeof(f));
+		f.max = maxes[m];
+		f.x = cache_client(f.max, 0, 0, WMS_BREAKER_SCOPE_PER_CLIENT);
+		/* each request's kind twice, so that the client holds what it
+		 * keeps between calls; then none left */
+		for (int i = 0; i < 6; i++)
+			store_next(&f);
+		expire_all(&f);
+		f.base = atomic_load(&T.live_bytes);
+		for (int round = 1; round <= 2; round++) {
+			for (int k = 1; k <= (int)f.max + TABLE_PAST; k++) {
+				store_next(&f);
+				assert_table(&f);
+				if (table_checkpoint(k, f.max))
+					serve_all(&f);
+			}
+			assert_int_equal(cache_of(&f.x).entries, f.max);
+			expire_all(&f);
+			assert_table(&f);
+		}
+		wms_client_free(f.x.c);
+		assert_int_equal(atomic_load(&T.live), 0);
+		assert_int_equal(wms_set_allocator(NULL), WMS_OK);
+	}
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
 /* A transport that answers the order id or SKU it was asked for, after a
@@ -930,7 +1153,11 @@ int main(void)
 		cmocka_unit_test(health_documents),
 		cmocka_unit_test(option_bounds),
 		cmocka_unit_test(nomem_store_and_serve),
+		cmocka_unit_test_teardown(table_grows_to_max_entries, table_teardown),
 		cmocka_unit_test(threads_store_and_serve),
 	};
+	/* WMS_TEST_FILTER=glob runs the tests matching (when looping one) */
+	if (getenv("WMS_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
