@@ -3,7 +3,9 @@
  * loop: every operation, many calls in flight, the breaker refusing at
  * once, timeouts, retries as timers, cancellation at each stage, the
  * context and the client freed with calls in flight, and every bound
- * (max_in_flight, max_connections) crossed on both sides. */
+ * (max_in_flight and its default, max_connections, a call's own room for
+ * its arguments, the finished calls kept for reuse) crossed on both
+ * sides. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,11 +18,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include "wms/sys/alloc.h"
 #include "itest.h"
 #include "async_seen.h"
 #include "build_kind.h"
@@ -204,6 +208,7 @@ typedef struct copts {
 	uint32_t cache_entries;
 	wms_wire_log_fn on_wire;
 	void *wire_payload;
+	int wsse; /* WS-Security (digest): every attempt's envelope built anew */
 } copts;
 
 static wms_client *client_with(const fx *f, const copts *o)
@@ -225,6 +230,11 @@ static wms_client *client_with(const fx *f, const copts *o)
 	co.read_cache.max_entries = o->cache_entries;
 	co.callbacks.on_wire = o->on_wire;
 	co.callbacks.payload = o->wire_payload;
+	if (o->wsse) {
+		co.wsse.mode = WMS_WSSE_PASSWORD_DIGEST;
+		co.wsse.username = "async";
+		co.wsse.password = "secret";
+	}
 	if (wms_client_new(&c, &co, &err) != WMS_OK)
 		fail_msg("wms_client_new: %s", err.message);
 	return c;
@@ -2295,6 +2305,564 @@ static void max_connections_caps_and_reuses(void **state)
 	wms_sim_clear_faults(f->sim);
 }
 
+/* ---- the call's own room, its kept spares, the default max_in_flight -------- */
+
+/* What a start allocates, seen through libwms's allocation seam: the C
+ * library's allocator, tallying the new blocks the test's own thread asks
+ * for (the sim's threads allocate through the seam too: not counted). A
+ * block grown (realloc of one held) is not a new block. */
+typedef struct tally {
+	pthread_t me;
+	size_t watch;  /* also count the new blocks of exactly this size; 0: none */
+	long blocks;   /* new blocks */
+	long watched;  /* of them, of `watch` bytes */
+} tally;
+
+static tally T;
+
+static void tally_block(size_t n)
+{
+	if (!pthread_equal(pthread_self(), T.me))
+		return;
+	T.blocks++;
+	if (T.watch && n == T.watch)
+		T.watched++;
+}
+
+static void *t_malloc(size_t n, void *p)
+{
+	(void)p;
+	tally_block(n);
+	return malloc(n);
+}
+
+static void *t_realloc(void *q, size_t n, void *p)
+{
+	(void)p;
+	if (!q)
+		tally_block(n);
+	return realloc(q, n);
+}
+
+static void t_free(void *q, void *p)
+{
+	(void)p;
+	free(q);
+}
+
+/* SKU-1 .. SKU-200: names of one, two and three digits, each SKU with an
+ * on-hand of its own, so that a reply read wrong (a level shifted, one
+ * dropped) shows. */
+#define CATALOGUE 200
+
+static int64_t on_hand_of(int n)
+{
+	return 1000 + 7 * (int64_t)n;
+}
+
+/* The fixture on the tallying allocator: installed before anything of the
+ * test is made (the seam's rule), the C library's again once all is freed. */
+static int setup_tallied(void **state)
+{
+	static const wms_allocator al = { t_malloc, t_realloc, t_free, NULL };
+	wms_sim_options so = WMS_SIM_OPTIONS_INIT;
+	it_client_opts o;
+	wms_error err;
+	fx *f = calloc(1, sizeof(*f));
+	int n;
+
+	assert_non_null(f);
+	memset(&T, 0, sizeof(T));
+	T.me = pthread_self();
+	assert_int_equal(wms_set_allocator(&al), WMS_OK);
+	so.tick_ms = 3600000u;
+	so.sku_count = CATALOGUE;
+	if (wms_sim_start(&f->sim, &so) != WMS_SIM_OK)
+		fail_msg("wms_sim_start: %s", wms_sim_last_error());
+	for (n = 1; n <= CATALOGUE; n++) {
+		char sku[16];
+		snprintf(sku, sizeof(sku), "SKU-%d", n);
+		assert_int_equal(wms_sim_set_stock(f->sim, sku, on_hand_of(n)), WMS_SIM_OK);
+	}
+	memset(&o, 0, sizeof(o));
+	f->c = it_client(f->sim, &o);
+	if (wms_async_new(&f->a, f->c, NULL, &err) != WMS_OK)
+		fail_msg("wms_async_new: %s", err.message);
+	*state = f;
+	return 0;
+}
+
+static int teardown_tallied(void **state)
+{
+	teardown(state);
+	return wms_set_allocator(NULL) == WMS_OK ? 0 : -1;
+}
+
+/* A call's copy of its arguments fits its own room up to this many bytes
+ * (async.c's `room`); past it, the copy is a block of its own. */
+#define ROOM 512
+
+/* A stock reply checked against what was asked: every SKU, in order, with
+ * the on-hand the sim was given for it. */
+typedef struct stock_check {
+	const int *idx; /* the catalogue numbers asked for */
+	size_t n;
+	int calls;
+	wms_status st;
+	wms_error err;
+	size_t count;
+	long bad; /* the first level that is not the one asked for; -1: none */
+} stock_check;
+
+static void on_stock_check(wms_status st, wms_stock_reply *r, const wms_error *err, void *p)
+{
+	stock_check *c = p;
+	size_t i;
+	c->calls++;
+	c->st = st;
+	c->err = *err;
+	c->bad = -1;
+	if (!r)
+		return;
+	c->count = r->count;
+	for (i = 0; i < r->count && i < c->n && c->bad < 0; i++) {
+		char sku[16];
+		snprintf(sku, sizeof(sku), "SKU-%d", c->idx[i]);
+		if (strcmp(r->levels[i].sku, sku) != 0 || r->levels[i].on_hand != on_hand_of(c->idx[i]))
+			c->bad = (long)i;
+	}
+	wms_stock_reply_free(r);
+}
+
+/* What an async GetStockLevel copies of its arguments (async.c's
+ * copy_args): the array of SKU pointers, then each SKU with its NUL. */
+static size_t stock_copy_size(const char *const *skus, size_t n)
+{
+	size_t need = n * sizeof(char *), i;
+	for (i = 0; i < n; i++)
+		need += strlen(skus[i]) + 1;
+	return need;
+}
+
+/* SKUs whose copy takes exactly `size` bytes: two-digit ones (SKU-10 ...),
+ * as many as fit, then as many of those made three-digit (SKU-110 ...: one
+ * byte more each) as there are bytes left. Their catalogue numbers go to
+ * idx; how many, returned. */
+static size_t skus_of_copy_size(int *idx, size_t size)
+{
+	size_t per = sizeof(char *) + sizeof("SKU-10"), n = size / per, more = size % per, i;
+	assert_true(more <= n && n <= 90);
+	for (i = 0; i < n; i++)
+		idx[i] = 10 + (int)i + (i < more ? 100 : 0);
+	return n;
+}
+
+/* The client of the room tests: WS-Security and two attempts, and each
+ * call's first attempt answered 503 (busy_once). The second attempt's
+ * envelope is built from the call's copy of its arguments (the first one
+ * is built from the caller's, before the start returns), so what the WMS
+ * stores or answers is what the copy holds. */
+static void use_rebuilding_client(fx *f)
+{
+	copts o;
+	memset(&o, 0, sizeof(o));
+	o.attempts = 2;
+	o.backoff_ms = 1;
+	o.wsse = 1;
+	use_client(f, &o, NULL);
+}
+
+static void busy_once(fx *f, const char *op)
+{
+	wms_sim_reply r = WMS_SIM_REPLY_INIT;
+	r.status = 503;
+	r.content_type = "text/plain";
+	r.body = "busy";
+	r.body_len = 4;
+	r.times = 1;
+	assert_int_equal(wms_sim_set_reply(f->sim, op, &r), WMS_SIM_OK);
+}
+
+/* A stock query's copy goes in the call's room up to its size and to a
+ * block of its own past it; either way the WMS is asked for every SKU
+ * (the retry's envelope, from the copy) and the reply is read whole and
+ * matched against the copy. Just under, at and just over the room, and
+ * the most SKUs a query takes; twice on one context, on the call kept
+ * from the one before (a room used after a block, a block after a room). */
+static void stock_query_copy_in_the_room_or_a_block(void **state)
+{
+	fx *f = *state;
+	enum { CASES = 4 };
+	const size_t sizes[CASES] = { ROOM - 1, ROOM, ROOM + 1, 0 /* WMS_MAX_SKUS */ };
+	static int idx[CASES][WMS_MAX_SKUS];
+	static char names[WMS_MAX_SKUS][16];
+	static const char *ptrs[WMS_MAX_SKUS];
+	/* (static: a failed check leaves the call to the teardown, which
+	 * completes it as cancelled) */
+	static stock_check chk;
+	size_t n[CASES], need, c, i;
+	int round;
+
+	use_rebuilding_client(f);
+	for (c = 0; c < CASES; c++) {
+		if (sizes[c]) {
+			n[c] = skus_of_copy_size(idx[c], sizes[c]);
+		} else {
+			n[c] = WMS_MAX_SKUS;
+			for (i = 0; i < n[c]; i++)
+				idx[c][i] = (int)i + 1;
+		}
+	}
+	for (round = 0; round < 2; round++) {
+		for (c = 0; c < CASES; c++) {
+			for (i = 0; i < n[c]; i++) {
+				snprintf(names[i], sizeof(names[i]), "SKU-%d", idx[c][i]);
+				ptrs[i] = names[i];
+			}
+			need = stock_copy_size(ptrs, n[c]);
+			if (sizes[c])
+				assert_int_equal(need, sizes[c]);
+			memset(&chk, 0, sizeof(chk));
+			chk.idx = idx[c];
+			chk.n = n[c];
+			busy_once(f, "GetStockLevel");
+			T.watch = need;
+			T.watched = 0;
+			assert_int_equal(wms_async_get_stock_level(NULL, f->a, ptrs, n[c],
+								   on_stock_check, &chk),
+					 WMS_OK);
+			/* the copy's own block: one past the room, none within */
+			assert_int_equal(T.watched, need > ROOM ? 1 : 0);
+			T.watch = 0;
+			/* copied: what the caller passed may change now */
+			memset(names, 'X', sizeof(names));
+			memset(ptrs, 0, sizeof(ptrs));
+			assert_int_equal(wms_async_run(f->a, 10000), WMS_OK);
+			assert_int_equal(chk.calls, 1);
+			if (chk.st != WMS_OK)
+				fail_msg("%zu SKUs: %s: %s", n[c], wms_status_name(chk.st),
+					 chk.err.message);
+			assert_int_equal(chk.err.attempts, 2);
+			assert_int_equal(chk.count, n[c]);
+			assert_int_equal(chk.bad, -1);
+			assert_int_equal(wms_sim_reply_left(f->sim, "GetStockLevel"), 0);
+		}
+		assert_int_equal(wms_sim_requests(f->sim, "GetStockLevel"), (round + 1) * CASES * 2);
+	}
+}
+
+/* An order of up to 190 lines (SKU-10 ... SKU-199), line i of i + 1 units. */
+typedef struct big_order {
+	wms_order order;
+	wms_order_line lines[190];
+	char skus[190][16];
+	char id[WMS_ID_MAX + 1];
+	uint64_t units;
+} big_order;
+
+/* What an async SubmitOrder copies of its arguments (copy_args): its lines
+ * (rounded up to a pointer's alignment), then every string of the order
+ * with its NUL. */
+static size_t order_copy_size(const wms_order *o)
+{
+	const wms_address *s = &o->ship_to;
+	const char *str[] = { o->order_id, s->name,   s->line1,       s->line2,
+			      s->city,     s->region, s->postal_code, s->country };
+	size_t need = o->line_count * sizeof(wms_order_line), i;
+	need = (need + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+	for (i = 0; i < sizeof(str) / sizeof(str[0]); i++)
+		need += str[i] ? strlen(str[i]) + 1 : 0;
+	for (i = 0; i < o->line_count; i++)
+		need += strlen(o->lines[i].sku) + 1;
+	return need;
+}
+
+/* An order of `lines` lines whose copy takes exactly `size` bytes (0: any),
+ * made so by the length of its id, which starts with `tag`. */
+static void order_of_copy_size(big_order *b, size_t lines, size_t size, const char *tag)
+{
+	it_order base;
+	size_t i, len;
+
+	memset(b, 0, sizeof(*b));
+	it_order_init(&base, "X", "SKU-1", 1);
+	b->order = base.order;
+	for (i = 0; i < lines; i++) {
+		snprintf(b->skus[i], sizeof(b->skus[i]), "SKU-%zu", 10 + i);
+		b->lines[i].sku = b->skus[i];
+		b->lines[i].quantity = (uint32_t)i + 1;
+		b->units += i + 1;
+	}
+	b->order.lines = b->lines;
+	b->order.line_count = lines;
+	b->order.order_id = NULL;
+	len = strlen(tag);
+	if (size) {
+		size_t rest = size - order_copy_size(&b->order);
+		assert_true(rest > len + 1 && rest - 1 <= WMS_ID_MAX);
+		len = rest - 1;
+	}
+	snprintf(b->id, sizeof(b->id), "%s", tag);
+	memset(b->id + strlen(tag), '0', len - strlen(tag));
+	b->id[len] = '\0';
+	b->order.order_id = b->id;
+	if (size)
+		assert_int_equal(order_copy_size(&b->order), size);
+}
+
+/* An order's copy, the same way: 19 lines with an id long enough to make
+ * the copy just under, at and just over the room, and 190 lines; every
+ * line reaches the WMS from the copy (the order it stores: its lines and
+ * their units). */
+static void order_copy_in_the_room_or_a_block(void **state)
+{
+	fx *f = *state;
+	enum { CASES = 4 };
+	const size_t sizes[CASES] = { ROOM - 1, ROOM, ROOM + 1, 0 };
+	const size_t lines[CASES] = { 19, 19, 19, 190 };
+	static big_order b;
+	size_t need, c;
+	int round;
+
+	use_rebuilding_client(f);
+	for (round = 0; round < 2; round++) {
+		for (c = 0; c < CASES; c++) {
+			char tag[16], id[WMS_ID_MAX + 1];
+			wms_sim_order_info info;
+			static seen s; /* (outlives a failed check: see above) */
+			snprintf(tag, sizeof(tag), "R%d-%zu-", round, c);
+			order_of_copy_size(&b, lines[c], sizes[c], tag);
+			need = order_copy_size(&b.order);
+			snprintf(id, sizeof(id), "%s", b.id);
+			memset(&s, 0, sizeof(s));
+			busy_once(f, "SubmitOrder");
+			T.watch = need;
+			T.watched = 0;
+			assert_int_equal(wms_async_submit_order(NULL, f->a, &b.order, on_submit, &s),
+					 WMS_OK);
+			assert_int_equal(T.watched, need > ROOM ? 1 : 0);
+			T.watch = 0;
+			/* copied: the caller's order may change now */
+			memset(b.skus, 'X', sizeof(b.skus));
+			memset(b.lines, 0, sizeof(b.lines));
+			memset(b.id, 'X', WMS_ID_MAX);
+			assert_int_equal(wms_async_run(f->a, 10000), WMS_OK);
+			assert_int_equal(s.calls, 1);
+			if (s.st != WMS_OK)
+				fail_msg("%zu lines: %s: %s", lines[c], wms_status_name(s.st),
+					 s.err.message);
+			assert_int_equal(s.err.attempts, 2);
+			assert_string_equal(s.submit.order_id, id);
+			assert_false(s.submit.duplicate);
+			assert_true(wms_sim_order_get(&info, f->sim, id));
+			assert_int_equal(info.line_count, lines[c]);
+			assert_int_equal(info.total_quantity, b.units);
+			assert_string_equal(info.ship_to_name, "Ada Lovelace");
+		}
+		assert_int_equal(wms_sim_order_count(f->sim), (round + 1) * CASES);
+		assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), (round + 1) * CASES * 2);
+	}
+}
+
+/* Finished calls kept for the next ones (async.c's SPARE_MAX). */
+#define SPARES 256
+#define WAVE_MAX (SPARES + 44)
+
+/* n one-SKU stock queries in flight at once, then answered (the loop run
+ * until all are, and right) or all cancelled before the loop runs (nothing
+ * sent); per[i]: the new blocks start i allocated. */
+static void spare_wave(fx *f, size_t n, int answered, long *per)
+{
+	static stock_check chk[WAVE_MAX];
+	static const int one[] = { 1 };
+	const char *sku[] = { "SKU-1" };
+	size_t i;
+
+	assert_true(n <= WAVE_MAX);
+	memset(chk, 0, sizeof(chk));
+	for (i = 0; i < n; i++) {
+		long before = T.blocks;
+		chk[i].idx = one;
+		chk[i].n = 1;
+		assert_int_equal(wms_async_get_stock_level(NULL, f->a, sku, 1, on_stock_check,
+							   &chk[i]),
+				 WMS_OK);
+		per[i] = T.blocks - before;
+	}
+	assert_int_equal(wms_async_in_flight(f->a), n);
+	if (answered)
+		assert_int_equal(wms_async_run(f->a, 60000), WMS_OK);
+	else
+		assert_int_equal(wms_async_cancel_all(f->a), n);
+	assert_int_equal(wms_async_in_flight(f->a), 0);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(chk[i].calls, 1);
+		if (!answered) {
+			assert_int_equal(chk[i].st, WMS_ERR_CANCELLED);
+			assert_int_equal(chk[i].err.delivery, WMS_DELIVERY_NOT_SENT);
+			continue;
+		}
+		if (chk[i].st != WMS_OK)
+			fail_msg("call %zu: %s: %s", i, wms_status_name(chk[i].st), chk[i].err.message);
+		assert_int_equal(chk[i].count, 1);
+		assert_int_equal(chk[i].bad, -1);
+	}
+}
+
+/* Each start of a wave allocates what the first start of a wave within the
+ * cap did (`kept`), and one block more - its call - past the first
+ * `spares`. */
+static void each_start_allocates(const long *per, size_t n, long kept, size_t spares)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (per[i] != kept + (i >= spares ? 1 : 0))
+			fail_msg("start %zu of %zu allocated %ld blocks, not %ld", i, n, per[i],
+				 kept + (i >= spares ? 1 : 0));
+}
+
+/* Up to SPARES finished calls are kept and the next starts take them
+ * instead of allocating; the ones past the cap are freed. After a first
+ * wave of more than the cap: a wave of SPARES allocates no call, one of
+ * SPARES + 1 one call (twice: a wave past the cap leaves no more than
+ * SPARES kept), one of SPARES + 44 that many, and a wave of SPARES after
+ * it none again (no fewer kept either). Then waves answered by the sim
+ * on the calls kept and made: they work on.
+ *
+ * The counted waves are cancelled before the loop runs: a transfer's
+ * handle, kept by the engine for the next, is set up afresh after one
+ * that opened a connection (more blocks), and which ones do is the
+ * connection cache's choice; cancelled, every handle is set up afresh,
+ * so every start of a counted wave does the same but for its call. */
+static void spare_calls_kept_up_to_the_cap(void **state)
+{
+	fx *f = *state;
+	static long per[WAVE_MAX];
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	long kept;
+	copts o;
+	int round;
+
+	memset(&o, 0, sizeof(o));
+	o.timeout_ms = 60000;
+	o.stall_ms = 60000;
+	/* the answered waves queue for 4 connections (deadlines to match) */
+	ao.max_connections = 4;
+	use_client(f, &o, &ao);
+	/* the first wave makes every call, every transfer's handle and the
+	 * timer heap's room */
+	spare_wave(f, WAVE_MAX, 0, per);
+	spare_wave(f, SPARES, 0, per);
+	kept = per[0];
+	each_start_allocates(per, SPARES, kept, SPARES);
+	for (round = 0; round < 2; round++) {
+		spare_wave(f, SPARES + 1, 0, per);
+		each_start_allocates(per, SPARES + 1, kept, SPARES);
+	}
+	spare_wave(f, WAVE_MAX, 0, per);
+	each_start_allocates(per, WAVE_MAX, kept, SPARES);
+	spare_wave(f, SPARES, 0, per);
+	each_start_allocates(per, SPARES, kept, SPARES);
+	assert_int_equal(wms_sim_connections(f->sim, NULL), 0);
+	for (round = 0; round < 2; round++)
+		spare_wave(f, WAVE_MAX, 1, per);
+	assert_int_equal(wms_sim_requests(f->sim, "GetStockLevel"), 2 * WAVE_MAX);
+}
+
+/* max_in_flight 0: this many. */
+#define DEFAULT_MAX_IN_FLIGHT 4096
+
+typedef struct brief {
+	int calls;
+	wms_status st;
+	wms_delivery delivery;
+} brief;
+
+static void on_brief(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	brief *b = p;
+	(void)r;
+	b->calls++;
+	b->st = st;
+	b->delivery = err->delivery;
+}
+
+/* One call over the bound: refused at once, as max_in_flight promises. */
+static void refused_at_once(fx *f)
+{
+	seen s;
+	wms_async_call *h = (wms_async_call *)&s;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(wms_async_get_order_status(&h, f->a, "D-1", on_status, &s), WMS_OK);
+	assert_null(h);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.st, WMS_ERR_BULKHEAD_FULL);
+	assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+	assert_true(s.reply_null);
+	assert_int_equal(wms_async_in_flight(f->a), DEFAULT_MAX_IN_FLIGHT);
+}
+
+/* With the default options (max_in_flight 0) the 4096th call is taken and
+ * the 4097th refused at once (BULKHEAD_FULL, NOT_SENT); one slot freed, one
+ * more is taken and the next refused again. Light: the loop is not run
+ * while they are in flight, so none connects or sends (checked), and
+ * cancel_all ends them all, NOT_SENT. Twice on one context, each round
+ * ended by a call answered over it. */
+static void default_max_in_flight_on_both_sides(void **state)
+{
+	fx *f = *state;
+	static brief b[DEFAULT_MAX_IN_FLIGHT];
+	wms_async_call *h, *last = NULL;
+	size_t i;
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		static seen s; /* (outlives a failed check: see above) */
+		memset(b, 0, sizeof(b));
+		for (i = 0; i < DEFAULT_MAX_IN_FLIGHT; i++) {
+			h = NULL;
+			assert_int_equal(wms_async_get_order_status(&h, f->a, "D-1", on_brief, &b[i]),
+					 WMS_OK);
+			assert_non_null(h);
+			last = h;
+		}
+		assert_int_equal(wms_async_in_flight(f->a), DEFAULT_MAX_IN_FLIGHT);
+		for (i = 0; i < DEFAULT_MAX_IN_FLIGHT; i++)
+			assert_int_equal(b[i].calls, 0);
+		refused_at_once(f);
+		/* a slot given back is taken again, once */
+		assert_int_equal(wms_async_cancel(f->a, last), WMS_OK);
+		assert_int_equal(b[DEFAULT_MAX_IN_FLIGHT - 1].calls, 1);
+		assert_int_equal(wms_async_in_flight(f->a), DEFAULT_MAX_IN_FLIGHT - 1);
+		memset(&b[DEFAULT_MAX_IN_FLIGHT - 1], 0, sizeof(b[0]));
+		h = NULL;
+		assert_int_equal(wms_async_get_order_status(&h, f->a, "D-1", on_brief,
+							    &b[DEFAULT_MAX_IN_FLIGHT - 1]),
+				 WMS_OK);
+		assert_non_null(h);
+		refused_at_once(f);
+		/* nothing of theirs reached the sim: only each round's last call */
+		assert_int_equal(wms_sim_connections(f->sim, NULL), (uint64_t)round);
+		assert_int_equal(wms_sim_requests(f->sim, NULL), (uint64_t)round);
+		assert_int_equal(wms_async_cancel_all(f->a), DEFAULT_MAX_IN_FLIGHT);
+		assert_int_equal(wms_async_in_flight(f->a), 0);
+		for (i = 0; i < DEFAULT_MAX_IN_FLIGHT; i++) {
+			assert_int_equal(b[i].calls, 1);
+			assert_int_equal(b[i].st, WMS_ERR_CANCELLED);
+			assert_int_equal(b[i].delivery, WMS_DELIVERY_NOT_SENT);
+		}
+		/* the context goes on: a call sent and answered */
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_get_stock_level(NULL, f->a, (const char *const[]){ "SKU-1" },
+							   1, on_stock, &s),
+				 WMS_OK);
+		assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_OK);
+		assert_int_equal(s.stock_count, 1);
+	}
+}
+
 /* Options are checked; a bound past the most is refused. */
 static void options_checked(void **state)
 {
@@ -3450,6 +4018,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(stock_query_copy_in_the_room_or_a_block, setup_tallied,
+						teardown_tallied),
+		cmocka_unit_test_setup_teardown(order_copy_in_the_room_or_a_block, setup_tallied,
+						teardown_tallied),
+		cmocka_unit_test_setup_teardown(spare_calls_kept_up_to_the_cap, setup_tallied,
+						teardown_tallied),
+		cmocka_unit_test_setup_teardown(default_max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(options_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(wire_request_record_cancels_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(wire_reply_record_cancels_all, setup, teardown),
@@ -3479,7 +4054,10 @@ int main(void)
 						teardown),
 	};
 	raise_fd_limit();
-	if (getenv("TEST_FILTER"))
+	/* WMS_TEST_FILTER=glob (or TEST_FILTER) runs the tests matching */
+	if (getenv("WMS_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
+	else if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests_name("async calls against wms-sim", tests, NULL, NULL);
 }
