@@ -109,8 +109,9 @@ typedef struct wms_record_options {
 	const char *directory;
 	/** File name prefix: "<prefix><NNN>-<Operation>.xml"; NULL = "". At
 	 *  most 128 bytes (more is WMS_ERR_INVALID_ARG). <Operation> is the
-	 *  operation's name, or the SOAPAction's last part, cut to 48
-	 *  characters; the fixture records it whole. */
+	 *  call's operation, or else the SOAPAction's last part, its first 48
+	 *  bytes with any byte but [A-Za-z0-9._-] written '_'; the fixture's
+	 *  `operation` is the call's whole, or that file-name form. */
 	const char *prefix;
 	/** Or: name each file with this callback. */
 	wms_record_name_fn name;

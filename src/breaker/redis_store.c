@@ -767,8 +767,8 @@ static int view_in_range(const shared_view *v)
 {
 	return v->state >= 0 && v->state <= WMS_BREAKER_STATE_FORCED_OPEN && v->epoch >= 0 &&
 	       v->epoch <= VIEW_EPOCH_MAX && v->failures >= 0 && v->rem_ms >= 0 &&
-	       v->rem_ms <= VIEW_MS_MAX && v->lease_ms <= VIEW_MS_MAX && v->wc >= 0 &&
-	       v->wf >= 0 && v->ws >= 0 && v->wf <= v->wc && v->ws <= v->wc;
+	       v->rem_ms <= VIEW_MS_MAX && v->lease_ms >= -2 && v->lease_ms <= VIEW_MS_MAX &&
+	       v->wc >= 0 && v->wf >= 0 && v->ws >= 0 && v->wf <= v->wc && v->ws <= v->wc;
 }
 
 static int parse_reply(const redisReply *r, shared_view *v)

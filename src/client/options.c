@@ -158,9 +158,10 @@ static wms_status make_breaker(wms_client *c, size_t i, const char *operation)
 	h->operation = operation;
 	h->user = c->bo.callbacks;
 	/* The whole name, however long the base (a breaker name has no
-	 * bound): cut to fit a buffer, as it was at 159 bytes, the names of
-	 * two operations could come out the same (one key in a shared store),
-	 * and every one differed from "<base>.<operation>" as documented. */
+	 * bound). Cut to fit a 160-byte buffer, as it was, names came out
+	 * short of "<base>.<operation>" from a 145-byte base, two operations'
+	 * the same from 155 bytes ("<base>.Get") and all four from 158: one
+	 * key for them in a shared store. */
 	if (operation && !(name = wms__join3(c->breaker_base, ".", operation)))
 		return WMS_ERR_NOMEM;
 	bo.name = operation ? name : c->breaker_base;

@@ -86,9 +86,10 @@ static void metric_prefix_of(char *buf, size_t n)
 	buf[n] = '\0';
 }
 
-/* A prefix is at most 64 bytes: 64 is used whole in every line, 65 is
- * refused (INVALID_ARG, nothing handed out), never cut to 64; twice, so
- * a refusal leaves nothing behind that changes the next answer. */
+/* A prefix is at most 64 bytes: 64 is used whole (in the TYPE line and
+ * the state sample), 65 is refused (INVALID_ARG, nothing handed out),
+ * never cut to 64; twice, so a refusal leaves nothing behind that
+ * changes the next answer. */
 static void prometheus_prefix_of_64_bytes_at_most(void **state)
 {
 	char p64[65], p65[66], want[160], *text = NULL;

@@ -2044,29 +2044,36 @@ static long long redis_now_ms(const rs_server *rs)
  * degrades and the breaker's own engine decides. Without the bound, an
  * open period of 584 years (rem * 1e6 ns past 2^64) read as open for half
  * a millisecond. Just inside each bound, the view is adopted. The open
- * period's bound is crossed twice in a row on one replica, the epoch's
- * (which only grows) once in each of two fleets; messages on the channel
- * are held to the same bounds. */
+ * period's bound is crossed twice in a row on one replica, the lease's
+ * and the epoch's (which only grows) once in each of two fleets; messages
+ * on the channel are held to the same bounds. */
 static void replies_out_of_range_are_refused(void **state)
 {
 	/* the bounds of redis_store.c's view_in_range */
 	const long long ms_max = 4294967295LL, epoch_max = (1LL << 43) - 1;
+	/* a hash with state `st` (1 OPEN: its open period rem_ms; 2 HALF_OPEN:
+	 * another replica's lease of lease_ms on the round) at `epoch` */
 	const struct {
-		long long rem_ms, epoch;
+		int st;
+		long long rem_ms, lease_ms, epoch;
 		int adopted;
 	} cases[] = {
-		{ ms_max - 60000, 100, 1 },   /* at the bound, less what time may pass */
-		{ ms_max + 60000, 101, 0 },   /* past it, and still past it a minute on */
-		{ ms_max - 60000, 102, 1 },
-		{ 18446744073710LL, 103, 0 }, /* x 1e6 ns wraps to now + 0.45 ms */
-		{ 60000, epoch_max, 1 },
-		{ 60000, epoch_max + 1, 0 },
+		{ 1, ms_max - 60000, 0, 100, 1 }, /* at the bound, less what time may pass */
+		{ 1, ms_max + 60000, 0, 101, 0 }, /* past it, and still past it a minute on */
+		{ 1, ms_max - 60000, 0, 102, 1 },
+		{ 1, 18446744073710LL, 0, 103, 0 }, /* x 1e6 ns wraps to now + 0.45 ms */
+		{ 2, 0, ms_max - 60000, 104, 1 },
+		{ 2, 0, ms_max + 60000, 105, 0 },
+		{ 1, 60000, 0, epoch_max, 1 },
+		{ 1, 60000, 0, epoch_max + 1, 0 },
 	};
-	/* "EPOCH STATE FAILURES OPEN_MS_LEFT", each past one bound */
+	/* "EPOCH STATE FAILURES OPEN_MS_LEFT", each past one bound, each with
+	 * an open period of its own: had one been taken, the good message
+	 * after it (the same epoch, or an older one than 2^43) would be
+	 * skipped as old news, and the open period would be that one's */
 	static const char *const bad_messages[] = {
-		"8796093022208 1 0 60000",       /* epoch 2^43 */
-		"50 1 18446744073709551615 60000", /* failures */
-		"50 1 0 4294967296",             /* open period */
+		"8796093022208 1 0 5000", /* epoch 2^43 */
+		"50 1 0 4294967296",      /* open period */
 		"50 1 0 18446744073710",
 	};
 	fleet_cfg c = { 3, 600000, 0, 10, 2000, NULL, CONSECUTIVE };
@@ -2080,10 +2087,8 @@ static void replies_out_of_range_are_refused(void **state)
 		fleet_start(&f, 1, &c, 0);
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
 		/* The same on the channel: past a bound, a message is dropped.
-		 * Messages are read in order, so once the good one (the same
-		 * epoch) is in, every bad one before it was read, and had one
-		 * been taken, the good one would have been skipped as old news
-		 * and the open period would be another. */
+		 * Messages are read in order, so once the good one is in,
+		 * every bad one before it was read. */
 		for (i = 0; i < sizeof(bad_messages) / sizeof(bad_messages[0]); i++)
 			publish(&f.rs, bad_messages[i]);
 		publish(&f.rs, "50 1 0 60000");
@@ -2092,14 +2097,26 @@ static void replies_out_of_range_are_refused(void **state)
 		assert_true(snap.retry_after_ms > 60000 - 30000 && snap.retry_after_ms <= 60000);
 		assert_int_equal(snap.store_state, WMS_STORE_STATE_CONNECTED);
 		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-			redisReply *r = rs_cmd(&f.rs, "HSET " FLEET_KEY " st 1 ep %lld un %lld",
-					       cases[i].epoch,
-					       redis_now_ms(&f.rs) + cases[i].rem_ms);
+			redisReply *r;
+			if (cases[i].lease_ms)
+				r = rs_cmd(&f.rs, "SET wms:{fleet-test}:l:wms other-replica PX %lld",
+					   cases[i].lease_ms);
+			else
+				r = rs_cmd(&f.rs, "DEL wms:{fleet-test}:l:wms");
 			assert_non_null(r);
 			freeReplyObject(r);
-			if (cases[i].adopted) {
+			r = rs_cmd(&f.rs, "HSET " FLEET_KEY " st %d ep %lld un %lld", cases[i].st,
+				   cases[i].epoch, redis_now_ms(&f.rs) + cases[i].rem_ms);
+			assert_non_null(r);
+			freeReplyObject(r);
+			if (!cases[i].adopted) {
+				wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(5000));
+			} else if (cases[i].st == 2) {
 				/* after a refused one, the link tries again after its
 				 * one-second back-off */
+				wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+				wait_state(&f, WMS_BREAKER_STATE_HALF_OPEN, limit(5000));
+			} else {
 				/* the open period this view gives, less what passes */
 				long long lo = cases[i].rem_ms / 2, hi = cases[i].rem_ms;
 				double t0 = now_ms();
@@ -2112,8 +2129,6 @@ static void replies_out_of_range_are_refused(void **state)
 				assert_int_equal(snap.state, WMS_BREAKER_STATE_OPEN);
 				assert_true(snap.retry_after_ms > lo && snap.retry_after_ms <= hi);
 				assert_int_equal(snap.store_state, WMS_STORE_STATE_CONNECTED);
-			} else {
-				wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(5000));
 			}
 		}
 		fleet_stop(&f);
