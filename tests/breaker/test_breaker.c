@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "wms/breaker.h"
+#include "bounds.h"
 
 #define MS 1000000ull
 
@@ -585,24 +586,8 @@ static void options_are_validated(void **state)
 	assert_int_equal(wms_breaker_options_init(&o, 1), WMS_ERR_INVALID_ARG); /* 0.2's */
 }
 
-/* One uint32_t-sized field of wms_breaker_options, by where it is, and the
- * value a row gives it (size 0: no field). */
-typedef struct field_value {
-	size_t off, size;
-	uint32_t value;
-} field_value;
-
-#define BREAKER_FIELD(f, v) \
-	{ offsetof(wms_breaker_options, f), sizeof(((wms_breaker_options *)0)->f), (v) }
-#define NO_FIELD { 0, 0, 0 }
-
-static void set_field(wms_breaker_options *o, const field_value *f)
-{
-	if (!f->size)
-		return;
-	assert_int_equal(f->size, sizeof(uint32_t)); /* version, mode and every bound */
-	memcpy((unsigned char *)o + f->off, &f->value, sizeof(f->value));
-}
+/* A row's field of wms_breaker_options (bounds.h) */
+#define BREAKER_FIELD(f, v) OPTION_FIELD(wms_breaker_options, f, v)
 
 /* Every bound wms_breaker_new checks: the value at it accepted, one past it
  * refused with INVALID_ARG. Zero means the default, so a lower bound of 1
@@ -614,7 +599,7 @@ static void option_bounds(void **state)
 	static const struct {
 		const char *row;
 		wms_breaker_mode mode;
-		field_value set, also; /* `also` lets `set` reach its bound alone */
+		option_field set, also; /* `also` lets `set` reach its bound alone */
 		int ok;
 	} cases[] = {
 		{ "version", WMS_BREAKER_MODE_CONSECUTIVE,
@@ -721,8 +706,8 @@ static void option_bounds(void **state)
 			wms_breaker *b = NULL;
 			wms_status st;
 			o.mode = cases[i].mode;
-			set_field(&o, &cases[i].set);
-			set_field(&o, &cases[i].also);
+			set_option_field(&o, &cases[i].set);
+			set_option_field(&o, &cases[i].also);
 			st = wms_breaker_new(&b, &o);
 			if (cases[i].ok) {
 				if (st != WMS_OK)

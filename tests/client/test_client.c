@@ -14,6 +14,7 @@
 
 
 
+#include "bounds.h"
 #include "client_fx.h"
 #include "build_kind.h"
 #include "count_alloc.h"
@@ -677,10 +678,7 @@ static char *text_of(size_t n, char fill)
 {
 	char *s = malloc(n + 1);
 	assert_non_null(s);
-	memset(s, fill, n);
-	s[0] = 'p';
-	s[n - 1] = 'z';
-	s[n] = '\0';
+	fill_text(s, n, 'p', fill, 'z');
 	return s;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "bounds.h"
 #include "client_fx.h"
 #include "wms/health.h"
 #include "wms/breaker.h"
@@ -76,16 +77,6 @@ static void prometheus_text(void **state)
 	wms_client_free(x.c);
 }
 
-/* `n` bytes of a valid metric prefix, "p" + "x"... + "z", so that a cut
- * anywhere shows in the text. */
-static void metric_prefix_of(char *buf, size_t n)
-{
-	memset(buf, 'x', n);
-	buf[0] = 'p';
-	buf[n - 1] = 'z';
-	buf[n] = '\0';
-}
-
 /* A prefix is at most 64 bytes: 64 is used whole (in the TYPE line and
  * the state sample), 65 is refused (INVALID_ARG, nothing handed out),
  * never cut to 64; twice, so a refusal leaves nothing behind that
@@ -96,8 +87,8 @@ static void prometheus_prefix_of_64_bytes_at_most(void **state)
 	fx x = setup_client(WMS_SOAP_11);
 	int round;
 	(void)state;
-	metric_prefix_of(p64, 64);
-	metric_prefix_of(p65, 65);
+	fill_text(p64, 64, 'p', 'x', 'z');
+	fill_text(p65, 65, 'p', 'x', 'z');
 	trip_submit(&x);
 	for (round = 0; round < 2; round++) {
 		assert_int_equal(wms_client_health_prometheus(&text, x.c, p64), WMS_OK);

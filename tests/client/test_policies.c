@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "bounds.h"
 #include "client_fx.h"
 #include "internal.h"
 
@@ -566,30 +567,8 @@ static void retry_options_are_validated(void **state)
 	assert_null(c);
 }
 
-/* One field of wms_client_options, by where it is, and the value a row
- * gives it (size 0: no field). */
-typedef struct field_value {
-	size_t off, size;
-	uint64_t value;
-} field_value;
-
-#define CLIENT_FIELD(f, v) \
-	{ offsetof(wms_client_options, f), sizeof(((wms_client_options *)0)->f), (v) }
-#define NO_FIELD { 0, 0, 0 }
-
-static void set_field(wms_client_options *o, const field_value *f)
-{
-	unsigned char *at = (unsigned char *)o + f->off;
-	if (f->size == sizeof(uint32_t)) {
-		uint32_t v = (uint32_t)f->value;
-		assert_int_equal(v, f->value); /* the row fits its field */
-		memcpy(at, &v, sizeof(v));
-	} else if (f->size == sizeof(uint64_t)) {
-		memcpy(at, &f->value, sizeof(f->value));
-	} else {
-		assert_int_equal(f->size, 0);
-	}
-}
+/* A row's field of wms_client_options (bounds.h) */
+#define CLIENT_FIELD(f, v) OPTION_FIELD(wms_client_options, f, v)
 
 /* Every bound wms_client_new checks (check_options, check_retry): the value
  * at it accepted, one past it refused with INVALID_ARG and the message
@@ -600,7 +579,7 @@ static void client_option_bounds(void **state)
 {
 	static const struct {
 		const char *row;
-		field_value set, also; /* `also` lets `set` reach its bound alone */
+		option_field set, also; /* `also` lets `set` reach its bound alone */
 		const char *msg;       /* NULL: accepted */
 	} cases[] = {
 		{ "version 2, the oldest read", CLIENT_FIELD(version, 2), NO_FIELD, NULL },
@@ -712,8 +691,8 @@ static void client_option_bounds(void **state)
 			wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
 			wms_status st;
 			o.endpoint = "http://127.0.0.1:1/wms";
-			set_field(&o, &cases[i].set);
-			set_field(&o, &cases[i].also);
+			set_option_field(&o, &cases[i].set);
+			set_option_field(&o, &cases[i].also);
 			c = NULL;
 			memset(&err, 0, sizeof(err));
 			st = wms_client_new(&c, &o, &err);

@@ -776,14 +776,8 @@ typedef struct table_fill {
 } table_fill;
 
 /* Static: installed with headers before the client is made; a failed test
- * leaves it installed until table_teardown. */
+ * leaves it installed until count_alloc_teardown. */
 static count_alloc T;
-
-static int table_teardown(void **state)
-{
-	(void)state;
-	return wms_set_allocator(NULL) == WMS_OK ? 0 : -1;
-}
 
 /* The buckets a table should have once it has held `most` entries. */
 static long want_buckets(uint64_t most, uint32_t max)
@@ -1153,7 +1147,7 @@ int main(void)
 		cmocka_unit_test(health_documents),
 		cmocka_unit_test(option_bounds),
 		cmocka_unit_test(nomem_store_and_serve),
-		cmocka_unit_test_teardown(table_grows_to_max_entries, table_teardown),
+		cmocka_unit_test_teardown(table_grows_to_max_entries, count_alloc_teardown),
 		cmocka_unit_test(threads_store_and_serve),
 	};
 	/* WMS_TEST_FILTER=glob runs the tests matching (when looping one) */

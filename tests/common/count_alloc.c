@@ -125,3 +125,9 @@ wms_allocator count_alloc_hooks(count_alloc *a)
 	wms_allocator al = { ca_malloc, ca_realloc, ca_free, a };
 	return al;
 }
+
+int count_alloc_teardown(void **state)
+{
+	(void)state;
+	return wms_set_allocator(NULL) == WMS_OK ? 0 : -1;
+}

@@ -42,4 +42,9 @@ void count_alloc_arm(count_alloc *a, long fail_at, int sticky);
 /* Count one event that is not an allocation; 1 when it is to fail. */
 int count_alloc_fails(count_alloc *a);
 
+/* A cmocka teardown for a test that installed a count_alloc: the C
+ * library's allocator back, even after a failure (whatever the failed test
+ * left allocated is never freed); 0, or -1 when libwms refuses. */
+int count_alloc_teardown(void **state);
+
 #endif

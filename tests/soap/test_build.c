@@ -977,7 +977,7 @@ typedef struct keep_view {
 	long bytes[HOLDS_TEMPLATE + 1]; /* each state's live bytes, when first seen */
 } keep_view;
 
-/* Static: a failed test leaves it installed until keep_view_teardown. */
+/* Static: a failed test leaves it installed until count_alloc_teardown. */
 static keep_view kv;
 
 static void keep_view_begin(void)
@@ -995,14 +995,6 @@ static void keep_view_begin(void)
 static void keep_view_end(void)
 {
 	assert_int_equal(atomic_load(&kv.a.live), 0);
-}
-
-/* The C library's allocator back, even after a failure (whatever the
- * failed test left allocated is never freed). */
-static int keep_view_teardown(void **state)
-{
-	(void)state;
-	return wms_set_allocator(NULL) == WMS_OK ? 0 : -1;
 }
 
 /* The workspace holds `holds` blocks, and as many bytes as the last time
@@ -1299,10 +1291,10 @@ int main(void)
 		cmocka_unit_test(workspace_template_is_used_up_to_its_limit),
 		cmocka_unit_test(workspace_template_failed_allocation),
 		cmocka_unit_test_teardown(workspace_keeps_envelopes_up_to_keep_body_bytes,
-					  keep_view_teardown),
-		cmocka_unit_test_teardown(workspace_template_past_keep_body_bytes, keep_view_teardown),
+					  count_alloc_teardown),
+		cmocka_unit_test_teardown(workspace_template_past_keep_body_bytes, count_alloc_teardown),
 		cmocka_unit_test_teardown(workspace_template_escaped_past_keep_body_bytes,
-					  keep_view_teardown),
+					  count_alloc_teardown),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
 	/* WMS_TEST_FILTER=glob runs the tests matching it */
