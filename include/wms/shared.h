@@ -34,6 +34,9 @@
  * process; Redis then keeps any change by hand that reached it since the
  * state this process knew when it made the change (this change itself,
  * run but unanswered, or one made elsewhere), and the replica adopts it.
+ * A change the breaker's engine has left on its own while it waited (a
+ * reset, then failures that tripped it) is not sent: the rejoin gives the
+ * fleet the engine's state (open wins).
  * hiredis 0.14: RESP2, no TLS
  * (use a unix socket or a trusted network).
  */

@@ -1197,8 +1197,8 @@ static void link_refused(rlink *l, uint64_t now)
 	l->retry_join_ns = now + 1000 * NS_PER_MS;
 	if (l->told != WMS_STORE_STATE_DEGRADED)
 		tell_link_degraded(l, "shared store answered this breaker with an error (OOM, "
-				      "READONLY, a key of another type): the in-process breaker "
-				      "decides");
+				      "READONLY, a key of another type) or a state out of range: "
+				      "the in-process breaker decides");
 }
 
 /* Redis is lost: every breaker's engine takes over from the mirror. */
@@ -1332,6 +1332,26 @@ static void free_unlinked(rstore *s)
 	}
 }
 
+/* While this breaker's engine decides (Redis refused it or was lost), a
+ * change made by hand puts the engine in that state at once; if the engine
+ * has left it since on its own (a reset, then failures that tripped it),
+ * the change is older news than the engine's state and is not sent: the
+ * join that follows gives the fleet the engine's state (open wins). Sent,
+ * it would close a fleet this process has seen fail since, and the reply
+ * would close this breaker too. A newer change by hand replaces `manual`
+ * and is sent as itself. */
+static int superseded(rlink *l, int state)
+{
+	wms_breaker *b;
+	int cur;
+
+	if (atomic_load(&l->mode) == MODE_SHARED || !(b = hold(l)))
+		return 0;
+	cur = (int)wms_breaker_local_state(b, NULL);
+	unhold(l);
+	return cur != state;
+}
+
 /* The changes made by hand, each one script run. A link being freed still
  * sends its own, as drain() sends its outcomes: a tool that forces the
  * fleet open and exits has forced it open. A change whose attempt failed
@@ -1353,6 +1373,10 @@ static int send_manual(rstore *s, uint64_t now)
 		if (m == NO_MANUAL)
 			continue;
 		again = m == l->man_retry;
+		if (superseded(l, MAN_STATE(m))) {
+			l->man_retry = NO_MANUAL;
+			continue;
+		}
 		if (!again)
 			l->man_epoch = atomic_load(&l->epoch);
 		rc = do_manual(s, l, MAN_STATE(m), l->man_epoch, again);
