@@ -1092,32 +1092,35 @@ static int poll_all(rstore *s)
  * only: a message may arrive after a reply that was already newer. */
 static void on_message(rstore *s, const char *chan, size_t chan_len, const char *msg)
 {
-	unsigned long long ep, st, n, rem;
-	shared_view v;
+	unsigned long long f[4]; /* epoch, state, failures, open ms left */
+	shared_view m = { 0 };
 	rlink *l;
+	int i;
 
 	atomic_fetch_add_explicit(&s->n_messages, 1, memory_order_relaxed);
-	if (sscanf(msg, "%llu %llu %llu %llu", &ep, &st, &n, &rem) != 4 ||
-	    st > WMS_BREAKER_STATE_FORCED_OPEN || ep > (unsigned long long)VIEW_EPOCH_MAX ||
-	    n > (unsigned long long)LLONG_MAX || rem > (unsigned long long)VIEW_MS_MAX)
-		return; /* as parse_reply: not a state this store can hold */
+	if (sscanf(msg, "%llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3]) != 4)
+		return;
+	for (i = 0; i < 4; i++)
+		if (f[i] > (unsigned long long)LLONG_MAX)
+			return;
+	m.exists = 1;
+	m.epoch = (long long)f[0];
+	m.state = (long long)f[1];
+	m.failures = (long long)f[2];
+	m.rem_ms = (long long)f[3];
+	if (!view_in_range(&m))
+		return; /* as a reply would be: not a state this store can hold */
 	for (l = s->links; l; l = l->next) {
+		shared_view v = m;
 		if (gone(l) || !l->joined || strlen(l->chan) != chan_len || memcmp(l->chan, chan, chan_len))
 			continue;
-		if (ep < atomic_load(&l->epoch) ||
-		    (ep == atomic_load(&l->epoch) && (int)st == atomic_load(&l->state)
-		     && n == atomic_load(&l->failures)))
+		if ((uint64_t)v.epoch < atomic_load(&l->epoch) ||
+		    ((uint64_t)v.epoch == atomic_load(&l->epoch) &&
+		     (int)v.state == atomic_load(&l->state) &&
+		     (unsigned long long)v.failures == atomic_load(&l->failures)))
 			continue;
-		if (ep == atomic_load(&l->epoch) && (int)st != atomic_load(&l->state))
+		if ((uint64_t)v.epoch == atomic_load(&l->epoch) && (int)v.state != atomic_load(&l->state))
 			continue; /* our own manual change, not yet confirmed */
-		v.exists = 1;
-		v.state = (long long)st;
-		v.epoch = (long long)ep;
-		v.failures = (long long)n;
-		v.rem_ms = (long long)rem;
-		v.lease_ms = 0;
-		v.granted = 0;
-		v.settle = 0;
 		/* the window's counts come with replies and polls, not messages */
 		v.wc = atomic_load(&l->w_calls);
 		v.wf = atomic_load(&l->w_failures);

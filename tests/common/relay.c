@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "fd_io.h"
 #include "relay.h"
 
 #define MAX_PAIRS 16
@@ -39,20 +40,6 @@ static int unix_addr(struct sockaddr_un *a, const char *path)
 	if (strlen(path) >= sizeof(a->sun_path))
 		return -1;
 	strcpy(a->sun_path, path);
-	return 0;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 
@@ -104,13 +91,13 @@ static int pass(relay *r, struct pair *p, int from_client)
 	if (n <= 0)
 		return -1;
 	if (!from_client)
-		return p->held ? 0 : write_all(p->c, buf, (size_t)n); /* a held reply is lost */
+		return p->held ? 0 : fd_write_all(p->c, buf, (size_t)n); /* a held reply is lost */
 	if (atomic_load(&r->armed) && memmem(buf, (size_t)n, r->pattern, r->pattern_len)) {
 		atomic_store(&r->armed, 0);
 		p->held = 1;
 		atomic_store(&r->held, 1);
 	}
-	return write_all(p->s, buf, (size_t)n);
+	return fd_write_all(p->s, buf, (size_t)n);
 }
 
 static void *run(void *arg)

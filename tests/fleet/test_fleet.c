@@ -139,6 +139,18 @@ static wms_store_state store_of(replica *r)
 	return s.store_state;
 }
 
+/* Wait (polling) until replica r's store is `st`. */
+static void wait_replica_store(replica *r, wms_store_state st, double limit_ms)
+{
+	double t0 = now_ms();
+	while (store_of(r) != st) {
+		if (now_ms() - t0 > limit_ms)
+			fail_msg("replica's store not %s after %.0f ms", wms_store_state_name(st),
+				 limit_ms);
+		sleep_ms(1);
+	}
+}
+
 /* Wait (polling) until every replica's store is `st`; the milliseconds it took. */
 static double wait_store(fleet *f, wms_store_state st, double limit_ms)
 {
@@ -931,18 +943,12 @@ static void manual_change_refused_is_sent_after_the_back_off(void **state)
 					       : WMS_BREAKER_STATE_FORCED_OPEN;
 		int how = round ? REFUSE_WRONGTYPE : REFUSE_READONLY;
 		long long before = hash_int(&f.rs, "st");
-		double t0;
 		refuse_writes(&f.rs, how, 1);
 		if (round)
 			wms_breaker_disable(f.r[1].b);
 		else
 			wms_breaker_force_open(f.r[1].b);
-		t0 = now_ms();
-		while (store_of(&f.r[1]) != WMS_STORE_STATE_DEGRADED) {
-			if (now_ms() - t0 > limit(3000))
-				fail_msg("round %d: the refusal never reached replica 1", round);
-			sleep_ms(1);
-		}
+		wait_replica_store(&f.r[1], WMS_STORE_STATE_DEGRADED, limit(3000)); /* refused */
 		if (round == 0)
 			assert_int_equal(hash_int(&f.rs, "st"), before); /* refused: not run */
 		refuse_writes(&f.rs, how, 0);
@@ -974,18 +980,12 @@ static void manual_change_overtaken_by_a_trip_is_not_sent(void **state)
 	fail_calls_shared(f.r[0].b, 3);
 	wait_state(&f, WMS_BREAKER_STATE_OPEN, limit(2000));
 	for (round = 0; round < 2; round++) {
-		double t0;
 		freeReplyObject(rs_cmd(&f.rs, "FLUSHALL"));
 		wait_hash_field(&f.rs, FLEET_KEY, "st", 1); /* joined again, OPEN */
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
 		refuse_writes(&f.rs, REFUSE_WRONGTYPE, 1);
 		wms_breaker_reset(f.r[0].b); /* CLOSED here; refused there */
-		t0 = now_ms();
-		while (store_of(&f.r[0]) != WMS_STORE_STATE_DEGRADED) {
-			if (now_ms() - t0 > limit(3000))
-				fail_msg("round %d: the refusal never reached the replica", round);
-			sleep_ms(1);
-		}
+		wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(3000)); /* refused */
 		assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_CLOSED);
 		fail_calls(&f.r[0], 3); /* the engine trips, after the reset */
 		assert_int_equal(wms_breaker_state_get(f.r[0].b), WMS_BREAKER_STATE_OPEN);
@@ -2096,20 +2096,23 @@ static void replies_out_of_range_are_refused(void **state)
 	/* the bounds of redis_store.c's view_in_range */
 	const long long ms_max = 4294967295LL, epoch_max = (1LL << 43) - 1;
 	/* a hash with state `st` (1 OPEN: its open period rem_ms; 2 HALF_OPEN:
-	 * another replica's lease of lease_ms on the round) at `epoch` */
+	 * another replica's lease of lease_ms on the round) and `n` failures at
+	 * `epoch` */
 	const struct {
 		int st;
-		long long rem_ms, lease_ms, epoch;
+		long long rem_ms, lease_ms, n, epoch;
 		int adopted;
 	} cases[] = {
-		{ 1, ms_max - 60000, 0, 100, 1 }, /* at the bound, less what time may pass */
-		{ 1, ms_max + 60000, 0, 101, 0 }, /* past it, and still past it a minute on */
-		{ 1, ms_max - 60000, 0, 102, 1 },
-		{ 1, 18446744073710LL, 0, 103, 0 }, /* x 1e6 ns wraps to now + 0.45 ms */
-		{ 2, 0, ms_max - 60000, 104, 1 },
-		{ 2, 0, ms_max + 60000, 105, 0 },
-		{ 1, 60000, 0, epoch_max, 1 },
-		{ 1, 60000, 0, epoch_max + 1, 0 },
+		{ 1, ms_max - 60000, 0, 0, 100, 1 }, /* at the bound, less what time may pass */
+		{ 1, ms_max + 60000, 0, 0, 101, 0 }, /* past it, and still past it a minute on */
+		{ 1, ms_max - 60000, 0, 0, 102, 1 },
+		{ 1, 18446744073710LL, 0, 0, 103, 0 }, /* x 1e6 ns wraps to now + 0.45 ms */
+		{ 2, 0, ms_max - 60000, 0, 104, 1 },
+		{ 2, 0, ms_max + 60000, 0, 105, 0 },
+		{ 1, 60000, 0, 0, 106, 1 },
+		{ 1, 60000, 0, -1, 107, 0 }, /* a count below 0 (0 in every other row) */
+		{ 1, 60000, 0, 0, epoch_max, 1 },
+		{ 1, 60000, 0, 0, epoch_max + 1, 0 },
 	};
 	/* "EPOCH STATE FAILURES OPEN_MS_LEFT", each past one bound, each with
 	 * an open period of its own: had one been taken, the good message
@@ -2142,6 +2145,9 @@ static void replies_out_of_range_are_refused(void **state)
 		assert_int_equal(snap.store_state, WMS_STORE_STATE_CONNECTED);
 		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			redisReply *r;
+			/* a refusal shows only on a link that was taking views */
+			if (!cases[i].adopted)
+				assert_int_equal(store_of(&f.r[0]), WMS_STORE_STATE_CONNECTED);
 			if (cases[i].lease_ms)
 				r = rs_cmd(&f.rs, "SET wms:{fleet-test}:l:wms other-replica PX %lld",
 					   cases[i].lease_ms);
@@ -2149,8 +2155,8 @@ static void replies_out_of_range_are_refused(void **state)
 				r = rs_cmd(&f.rs, "DEL wms:{fleet-test}:l:wms");
 			assert_non_null(r);
 			freeReplyObject(r);
-			r = rs_cmd(&f.rs, "HSET " FLEET_KEY " st %d ep %lld un %lld", cases[i].st,
-				   cases[i].epoch, redis_now_ms(&f.rs) + cases[i].rem_ms);
+			r = rs_cmd(&f.rs, "HSET " FLEET_KEY " st %d ep %lld un %lld n %lld", cases[i].st,
+				   cases[i].epoch, redis_now_ms(&f.rs) + cases[i].rem_ms, cases[i].n);
 			assert_non_null(r);
 			freeReplyObject(r);
 			if (!cases[i].adopted) {

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "fd_io.h"
 #include "wms/wms.h"
 #include "wms/breaker.h"
 #include "wms/shared.h"
@@ -149,21 +150,6 @@ static void *worker_run(void *arg)
 	return NULL;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* 0, or -1 (closed, error) / -2 (not within limit_ms) */
 static int read_full(int fd, void *buf, size_t len, double limit_ms)
 {
@@ -201,7 +187,7 @@ static void child_fail(int up, msg *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m->text, sizeof(m->text), fmt, ap);
 	va_end(ap);
-	(void)write_full(up, m, sizeof(*m));
+	(void)fd_write_all(up, m, sizeof(*m));
 }
 
 /* The child's whole life: 0 when it went as planned. */
@@ -268,7 +254,7 @@ static int child_run(int proc, int up, int down, const scenario *sc, const char 
 		sleep_ms(5);
 	}
 	m.kind = M_READY;
-	if (write_full(up, &m, sizeof(m)) != 0)
+	if (fd_write_all(up, &m, sizeof(m)) != 0)
 		goto out;
 	if (read_full(down, &go, 1, wait_ms) != 0 || go != 'G') {
 		child_fail(up, &m, "no go from the parent");
@@ -311,7 +297,7 @@ static int child_run(int proc, int up, int down, const scenario *sc, const char 
 	m.failures = sn.failures;
 	m.transitions = sn.transitions;
 	m.kind = M_COUNTS;
-	if (write_full(up, &m, sizeof(m)) != 0)
+	if (fd_write_all(up, &m, sizeof(m)) != 0)
 		goto out;
 	/* the parent reads Redis meanwhile: freeing the client now would
 	 * drop outcomes still queued for the store */
@@ -326,7 +312,7 @@ static int child_run(int proc, int up, int down, const scenario *sc, const char 
 		m.scripts = ss.scripts;
 	}
 	m.kind = M_STATS;
-	if (write_full(up, &m, sizeof(m)) != 0)
+	if (fd_write_all(up, &m, sizeof(m)) != 0)
 		goto out;
 	rc = 0;
 out:
@@ -433,7 +419,7 @@ static void send_all(procs *p, const void *buf, size_t len)
 {
 	int i;
 	for (i = 0; i < NPROC; i++)
-		if (write_full(p->down[i], buf, len) != 0)
+		if (fd_write_all(p->down[i], buf, len) != 0)
 			fail_msg("child %d: cannot write to its pipe", i);
 }
 
