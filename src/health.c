@@ -233,14 +233,8 @@ static wms_status prom_sample(wms__buf *b, const char *prefix, const char *metri
 
 static int prefix_ok(const char *p)
 {
-	size_t i;
-	if (!p[0] || (p[0] >= '0' && p[0] <= '9'))
-		return 0;
-	for (i = 0; p[i]; i++)
-		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
-		      (p[i] >= '0' && p[i] <= '9') || p[i] == '_' || p[i] == ':'))
-			return 0;
-	return i <= 64;
+	size_t n = wms__metric_span(p, WMS__METRIC_PROMETHEUS);
+	return n > 0 && !p[n] && n <= 64;
 }
 
 /* A bulkhead's figures by number: the three gauges, then the counter's

@@ -242,6 +242,26 @@ static wms_status start_daemon(wms_health_server *srv, int fd, const char *where
 	return WMS_OK;
 }
 
+/* The prefix's printable ASCII start is shown, and a bad byte by its value
+ * and offset: a newline or an escape of the caller's never reaches the
+ * one-line message. */
+static wms_status bad_prefix(wms_error *err, const char *p)
+{
+	size_t n = wms__metric_span(p, WMS__METRIC_PROMETHEUS), shown = 0;
+	while (shown <= 64 && (unsigned char)p[shown] >= 0x20 && (unsigned char)p[shown] < 0x7f)
+		shown++;
+	if (p[n])
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "health server: metric prefix '%.*s%s' is not "
+				 "[a-zA-Z_:][a-zA-Z0-9_:]{0,63} (byte 0x%02X at offset %zu)",
+				 (int)shown, p, p[shown] ? "..." : "", (unsigned)(unsigned char)p[n],
+				 n);
+	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			 "health server: metric prefix '%.*s%s' is not "
+			 "[a-zA-Z_:][a-zA-Z0-9_:]{0,63} (%zu bytes)",
+			 (int)shown, p, p[shown] ? "..." : "", n);
+}
+
 /* The checks and the start, once `out` is known good. */
 static wms_status start_server(wms_health_server **out, wms_client *const *clients, size_t count,
 			       const char *where, const char *metric_prefix,
@@ -269,9 +289,7 @@ static wms_status start_server(wms_health_server **out, wms_client *const *clien
 	st = wms_health_prometheus(&probe, NULL, 0, metric_prefix);
 	wms__free(probe);
 	if (st == WMS_ERR_INVALID_ARG)
-		return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
-				 "health server: metric prefix '%s' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63}",
-				 metric_prefix);
+		return bad_prefix(err, metric_prefix);
 	if (st != WMS_OK)
 		return wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "health server: %s",
 				 wms_strerror(st));

@@ -256,7 +256,10 @@ typedef struct wms_client_options {
 	 *  NULL = none. Copied. */
 	const wms_fallbacks *fallbacks;
 	/** Prefix of metric names; NULL = "fulfillment" (the state gauge is then
-	 *  fulfillment.circuit_breaker_state). */
+	 *  fulfillment.circuit_breaker_state). One or more bytes of
+	 *  [A-Za-z0-9_.:-], any length (ASCII only: no control byte, space or
+	 *  UTF-8); anything else, "" included, is INVALID_ARG naming the field
+	 *  and the offset of the first bad byte. Copied. */
 	const char *metric_prefix;
 	/** Body bytes kept per wire-log record; 0 = 4096. */
 	size_t wire_log_max_bytes;

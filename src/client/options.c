@@ -353,6 +353,27 @@ static wms_status check_read_cache(const wms_read_cache_options *r, wms_error *e
 	return WMS_OK;
 }
 
+/* The gauge's name goes as it is to the caller's on_metric, and from there
+ * to StatsD, Graphite or OpenTelemetry (or to Prometheus, its exporter
+ * mapping '.' and '-' to '_'): a prefix no such name could begin with is
+ * refused here. The message gives the first bad byte's value, never the
+ * byte (a newline or an escape would break a one-line message). No length
+ * bound: the name is made whole, however long. */
+static wms_status check_metric_prefix(const char *p, wms_error *err)
+{
+	size_t n = wms__metric_span(p, WMS__METRIC_DOTTED);
+	if (!p[0])
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "metric_prefix must be one or more of [A-Za-z0-9_.:-] "
+				 "(got an empty string; NULL is fulfillment)");
+	if (p[n])
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "metric_prefix must be one or more of [A-Za-z0-9_.:-] "
+				 "(byte 0x%02X at offset %zu)",
+				 (unsigned)(unsigned char)p[n], n);
+	return WMS_OK;
+}
+
 /* The libcurl transport's options, from the client's: its pool defaults
  * to the client's. */
 static void curl_options_of(const wms_client_options *opts, wms_curl_transport_options *co)
@@ -459,6 +480,8 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 				 "bulkhead.max_wait_for_slot_ms must be at most %u (got %u)",
 				 WMS_MAX_TIMEOUT_MS, (unsigned)opts->bulkhead.max_wait_for_slot_ms);
 	if (opts->version >= 4 && (st = check_read_cache(&opts->read_cache, err)) != WMS_OK)
+		return st;
+	if (opts->metric_prefix && (st = check_metric_prefix(opts->metric_prefix, err)) != WMS_OK)
 		return st;
 	*retry = opts->retry;
 	if ((st = check_retry(retry, err)) != WMS_OK)

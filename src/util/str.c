@@ -42,3 +42,22 @@ char *wms__join3(const char *a, const char *b, const char *c)
 	memcpy(s + na + nb, c, nc + 1);
 	return s;
 }
+
+/* ASCII only, in either style: every system a prefix may reach (Prometheus,
+ * OpenTelemetry, StatsD and Graphite servers) takes ASCII letters, and
+ * which other characters are letters is not worth deciding here. */
+size_t wms__metric_span(const char *s, wms__metric_style style)
+{
+	size_t i;
+	for (i = 0; s[i]; i++) {
+		char c = s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':')
+			continue;
+		if (c >= '0' && c <= '9' && (i > 0 || style == WMS__METRIC_DOTTED))
+			continue;
+		if ((c == '.' || c == '-') && style == WMS__METRIC_DOTTED)
+			continue;
+		break;
+	}
+	return i;
+}

@@ -696,7 +696,7 @@ static void state_gauge_named(const char *prefix)
 	o.callbacks.on_metric = on_metric_sample;
 	o.callbacks.payload = &g;
 	x = setup_client_with(&o);
-	snprintf(want, sizeof(want), "%s.circuit_breaker_state", prefix);
+	snprintf(want, sizeof(want), "%s.circuit_breaker_state", prefix ? prefix : "fulfillment");
 	assert_int_equal(g.n, 1);
 	assert_string_equal(g.name[0], want);
 	fx_refused_submits(&x, 5);
@@ -720,6 +720,119 @@ static void metric_prefix_is_kept_whole(void **state)
 		state_gauge_named(prefix);
 		free(prefix);
 	}
+}
+
+/* ---- the metric prefix's bytes ------------------------------------------- */
+
+/* What a dotted metric name (StatsD, Graphite, OpenTelemetry) may hold, as
+ * client.h says: the test's own copy of the set. */
+static const char metric_bytes[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-";
+
+/* libwms's allocations while a prefix is checked (count_alloc.h). */
+static count_alloc M;
+
+/* wms_client_new with `prefix`, over a fresh fake transport (the client's
+ * even when it refuses: cmocka sees it leak if it is not freed): refused,
+ * twice in a row on one options struct, with INVALID_ARG, no client, the
+ * exact message `msg`, and no allocation of libwms's made (the check comes
+ * before anything is). The message never holds a control or non-ASCII byte,
+ * whatever the prefix held. */
+static void prefix_refused(const char *prefix, const char *msg)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	int round;
+	size_t i;
+	o.endpoint = "http://wms.invalid/wms";
+	o.metric_prefix = prefix;
+	for (round = 0; round < 2; round++) {
+		wms_client *c = (wms_client *)&o; /* must be set to NULL */
+		wms_error err;
+		wms_status st;
+		fake *t;
+		o.transport = fake_transport_new(&t);
+		count_alloc_arm(&M, 0, 0);
+		st = wms_client_new(&c, &o, &err);
+		if (st != WMS_ERR_INVALID_ARG)
+			fail_msg("prefix \"%s\": %s, not INVALID_ARG", prefix, wms_status_name(st));
+		assert_null(c);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_string_equal(err.message, msg);
+		for (i = 0; err.message[i]; i++)
+			assert_true((unsigned char)err.message[i] >= 0x20 &&
+				    (unsigned char)err.message[i] < 0x7f);
+		assert_int_equal(M.calls, 0);
+		assert_int_equal(M.live, 0);
+	}
+}
+
+/* "metric_prefix must be ... (byte 0xBB at offset N)" */
+static void prefix_refused_at(const char *prefix, size_t offset)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg),
+		 "metric_prefix must be one or more of [A-Za-z0-9_.:-] (byte 0x%02X at offset %zu)",
+		 (unsigned)(unsigned char)prefix[offset], offset);
+	prefix_refused(prefix, msg);
+}
+
+/* Whether `b` may be in a dotted metric name, by the test's set. */
+static int metric_byte(int b)
+{
+	return b && strchr(metric_bytes, b) != NULL;
+}
+
+/* The prefix went into the gauge's name unchecked: a newline, an escape
+ * sequence or a space reached the caller's on_metric (and a StatsD line,
+ * a log). Refused now, INVALID_ARG naming the field and the first bad
+ * byte's offset: every class at the start, in the middle and at the end;
+ * NULL keeps "fulfillment"; no length bound (300 bytes with the bad byte
+ * last). Every byte 0x01-0xFF at offset 0, 1 and 2 of a 3-byte prefix: the
+ * set's own bytes make the gauge, in each place (a digit first too: a
+ * StatsD or Graphite name may start with one), and every other byte is
+ * refused at its offset. */
+static void metric_prefix_is_a_metric_name(void **state)
+{
+	const wms_allocator al = count_alloc_hooks(&M);
+	char *longest;
+	int b, at;
+	(void)state;
+
+	assert_int_equal(wms_set_allocator(&al), WMS_OK);
+	prefix_refused("", "metric_prefix must be one or more of [A-Za-z0-9_.:-] "
+			   "(got an empty string; NULL is fulfillment)");
+	prefix_refused_at("\nfulfillment", 0);
+	prefix_refused_at("\x01shop", 0);
+	prefix_refused_at("shop\r\nwms", 4);
+	prefix_refused_at("shop\x1b[2Jwms", 4); /* an ANSI escape: clear screen */
+	prefix_refused_at("shop wms", 4);
+	prefix_refused_at("shop|wms", 4); /* StatsD's field separator */
+	prefix_refused_at("shop/wms", 4);
+	prefix_refused_at("fulfillment\t", 11);
+	prefix_refused_at("fulfillment\x7f", 11);
+	prefix_refused_at("caf\xc3\xa9", 3); /* UTF-8 letters too: ASCII only */
+	prefix_refused_at("shop\xff", 4);
+	longest = text_of(300, 'm');
+	longest[299] = '\n';
+	prefix_refused_at(longest, 299);
+	free(longest);
+
+	state_gauge_named(NULL);
+	state_gauge_named("a");
+	state_gauge_named("9lives");
+	state_gauge_named("shop.wms-eu:1_A");
+	state_gauge_named(metric_bytes);
+	for (b = 1; b <= 0xFF; b++)
+		for (at = 0; at < 3; at++) {
+			char p[4] = "pqz";
+			p[at] = (char)b;
+			if (metric_byte(b))
+				state_gauge_named(p);
+			else
+				prefix_refused_at(p, (size_t)at);
+		}
+	assert_int_equal(M.live, 0);
+	assert_int_equal(wms_set_allocator(NULL), WMS_OK);
 }
 
 /* A per-operation client on breaker name `base`: every breaker is
@@ -880,6 +993,7 @@ int main(void)
 		cmocka_unit_test(every_status_has_a_name_and_text),
 		cmocka_unit_test(shared_breaker_is_not_freed),
 		cmocka_unit_test(metric_prefix_is_kept_whole),
+		cmocka_unit_test_teardown(metric_prefix_is_a_metric_name, count_alloc_teardown),
 		cmocka_unit_test(per_operation_breaker_names_are_whole),
 		cmocka_unit_test(new_client_frees_everything_on_nomem),
 	};

@@ -11,6 +11,7 @@
 #include "bounds.h"
 #include "client_fx.h"
 #include "wms/health.h"
+#include "wms/health_server.h"
 #include "wms/breaker.h"
 
 /* Five failures open the breaker; the sixth call is rejected. */
@@ -104,6 +105,96 @@ static void prometheus_prefix_of_64_bytes_at_most(void **state)
 	wms_client_free(x.c);
 }
 
+/* The Prometheus prefix's check is shared with the client's metric_prefix
+ * (one function, two sets): here, every byte 0x01-0xFF at offset 0, 1 and
+ * 2 of a 3-byte prefix against the test's own copy of the set, twice each:
+ * [A-Za-z_:] anywhere, a digit past the first byte, nothing else ('.' and
+ * '-', which the client's dotted names take, included). */
+static void prometheus_prefix_bytes(void **state)
+{
+	static const char first[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_:";
+	char want[64], *text;
+	fx x = setup_client(WMS_SOAP_11);
+	int b, at, round;
+	(void)state;
+	for (b = 1; b <= 0xFF; b++)
+		for (at = 0; at < 3; at++) {
+			char p[4] = "pqz";
+			int ok = strchr(first, b) || (at > 0 && b >= '0' && b <= '9');
+			p[at] = (char)b;
+			for (round = 0; round < 2; round++) {
+				text = (char *)&text; /* must be set to NULL on refusal */
+				if (!ok) {
+					assert_int_equal(wms_client_health_prometheus(&text, x.c, p),
+							 WMS_ERR_INVALID_ARG);
+					assert_null(text);
+					continue;
+				}
+				assert_int_equal(wms_client_health_prometheus(&text, x.c, p), WMS_OK);
+				snprintf(want, sizeof(want), "# TYPE %s_circuit_breaker_state gauge\n",
+					 p);
+				assert_non_null(strstr(text, want));
+				wms_free(text);
+			}
+		}
+	wms_client_free(x.c);
+}
+
+/* wms_health_server_start echoed a refused prefix whole in its message: a
+ * newline or an escape of the caller's went into a one-line message. Now
+ * its printable ASCII start (at most 65 bytes, "..." when cut) and the
+ * first bad byte by value and offset, or its length when it is only too
+ * long; twice each, no server made. Refused before anything is bound, so
+ * no socket is opened; skipped in a build without the server. */
+static void health_server_prefix_message(void **state)
+{
+	static const char *const rows[][2] = {
+		{ "shop\nwms", "'shop...' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63} "
+			       "(byte 0x0A at offset 4)" },
+		{ "\x1b[2J", "'...' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63} (byte 0x1B at offset 0)" },
+		{ "9lives", "'9lives' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63} "
+			    "(byte 0x39 at offset 0)" },
+		{ "shop.wms", "'shop.wms' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63} "
+			      "(byte 0x2E at offset 4)" },
+		{ "caf\xc3\xa9", "'caf...' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63} "
+				 "(byte 0xC3 at offset 3)" },
+		{ "", "'' is not [a-zA-Z_:][a-zA-Z0-9_:]{0,63} (0 bytes)" },
+	};
+	char p65[66], p300[301], msg[WMS_ERROR_MESSAGE_MAX];
+	wms_health_server *srv;
+	wms_error err;
+	fx x = setup_client(WMS_SOAP_11);
+	const size_t nrows = sizeof(rows) / sizeof(rows[0]);
+	size_t i, k;
+	int round;
+	(void)state;
+	fill_text(p65, 65, 'p', 'x', 'z');
+	fill_text(p300, 300, 'p', 'x', 'z');
+	for (i = 0; i < nrows + 2; i++) /* the rows, then 65 and 300 bytes */
+		for (round = 0; round < 2; round++) {
+			const char *prefix = i < nrows ? rows[i][0] : i == nrows ? p65 : p300;
+			srv = (wms_health_server *)&srv; /* must be set to NULL */
+			assert_int_equal(wms_health_server_start(&srv, &x.c, 1, "127.0.0.1:0", prefix,
+								 &err),
+					 WMS_ERR_INVALID_ARG);
+			assert_null(srv);
+			if (strstr(err.message, "built without the health server"))
+				skip();
+			if (i < nrows)
+				snprintf(msg, sizeof(msg), "health server: metric prefix %s", rows[i][1]);
+			else
+				snprintf(msg, sizeof(msg),
+					 "health server: metric prefix '%.65s%s' is not "
+					 "[a-zA-Z_:][a-zA-Z0-9_:]{0,63} (%s bytes)",
+					 prefix, i == nrows ? "" : "...", i == nrows ? "65" : "300");
+			assert_string_equal(err.message, msg);
+			for (k = 0; err.message[k]; k++)
+				assert_true((unsigned char)err.message[k] >= 0x20 &&
+					    (unsigned char)err.message[k] < 0x7f);
+		}
+	wms_client_free(x.c);
+}
+
 /* A count-based breaker at 1 failure of 3 (33.33 %): its rates as the
  * documents print them, under whatever LC_NUMERIC is in force. */
 static void rates_documents(char **json, char **prom)
@@ -169,6 +260,8 @@ int main(void)
 		cmocka_unit_test(all_open_is_down),
 		cmocka_unit_test(prometheus_text),
 		cmocka_unit_test(prometheus_prefix_of_64_bytes_at_most),
+		cmocka_unit_test(prometheus_prefix_bytes),
+		cmocka_unit_test(health_server_prefix_message),
 		cmocka_unit_test(numbers_ignore_the_locale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
