@@ -228,15 +228,24 @@ static wms_status nearest_fixture(const wms__fx_replay *r, const char *action, x
 	return st;
 }
 
-/* No fixture has the request's action: the report lists what is loaded. */
+/* No fixture has the request's action: the report lists what is loaded, in
+ * whole lines while the text stays within DIFF_TEXT_MAX, then says how many
+ * fixtures it left out. */
 static wms_status no_such_action(const wms__fx_replay *r, const char *op, const char *action,
 				 wms__buf *text, wms_error *err)
 {
 	size_t i;
 	wms_status st = wms__buf_printf(text, "no fixture has SOAPAction \"%s\" (%s request); loaded:\n",
 					action, op);
-	for (i = 0; i < r->count && st == WMS_OK && text->len < DIFF_TEXT_MAX; i++)
+	for (i = 0; i < r->count && st == WMS_OK; i++) {
+		/* "  PATH: ACTION\n" */
+		size_t line = strlen(r->fx[i].path) + strlen(r->fx[i].soap_action) + 5;
+		if (text->len + line > DIFF_TEXT_MAX)
+			break;
 		st = wms__buf_printf(text, "  %s: %s\n", r->fx[i].path, r->fx[i].soap_action);
+	}
+	if (st == WMS_OK && i < r->count)
+		st = wms__buf_printf(text, "... (list truncated: %zu more not listed)\n", r->count - i);
 	if (st != WMS_OK)
 		return st;
 	r->on_mismatch(text->data, r->mismatch_ctx);
