@@ -190,8 +190,15 @@ static int has_body(struct MHD_Connection *conn)
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 }
 
-/* Answered on MHD's first call for the request, from its headers: a body is
- * never read (one that comes is refused, and MHD closes the connection). */
+/* A request with a body is answered on MHD's first call, from its headers:
+ * the body is never read (it is refused, and MHD closes the connection).
+ * Any other is answered on the second call, once MHD has the whole
+ * request: answered on the first, libmicrohttpd (0.9.75) ends the
+ * connection ("Connection: close") yet leaves its socket open, holding one
+ * of the server's slots, until its thread next wakes, which can be another
+ * connection's idle timeout seconds later; answered on the second, an
+ * HTTP/1.1 connection is kept for the client's next request and closed
+ * when idle (tests/health: default_idle_timeout_on_both_sides). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -202,6 +209,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	char *doc = NULL;
 	wms_status st;
 
+	if (!*req_cls && !has_body(conn)) {
+		*req_cls = srv; /* any mark: the request was seen */
+		return MHD_YES;
+	}
 	if (!health && strcmp(url, "/metrics") != 0)
 		return reply(conn, MHD_HTTP_NOT_FOUND, text_type, (char *)"not found: /health or /metrics\n", 0, NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 #include "client_fx.h"
+#include "fd_io.h"
 #include "loopback.h"
 #include "sample_order.h"
 #include "health_server_int.h"
@@ -163,6 +164,7 @@ static const char *strcasestr_(const char *hay, const char *needle)
 }
 
 static const char get_health[] = "GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+static const char head_health[] = "HEAD /health HTTP/1.1\r\nHost: t\r\n\r\n"; /* kept alive */
 
 /* ---- fixtures ---------------------------------------------------------- */
 
@@ -745,6 +747,77 @@ static void idle_connection_is_closed_after_the_timeout(void **state)
 	assert_true(read_all(idle, buf, sizeof(buf)) == 0);
 	wait_connections(srv, 0);
 	close(idle);
+	assert_int_equal(http("GET", wms_health_server_port(srv), "/health", NULL).code, 200);
+	wms_health_server_stop(srv);
+	wms_client_free(x.c);
+}
+
+/* Read one reply to a HEAD (its headers, no body) without waiting for the
+ * close; bounded like read_all. Returns 1 for a 200 that keeps the
+ * connection. */
+static int read_head_reply(int fd)
+{
+	char buf[2048];
+	size_t len = 0;
+	struct pollfd p = { fd, POLLIN, 0 };
+	buf[0] = '\0';
+	while (!strstr(buf, "\r\n\r\n") && len < sizeof(buf) - 1 && poll(&p, 1, 60000) == 1) {
+		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+	}
+	return strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\r\n\r\n") != NULL &&
+	       !strcasestr_(buf, "Connection: close");
+}
+
+/* Milliseconds until the peer closes `fd`, from `since` (lb_now_ms). */
+static uint64_t ms_until_closed(int fd, uint64_t since)
+{
+	char buf[64];
+	assert_true(read_all(fd, buf, sizeof(buf)) == 0);
+	return lb_now_ms() - since;
+}
+
+/* The default idle timeout (WMS_HEALTH_SERVER_TIMEOUT_S, through the public
+ * start) on both sides, twice: a connection that says nothing is not closed
+ * before the timeout and is closed after it; one that asks half-way, twice,
+ * is answered twice on that connection (kept alive) and its timeout counts
+ * again from its last reply, so it outlives the first and is then closed in
+ * the same way. (Answered on MHD's first call, the asker was told
+ * "Connection: close" and its socket was left open until the quiet one's
+ * timeout woke the server: it failed here.) Only lower bounds are timed
+ * (libmicrohttpd closes after more than the timeout since the connection's
+ * last activity, on a coarse clock: 50 ms of slack); "after" is that the
+ * close comes at all (read_all waits up to a minute). */
+static void default_idle_timeout_on_both_sides(void **state)
+{
+	const uint64_t timeout_ms = WMS_HEALTH_SERVER_TIMEOUT_S * 1000u, slack_ms = 50;
+	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
+	wms_health_server *srv = start(&x.c, 1, NULL);
+	uint64_t quiet_at, asked_at;
+	int quiet, asker, i;
+	(void)state;
+
+	quiet = lb_connect(wms_health_server_port(srv));
+	quiet_at = lb_now_ms();
+	asker = lb_connect(wms_health_server_port(srv));
+	assert_true(quiet >= 0 && asker >= 0);
+	wait_connections(srv, 2);
+	sleep_ms((unsigned)timeout_ms / 2);
+	/* half-way: the asker's requests, on its one connection */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(fd_write_all(asker, head_health, sizeof(head_health) - 1), 0);
+		assert_true(read_head_reply(asker));
+	}
+	asked_at = lb_now_ms();
+	assert_true(ms_until_closed(quiet, quiet_at) + slack_ms >= timeout_ms);
+	assert_true(ms_until_closed(asker, asked_at) + slack_ms >= timeout_ms);
+	wait_connections(srv, 0);
+	close(quiet);
+	close(asker);
+	/* the server serves on */
 	assert_int_equal(http("GET", wms_health_server_port(srv), "/health", NULL).code, 200);
 	wms_health_server_stop(srv);
 	wms_client_free(x.c);
@@ -1371,6 +1444,7 @@ int main(void)
 		cmocka_unit_test(start_stop_twice_on_one_port),
 		cmocka_unit_test(connection_limit_both_sides),
 		cmocka_unit_test(idle_connection_is_closed_after_the_timeout),
+		cmocka_unit_test(default_idle_timeout_on_both_sides),
 		cmocka_unit_test(stop_with_connections_open),
 		cmocka_unit_test(bulkheads_and_later_breakers_show),
 		cmocka_unit_test(default_listen_is_loopback_only),
