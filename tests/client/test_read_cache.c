@@ -1150,8 +1150,5 @@ int main(void)
 		cmocka_unit_test_teardown(table_grows_to_max_entries, count_alloc_teardown),
 		cmocka_unit_test(threads_store_and_serve),
 	};
-	/* WMS_TEST_FILTER=glob runs the tests matching (when looping one) */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -712,7 +712,5 @@ int main(void)
 	};
 	/* a child gone early must fail its test, not kill this process */
 	signal(SIGPIPE, SIG_IGN);
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

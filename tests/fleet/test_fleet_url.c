@@ -714,8 +714,5 @@ int main(void)
 		cmocka_unit_test(unix_socket_db),
 		cmocka_unit_test(db_out_of_the_servers_range),
 	};
-	/* WMS_TEST_FILTER=name runs one test (when looping a flaky one) */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

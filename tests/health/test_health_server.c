@@ -1451,9 +1451,6 @@ int main(void)
 		cmocka_unit_test(metrics_every_family_well_formed),
 	};
 	int rc;
-	/* WMS_TEST_FILTER=glob runs the tests matching (when looping one) */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

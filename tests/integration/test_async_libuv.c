@@ -620,12 +620,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(chain_from_callbacks, setup_patient, teardown),
 	};
 	raise_fd_limit();
-	/* WMS_TEST_FILTER=name runs the tests matching (a glob);
-	 * WMS_TEST_SKIP=name skips them (e.g. one case under valgrind) */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
-	if (getenv("WMS_TEST_SKIP"))
-		cmocka_set_skip_filter(getenv("WMS_TEST_SKIP"));
 	return cmocka_run_group_tests_name("async calls on a libuv loop against wms-sim", tests,
 					   NULL, NULL);
 }

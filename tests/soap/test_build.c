@@ -1297,9 +1297,6 @@ int main(void)
 					  count_alloc_teardown),
 	};
 	const char *r = getenv("WMS_REGENERATE_GOLDEN");
-	/* WMS_TEST_FILTER=glob runs the tests matching it */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	regenerate = r && *r && strcmp(r, "0") != 0;
 	util_xml_mem_install();
 	return cmocka_run_group_tests(tests, setup, teardown);

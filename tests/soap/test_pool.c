@@ -212,9 +212,6 @@ int main(void)
 		cmocka_unit_test(pool_keeps_at_most_max_idle_across_threads),
 	};
 	wms_allocator hooks;
-	/* WMS_TEST_FILTER=glob runs the tests matching it */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	/* before anything allocates: every block counted out is counted back */
 	hooks = count_alloc_hooks(&counter);
 	if (wms_set_allocator(&hooks) != WMS_OK)

@@ -1727,9 +1727,5 @@ int main(void)
 	unsetenv("HTTPS_PROXY");
 	unsetenv("all_proxy");
 	unsetenv("ALL_PROXY");
-	/* WMS_TEST_FILTER=test_idle_pool_size runs that test alone (a glob, for
-	 * repeating one test, e.g. under valgrind) */
-	if (getenv("WMS_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("WMS_TEST_FILTER"));
 	return cmocka_run_group_tests_name("transport_curl", tests, NULL, NULL);
 }
