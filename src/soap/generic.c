@@ -20,12 +20,19 @@
  * copy it had made when an allocation fails, and may carry on with a
  * node that has lost its namespace. Here every node joins the tree as it
  * is made, so a failure leaves a partial tree that goes with the document,
- * and the caller sees the failure. Namespaces: the source element's own
+ * and the caller sees the failure. `depth` is the copy's level in
+ * parent's document: past WMS__XML_MAX_DEPTH the copy stops (TOO_LARGE).
+ * The recursion must stop somewhere (a caller's tree may be a million
+ * deep: the stack ran out at 200 000), and a request keeps the reply
+ * parser's depth as it keeps the scan's limits, which it cannot otherwise:
+ * the scan stops counting 8 levels past that depth, where a parser has
+ * stopped. Namespaces: the source element's own
  * declarations are copied (a QName in a value may need them); with `top`,
  * every declaration in scope at the source is declared too, as the body
  * is taken out of its context. An element's or attribute's namespace is
  * then found in scope by prefix and URI, or declared on the element.
- * WMS_OK, NOMEM, or INVALID_ARG for a node an envelope cannot carry.
+ * WMS_OK, NOMEM, TOO_LARGE (too deep), or INVALID_ARG for a node an
+ * envelope cannot carry.
  */
 static xmlNsPtr ns_for(xmlNodePtr el, const xmlNs *want)
 {
@@ -35,7 +42,7 @@ static xmlNsPtr ns_for(xmlNodePtr el, const xmlNs *want)
 	return xmlNewNs(el, want->href, want->prefix);
 }
 
-static wms_status copy_element(xmlNodePtr parent, const xmlNode *src, int top)
+static wms_status copy_element(xmlNodePtr parent, const xmlNode *src, int top, unsigned depth)
 {
 	xmlNodePtr el, n;
 	const xmlNode *c;
@@ -44,6 +51,8 @@ static wms_status copy_element(xmlNodePtr parent, const xmlNode *src, int top)
 	xmlNsPtr *scope = NULL;
 	wms_status rc = WMS_ERR_NOMEM;
 
+	if (depth > WMS__XML_MAX_DEPTH)
+		return WMS_ERR_TOO_LARGE;
 	if (!(el = xmlNewDocNode(parent->doc, NULL, src->name, NULL)))
 		return WMS_ERR_NOMEM;
 	if (!xmlAddChild(parent, el)) {
@@ -82,7 +91,7 @@ static wms_status copy_element(xmlNodePtr parent, const xmlNode *src, int top)
 	for (c = src->children; c; c = c->next) {
 		switch (c->type) {
 		case XML_ELEMENT_NODE:
-			if ((rc = copy_element(el, c, 0)) != WMS_OK)
+			if ((rc = copy_element(el, c, 0, depth + 1)) != WMS_OK)
 				goto done;
 			rc = WMS_ERR_NOMEM;
 			continue;
@@ -124,10 +133,10 @@ wms_status wms__generic_body_copy(xmlDocPtr *out, const xmlNode *body)
 	*out = NULL;
 	if (!doc)
 		return WMS_ERR_NOMEM;
-	rc = copy_element((xmlNodePtr)doc, body, 1);
+	rc = copy_element((xmlNodePtr)doc, body, 1, 1);
 	if (rc != WMS_OK) {
 		xmlFreeDoc(doc);
-		return rc;
+		return rc == WMS_ERR_TOO_LARGE ? WMS_ERR_INVALID_ARG : rc;
 	}
 	*out = doc;
 	return WMS_OK;
@@ -176,9 +185,15 @@ wms_status wms__build_generic(wms__buf *out, wms_soap_version v, const xmlNode *
 	}
 	if (!(bodyel = xmlNewChild(root, soap, X("Body"), NULL)))
 		goto done;
-	/* A copy: the caller keeps its node. */
-	if ((rc = copy_element(bodyel, body, 1)) != WMS_OK) {
-		if (rc == WMS_ERR_INVALID_ARG)
+	/* A copy: the caller keeps its node. Its element is the Envelope's
+	 * third level. */
+	if ((rc = copy_element(bodyel, body, 1, 3)) != WMS_OK) {
+		if (rc == WMS_ERR_TOO_LARGE)
+			rc = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				       "body refused: nested deeper than libwms's limit of "
+				       WMS__XML_STR(WMS__XML_MAX_DEPTH) " levels in the envelope "
+				       "(the Envelope and Body are 2 of them)");
+		else if (rc == WMS_ERR_INVALID_ARG)
 			wms__fail(err, rc, WMS_DELIVERY_NOT_SENT,
 				  "body holds an entity reference or a node an envelope cannot carry");
 		goto done;
@@ -240,7 +255,7 @@ wms_status wms__generic_content_type(char *dst, size_t size, wms_soap_version v,
 			: snprintf(dst, size, "text/xml; charset=utf-8");
 	if (n < 0 || (size_t)n >= size)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "soap_action too long");
+				 "call.soap_action is too long for the Content-Type");
 	return WMS_OK;
 }
 
@@ -306,7 +321,7 @@ wms_status wms__generic_answer(xmlDocPtr *out, const char *buf, size_t len, cons
 	}
 	wms__xml_quiet_begin(&quiet);
 	if ((answer = xmlNewDoc(X("1.0"))) != NULL)
-		rc = copy_element((xmlNodePtr)answer, first, 1);
+		rc = copy_element((xmlNodePtr)answer, first, 1, 1);
 	if (rc == WMS_OK && quiet.errors)
 		rc = WMS_ERR_NOMEM;
 	wms__xml_quiet_end(&quiet);

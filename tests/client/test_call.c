@@ -2,7 +2,8 @@
  * The generic call (wms/call.h) over the fake transport: what is sent, what
  * comes back, and that every protection of a typed call applies (breaker,
  * per-operation breakers and their bound, retries and idempotency,
- * WS-Security, the reply limits, hostile replies).
+ * WS-Security, the reply limits, hostile replies), and every limit on what
+ * a generic call is given or answered, at it and one past, twice.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 #include <libxml/tree.h>
 
+#include "bounds.h"
 #include "client_fx.h"
 #include "wms/call.h"
 
@@ -254,24 +256,16 @@ static void replies_refused(void **state)
 	}
 }
 
-/* Bad options and bodies: INVALID_ARG naming what, nothing sent. */
+/* Bad options and bodies: INVALID_ARG naming what, nothing sent. (Their
+ * bounds, at them and one past: limits_at_and_past.) */
 static void arguments_refused(void **state)
 {
-	char name64[65], name65[66], action512[513], action513[514];
 	fx x = setup_client(WMS_SOAP_11);
 	wms_call_options op = ship_call();
 	xmlDocPtr reply = NULL;
 	wms_error err;
 	(void)state;
 
-	memset(name64, 'a', 64);
-	name64[64] = '\0';
-	memset(name65, 'a', 65);
-	name65[65] = '\0';
-	memset(action512, 'u', 512);
-	action512[512] = '\0';
-	memset(action513, 'u', 513);
-	action513[513] = '\0';
 	answer(&x, ENV11 "><s:Body><r/></s:Body></s:Envelope>");
 	op.reply_element = NULL;
 	op.reply_namespace = NULL;
@@ -286,25 +280,12 @@ static void arguments_refused(void **state)
 		assert_int_equal(x.t->sends, before);                                        \
 	} while (0)
 
-	/* the operation's name at its bound and past it */
-	op.operation = name64;
-	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_OK);
-	xmlFreeDoc(reply);
-	op.operation = name65;
-	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call.operation must be 1-64");
-	op.operation = "";
-	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call.operation must be 1-64");
 	op.operation = NULL;
 	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "call.operation must be 1-64");
 	op.operation = "Get Status";
 	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "(byte 4 is not)");
 	op.operation = "GetStatus";
-	/* the action at its bound and past it; no quote, no control */
-	op.soap_action = action512;
-	assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), WMS_OK);
-	xmlFreeDoc(reply);
-	op.soap_action = action513;
-	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "longer than 512 bytes");
+	/* the action: no quote, no control */
 	op.soap_action = "urn:a\"b";
 	REFUSED(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err), "must not hold");
 	op.soap_action = "urn:a\r\nX: y";
@@ -332,14 +313,14 @@ static void arguments_refused(void **state)
 	REFUSED(wms_call(NULL, x.c, &op, NULL, &err), "out is NULL");
 	REFUSED(wms_call_bytes(&reply, NULL, &op, "<r/>", 4, &err), "client is NULL");
 	{
-		/* a body past libwms's structural limits */
+		/* a body past libxml2's own depth (257) */
 		static char deep[300 * 7 + 16];
 		size_t n = 0;
 		for (int i = 0; i < 300; i++)
 			n += (size_t)sprintf(deep + n, "<a>");
 		for (int i = 0; i < 300; i++)
 			n += (size_t)sprintf(deep + n, "</a>");
-		REFUSED(wms_call_bytes(&reply, x.c, &op, deep, n, &err), "body");
+		REFUSED(wms_call_bytes(&reply, x.c, &op, deep, n, &err), "body: not well-formed");
 	}
 	assert_null(reply);
 	assert_int_equal(wms_call_options_init(&op, 1), WMS_OK);
@@ -360,9 +341,11 @@ static void per_operation_breakers(void **state)
 	xmlDocPtr reply = NULL;
 	wms_error err;
 	char name[32];
+	int sends;
 	fx x;
 	(void)state;
 
+	assert_int_equal(WMS_MAX_CALL_OPERATIONS, 32); /* as documented */
 	o.breaker_scope = WMS_BREAKER_SCOPE_PER_OPERATION;
 	o.breaker_options.name = "wh";
 	x = setup_client_with(&o);
@@ -382,9 +365,15 @@ static void per_operation_breakers(void **state)
 		}
 		assert_int_equal(wms_client_breakers(list, 64, x.c), 4 + WMS_MAX_CALL_OPERATIONS);
 		op.operation = "OneTooMany";
+		sends = x.t->sends;
 		assert_int_equal(wms_call_bytes(&reply, x.c, &op, "<r/>", 4, &err),
 				 WMS_ERR_INVALID_ARG);
-		assert_non_null(strstr(err.message, "WMS_MAX_CALL_OPERATIONS"));
+		assert_null(reply);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_int_equal(x.t->sends, sends);
+		assert_non_null(strstr(err.message, "operation 'OneTooMany': this client already "
+						    "keeps breakers for 32 other operations"));
+		assert_null(wms_client_breaker_for(x.c, "OneTooMany"));
 	}
 	wms_breaker_snapshot_get(&snap, list[4 + 7]);
 	assert_string_equal(snap.name, "wh.Op07");
@@ -742,6 +731,578 @@ static void wire_log_of_retries_and_digest(void **state)
 	wms_client_free(x.c);
 }
 
+/* ---- every limit of a generic call, at it and one past --------------------- */
+
+/* The fake transport, with the whole of the last request kept (the fake
+ * keeps 127 bytes of the action and 8 KiB of the body): what went out at a
+ * bound is checked whole. */
+typedef struct whole {
+	wms_transport t;
+	wms_transport *fake;
+	char *operation, *action, *ctype, *body;
+} whole;
+
+static char *dup_of(const char *s, size_t n)
+{
+	char *d = test_malloc(n + 1);
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
+
+static void whole_drop(whole *w)
+{
+	test_free(w->operation);
+	test_free(w->action);
+	test_free(w->ctype);
+	test_free(w->body);
+	w->operation = w->action = w->ctype = w->body = NULL;
+}
+
+static wms_status whole_send(wms_transport *t, const wms_http_request *req,
+			     wms_http_response *resp, wms_error *err)
+{
+	whole *w = (whole *)t;
+	whole_drop(w);
+	w->operation = dup_of(req->operation, strlen(req->operation));
+	w->action = dup_of(req->soap_action, strlen(req->soap_action));
+	w->ctype = dup_of(req->content_type, strlen(req->content_type));
+	w->body = dup_of(req->body, req->body_len);
+	return w->fake->send(w->fake, req, resp, err);
+}
+
+static void whole_free(wms_transport *t)
+{
+	whole *w = (whole *)t;
+	whole_drop(w);
+	w->fake->free(w->fake);
+	test_free(w);
+}
+
+/* A client over a whole-keeping fake; x->t is the fake, to script. */
+static whole *whole_client(fx *x, wms_client_options *o)
+{
+	whole *w = test_calloc(1, sizeof(*w));
+	wms_error err;
+	w->t.version = WMS_TRANSPORT_VERSION;
+	w->t.send = whole_send;
+	w->t.free = whole_free;
+	w->fake = fake_transport_new(&x->t);
+	o->endpoint = "http://wms.invalid/wms";
+	o->transport = &w->t;
+	assert_int_equal(wms_client_new(&x->c, o, &err), WMS_OK);
+	return w;
+}
+
+/* Text built up with printf, on cmocka's allocator. */
+typedef struct text {
+	char *s;
+	size_t len, cap;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0);
+	if (t->len + (size_t)n + 1 > t->cap) {
+		t->cap = (t->len + (size_t)n + 1) * 2;
+		t->s = test_realloc(t->s, t->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+	va_end(ap);
+	t->len += (size_t)n;
+}
+
+/* The request bodies, n of what the row counts, written as libxml2 writes
+ * them back (the envelope must hold them byte for byte). */
+static void body_depth(text *t, unsigned n) /* n elements, each in the one before */
+{
+	for (unsigned i = 1; i < n; i++)
+		put(t, "<a>");
+	put(t, "<a/>");
+	for (unsigned i = 1; i < n; i++)
+		put(t, "</a>");
+}
+
+static void body_elements(text *t, unsigned n) /* n elements in all */
+{
+	put(t, "<r>");
+	for (unsigned i = 1; i < n; i++)
+		put(t, "<e/>");
+	put(t, "</r>");
+}
+
+static void attrs(text *t, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		put(t, " a%u=\"\"", i);
+}
+
+static void ns_decls(text *t, unsigned first, unsigned n)
+{
+	for (unsigned i = first; i < first + n; i++)
+		put(t, " xmlns:p%u=\"urn:p:%u\"", i, i);
+}
+
+static void body_attrs(text *t, unsigned n) /* on one element */
+{
+	put(t, "<r");
+	attrs(t, n);
+	put(t, "/>");
+}
+
+static void body_ns_decls(text *t, unsigned n) /* on one element */
+{
+	put(t, "<r");
+	ns_decls(t, 0, n);
+	put(t, "/>");
+}
+
+/* n in scope on the inner element, with the Envelope's own: 64 on the
+ * outer, the rest on the inner (each within the 64 of one element). */
+static void body_scope(text *t, unsigned n)
+{
+	put(t, "<r");
+	ns_decls(t, 0, 64);
+	put(t, "><c");
+	ns_decls(t, 64, n - 64);
+	put(t, "/></r>");
+}
+
+/* An XML declaration of n characters, "<?" to "?>", opening the body. */
+static void xml_decl(text *t, unsigned n)
+{
+	static const char v[] = "<?xml version=\"1.0\"";
+	put(t, "%s%*s?>", v, (int)(n - (sizeof(v) - 1) - 2), "");
+}
+
+static void body_decl(text *t, unsigned n)
+{
+	xml_decl(t, n);
+	put(t, "<r/>");
+}
+
+/* The replies: a SOAP 1.1 Envelope whose Body holds <r>, n of what the
+ * row counts in it. */
+#define REPLY_OPEN "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\">"
+
+static void reply_depth(text *t, unsigned n) /* n levels, Envelope and Body included */
+{
+	put(t, REPLY_OPEN "<s:Body><r>");
+	body_depth(t, n - 3);
+	put(t, "</r></s:Body></s:Envelope>");
+}
+
+static void reply_elements(text *t, unsigned n) /* n elements, Envelope and Body included */
+{
+	put(t, REPLY_OPEN "<s:Body>");
+	body_elements(t, n - 2);
+	put(t, "</s:Body></s:Envelope>");
+}
+
+static void reply_attrs(text *t, unsigned n)
+{
+	put(t, REPLY_OPEN "<s:Body>");
+	body_attrs(t, n);
+	put(t, "</s:Body></s:Envelope>");
+}
+
+static void reply_ns_decls(text *t, unsigned n)
+{
+	put(t, REPLY_OPEN "<s:Body>");
+	body_ns_decls(t, n);
+	put(t, "</s:Body></s:Envelope>");
+}
+
+static void reply_scope(text *t, unsigned n) /* the Envelope's 1, the Body's, <r>'s 64 */
+{
+	put(t, REPLY_OPEN "<s:Body");
+	ns_decls(t, 0, n - 1 - 64);
+	put(t, "><r");
+	ns_decls(t, n - 1 - 64, 64);
+	put(t, "/></s:Body></s:Envelope>");
+}
+
+/* n distinct element names in <r>. The parser counts every name libxml2
+ * interns: with the reply's own (s, its URI, Envelope, Body, r) and the
+ * three libxml2 2.9 adds, 4088 make the 4096 of the limit. */
+static void reply_names(text *t, unsigned n)
+{
+	put(t, REPLY_OPEN "<s:Body><r>");
+	for (unsigned i = 0; i < n; i++)
+		put(t, "<e%u/>", i);
+	put(t, "</r></s:Body></s:Envelope>");
+}
+
+static void reply_decl(text *t, unsigned n)
+{
+	xml_decl(t, n);
+	put(t, REPLY_OPEN "<s:Body><r/></s:Body></s:Envelope>");
+}
+
+static void reply_bytes(text *t, unsigned n) /* n bytes in all */
+{
+	static const char open[] = REPLY_OPEN "<s:Body><r>", close[] = "</r></s:Body></s:Envelope>";
+	put(t, "%s%*s%s", open, (int)(n - (sizeof(open) - 1) - (sizeof(close) - 1)), "", close);
+}
+
+/* What a row crosses: an option of the call, the request's body (as bytes
+ * and as a node, or as bytes only), or the reply. */
+typedef enum limit_kind { L_OPERATION, L_ACTION, L_BODY, L_BODY_BYTES, L_REPLY } limit_kind;
+
+typedef struct limit_row {
+	const char *name;
+	limit_kind kind;
+	unsigned at, past;              /* the value taken, the one refused */
+	void (*make)(text *, unsigned); /* the body or reply of a value */
+	unsigned got;                   /* L_REPLY: what got_count finds in the answer at `at` */
+	unsigned (*got_count)(xmlNodePtr root);
+	wms_soap_version v;
+	option_field opt;               /* a client option the row sets */
+	wms_status refused;             /* one past: this status and delivery */
+	wms_delivery delivery;
+	const char *field, *says;       /* the refusal's message starts with field, holds says */
+} limit_row;
+
+static unsigned tree_depth(xmlNodePtr n)
+{
+	unsigned d = 0;
+	for (xmlNodePtr c = n->children; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE) {
+			unsigned cd = tree_depth(c);
+			d = cd > d ? cd : d;
+		}
+	return d + 1;
+}
+
+static unsigned tree_elements(xmlNodePtr n)
+{
+	unsigned k = 1;
+	for (xmlNodePtr c = n->children; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE)
+			k += tree_elements(c);
+	return k;
+}
+
+static unsigned root_attrs(xmlNodePtr n)
+{
+	unsigned k = 0;
+	for (xmlAttrPtr a = n->properties; a; a = a->next)
+		k++;
+	return k;
+}
+
+static unsigned root_ns_decls(xmlNodePtr n) /* the copy declares all in scope */
+{
+	unsigned k = 0;
+	for (xmlNsPtr d = n->nsDef; d; d = d->next)
+		k++;
+	return k;
+}
+
+/* The operation's name or the action: n bytes whose ends show a cut. */
+static void name_of(char *buf, unsigned n, char first, char fill, char last)
+{
+	if (n >= 2)
+		fill_text(buf, n, first, fill, last);
+	else
+		snprintf(buf, 2, "%.*s", (int)n, &first);
+}
+
+static const char r_reply[] = ENV11 "><s:Body><r/></s:Body></s:Envelope>";
+
+/* One generic call of a row at value n: the call's options, body and the
+ * WMS's answer as the row makes them, bytes or (node) a tree. */
+static wms_status row_call(xmlDocPtr *reply, fx *x, const limit_row *row, unsigned n, int node,
+			   text *made, wms_error *err)
+{
+	static char name[600], action[600];
+	wms_call_options op = WMS_CALL_OPTIONS_INIT;
+	const char *body = "<q/>";
+	wms_status st;
+
+	op.operation = "Limits";
+	op.reply_element = "r";
+	made->len = 0;
+	if (made->s)
+		made->s[0] = '\0';
+	answer(x, r_reply);
+	switch (row->kind) {
+	case L_OPERATION:
+		name_of(name, n, 'A', 'b', 'Z');
+		op.operation = name;
+		break;
+	case L_ACTION:
+		name_of(action, n, 'u', 'x', 'Z');
+		op.soap_action = action;
+		break;
+	case L_BODY:
+	case L_BODY_BYTES:
+		row->make(made, n);
+		body = made->s;
+		break;
+	case L_REPLY:
+		row->make(made, n);
+		answer(x, made->s);
+		break;
+	}
+	if (!node)
+		return wms_call_bytes(reply, x->c, &op, body, strlen(body), err);
+	{
+		xmlDocPtr mine = xmlReadMemory(body, (int)strlen(body), NULL, NULL, 0);
+		assert_non_null(mine);
+		st = wms_call(reply, x->c, &op, xmlDocGetRootElement(mine), err);
+		xmlFreeDoc(mine);
+		return st;
+	}
+}
+
+/* At the value taken: sent and answered, what was sent whole, the answer
+ * as the WMS gave it. */
+static void row_taken(fx *x, whole *w, const limit_row *row, int node, text *made)
+{
+	char want[700];
+	xmlDocPtr reply = NULL;
+	wms_error err;
+	int before = x->t->sends;
+	wms_status st = row_call(&reply, x, row, row->at, node, made, &err);
+
+	if (st != WMS_OK)
+		fail_msg("%s at %u%s: %s, %s", row->name, row->at, node ? " (a node)" : "",
+			 wms_status_name(st), err.message);
+	assert_int_equal(err.delivery, WMS_DELIVERY_ANSWERED);
+	assert_int_equal(x->t->sends, before + 1);
+	assert_non_null(reply);
+	switch (row->kind) {
+	case L_OPERATION:
+		name_of(want, row->at, 'A', 'b', 'Z');
+		assert_string_equal(w->operation, want);
+		/* wms_error.operation holds 31 bytes of it */
+		assert_true(strlen(err.operation) > 0);
+		assert_memory_equal(err.operation, want, strlen(err.operation));
+		if (row->opt.size) { /* per operation: its own breaker, keyed by the whole name */
+			wms_breaker_snapshot snap;
+			wms_breaker *b = wms_client_breaker_for(x->c, want);
+			assert_non_null(b);
+			wms_breaker_snapshot_get(&snap, b);
+			assert_string_equal(snap.name + 4, want);
+			assert_memory_equal(snap.name, "wms.", 4);
+		}
+		break;
+	case L_ACTION:
+		name_of(want, row->at, 'u', 'x', 'Z');
+		assert_string_equal(w->action, want);
+		if (row->v == WMS_SOAP_12) {
+			char ctype[700];
+			snprintf(ctype, sizeof(ctype),
+				 "application/soap+xml; charset=utf-8; action=\"%s\"", want);
+			assert_string_equal(w->ctype, ctype);
+		} else {
+			assert_string_equal(w->ctype, "text/xml; charset=utf-8");
+		}
+		break;
+	case L_BODY:
+	case L_BODY_BYTES: {
+		/* the body as it was given, in the Body, whole (an XML
+		 * declaration opening it aside) */
+		const char *el = made->s;
+		if (strncmp(el, "<?", 2) == 0)
+			el = strstr(el, "?>") + 2;
+		if (!strstr(w->body, el))
+			fail_msg("%s at %u: the body was not sent whole", row->name, row->at);
+		break;
+	}
+	case L_REPLY: {
+		unsigned got = row->got_count(xmlDocGetRootElement(reply));
+		if (got != row->got)
+			fail_msg("%s at %u: %u in the answer, not %u", row->name, row->at, got,
+				 row->got);
+		break;
+	}
+	}
+	assert_string_equal((const char *)xmlDocGetRootElement(reply)->name, "r");
+	xmlFreeDoc(reply);
+}
+
+/* One past: refused with the row's status, the message naming the field and
+ * the limit; nothing sent (a request) or nothing handed out (a reply). */
+static void row_refused(fx *x, const limit_row *row, int node, text *made)
+{
+	xmlDocPtr reply = (xmlDocPtr)x; /* must come back NULL */
+	wms_error err;
+	int before = x->t->sends;
+	wms_status st = row_call(&reply, x, row, row->past, node, made, &err);
+
+	if (st != row->refused)
+		fail_msg("%s at %u%s: %s (not %s), %s", row->name, row->past,
+			 node ? " (a node)" : "", wms_status_name(st),
+			 wms_status_name(row->refused),
+			 err.message);
+	assert_int_equal(err.status, st);
+	assert_null(reply);
+	if (strncmp(err.message, row->field, strlen(row->field)) != 0 ||
+	    !strstr(err.message, row->says))
+		fail_msg("%s at %u: the message should start with '%s' and hold '%s': %s",
+			 row->name, row->past, row->field, row->says, err.message);
+	assert_int_equal(err.delivery, row->delivery);
+	if (row->kind == L_REPLY) {
+		assert_int_equal(x->t->sends, before + 1);
+	} else {
+		assert_int_equal(x->t->sends, before);
+		assert_int_equal(err.attempts, 0);
+	}
+}
+
+/*
+ * Every limit on what a generic call is given or answered: at its value
+ * the call is sent and answered and what went out or came back is whole;
+ * one past it is refused with the documented status, a message naming the
+ * field and the limit, and for a request nothing sent; twice in a row on
+ * one client, which then makes an ordinary call. A body's limits are those
+ * of a reply (README "Limits on a reply"), held by the envelope the body
+ * goes into: its Envelope and Body take 2 of the 256 levels and of the
+ * 100 000 elements, and the Envelope's declaration 1 of the 128 in scope.
+ */
+static void limits_at_and_past(void **state)
+{
+	/* a request refused: nothing sent */
+#define NOT_SENT_ARG WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT
+#define PER_OP OPTION_FIELD(wms_client_options, breaker_scope, WMS_BREAKER_SCOPE_PER_OPERATION)
+	static const limit_row rows[] = {
+		{ "operation, 64 bytes", L_OPERATION, 64, 65, NULL, 0, NULL, WMS_SOAP_11, PER_OP,
+		  NOT_SENT_ARG, "call.operation", "must be 1-64 bytes" },
+		{ "operation, 1 byte", L_OPERATION, 1, 0, NULL, 0, NULL, WMS_SOAP_11, PER_OP,
+		  NOT_SENT_ARG, "call.operation", "must be 1-64 bytes" },
+		{ "soap_action, 512 bytes (SOAP 1.1)", L_ACTION, 512, 513, NULL, 0, NULL,
+		  WMS_SOAP_11, NO_FIELD, NOT_SENT_ARG, "call.soap_action",
+		  "longer than 512 bytes" },
+		/* the action in the Content-Type */
+		{ "soap_action, 512 bytes (SOAP 1.2)", L_ACTION, 512, 513, NULL, 0, NULL,
+		  WMS_SOAP_12, NO_FIELD, NOT_SENT_ARG, "call.soap_action",
+		  "longer than 512 bytes" },
+		{ "body depth, 254 levels", L_BODY, 254, 255, body_depth, 0, NULL, WMS_SOAP_11,
+		  NO_FIELD, NOT_SENT_ARG, "body", "limit of 256 levels" },
+		{ "body elements, 99 998", L_BODY, 99998, 99999, body_elements, 0, NULL,
+		  WMS_SOAP_11, NO_FIELD, NOT_SENT_ARG, "body",
+		  "limit of 100000 elements in one document" },
+		{ "body attributes on one element, 256", L_BODY, 256, 257, body_attrs, 0, NULL,
+		  WMS_SOAP_11, NO_FIELD, NOT_SENT_ARG, "body",
+		  "limit of 256 attributes on one element" },
+		{ "body namespace declarations on one element, 64", L_BODY, 64, 65, body_ns_decls,
+		  0, NULL, WMS_SOAP_12, NO_FIELD, NOT_SENT_ARG, "body",
+		  "limit of 64 namespace declarations on one element" },
+		{ "body namespace declarations in scope, 127", L_BODY, 127, 128, body_scope, 0,
+		  NULL, WMS_SOAP_11, NO_FIELD, NOT_SENT_ARG, "body",
+		  "limit of 128 namespace declarations in scope" },
+		{ "body's XML declaration, 511 characters", L_BODY_BYTES, 511, 512, body_decl, 0,
+		  NULL, WMS_SOAP_11, NO_FIELD, NOT_SENT_ARG, "body", "past 511 characters" },
+		/* the fake returns wms_http_response_append's TOO_LARGE as it is,
+		 * without a message of its own: the client's says the rest */
+		{ "reply bytes, max_reply_bytes 4096", L_REPLY, 4096, 4097, reply_bytes, 1,
+		  tree_elements, WMS_SOAP_11,
+		  OPTION_FIELD(wms_client_options, max_reply_bytes, 4096),
+		  WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN, "WMS reply", "exceeds the size limit" },
+		{ "reply depth, 256 levels", L_REPLY, 256, 257, reply_depth, 254, tree_depth,
+		  WMS_SOAP_11, NO_FIELD, WMS_ERR_NOT_XML, WMS_DELIVERY_UNKNOWN, "reply",
+		  "Excessive depth in document: 256" },
+		{ "reply elements, 100 000", L_REPLY, 100000, 100001, reply_elements, 99998,
+		  tree_elements, WMS_SOAP_11, NO_FIELD, WMS_ERR_UNEXPECTED_REPLY,
+		  WMS_DELIVERY_UNKNOWN, "reply", "limit of 100000 elements in one document" },
+		{ "reply attributes on one element, 256", L_REPLY, 256, 257, reply_attrs, 256,
+		  root_attrs, WMS_SOAP_11, NO_FIELD, WMS_ERR_UNEXPECTED_REPLY,
+		  WMS_DELIVERY_UNKNOWN, "reply", "limit of 256 attributes on one element" },
+		/* the copy handed back declares the Envelope's one on <r> too */
+		{ "reply namespace declarations on one element, 64", L_REPLY, 64, 65,
+		  reply_ns_decls, 65, root_ns_decls, WMS_SOAP_11, NO_FIELD,
+		  WMS_ERR_UNEXPECTED_REPLY, WMS_DELIVERY_UNKNOWN, "reply",
+		  "limit of 64 namespace declarations on one element" },
+		{ "reply namespace declarations in scope, 128", L_REPLY, 128, 129, reply_scope,
+		  128, root_ns_decls, WMS_SOAP_11, NO_FIELD, WMS_ERR_UNEXPECTED_REPLY,
+		  WMS_DELIVERY_UNKNOWN, "reply", "limit of 128 namespace declarations in scope" },
+		{ "reply distinct names, 4096", L_REPLY, 4088, 4089, reply_names, 4089,
+		  tree_elements, WMS_SOAP_11, NO_FIELD, WMS_ERR_UNEXPECTED_REPLY,
+		  WMS_DELIVERY_UNKNOWN, "reply", "more than 4096 distinct names" },
+		{ "reply's XML declaration, 511 characters", L_REPLY, 511, 512, reply_decl, 1,
+		  tree_elements, WMS_SOAP_11, NO_FIELD, WMS_ERR_NOT_XML, WMS_DELIVERY_UNKNOWN,
+		  "reply", "past 511 characters" },
+	};
+#undef NOT_SENT_ARG
+#undef PER_OP
+	text made = { NULL, 0, 0 };
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const limit_row *row = &rows[i];
+		wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+		wms_call_options ship = ship_call();
+		xmlDocPtr reply = NULL;
+		wms_error err;
+		whole *w;
+		fx x;
+
+		print_message("  %s: %u taken, %u refused\n", row->name, row->at, row->past);
+		o.soap_version = row->v;
+		set_option_field(&o, &row->opt);
+		w = whole_client(&x, &o);
+		for (int node = 0; node < (row->kind == L_BODY ? 2 : 1); node++)
+			for (int round = 0; round < 2; round++) {
+				row_taken(&x, w, row, node, &made);
+				row_refused(&x, row, node, &made);
+			}
+		/* and the client goes on as before */
+		answer(&x, ship_reply);
+		assert_int_equal(wms_call_bytes(&reply, x.c, &ship, ship_body, strlen(ship_body),
+						&err),
+				 WMS_OK);
+		assert_string_equal((const char *)xmlDocGetRootElement(reply)->name,
+				    "GetShipmentStatusResponse");
+		assert_non_null(strstr(w->body, ship_body + sizeof("<sh:GetShipmentStatus")));
+		assert_string_equal(w->action, "urn:example:wms/GetShipmentStatus");
+		xmlFreeDoc(reply);
+		wms_client_free(x.c);
+	}
+	test_free(made.s);
+}
+
+/* A caller's tree of any depth is refused, past the 256 levels, before it
+ * is sent or copied further (the copy recursed: a tree 200 000 deep ran the
+ * stack out; one 100 000 deep was sent whole, its elements past the scan's
+ * 264 levels uncounted). */
+static void deep_node_refused(void **state)
+{
+	fx x = setup_client(WMS_SOAP_11);
+	wms_call_options op = ship_call();
+	xmlDocPtr mine = xmlNewDoc((const xmlChar *)"1.0"), reply = NULL;
+	xmlNodePtr n = xmlNewDocNode(mine, NULL, (const xmlChar *)"a", NULL);
+	wms_error err;
+	(void)state;
+
+	xmlDocSetRootElement(mine, n);
+	for (int i = 1; i < 100000; i++)
+		n = xmlNewChild(n, NULL, (const xmlChar *)"a", NULL);
+	answer(&x, ship_reply);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(wms_call(&reply, x.c, &op, xmlDocGetRootElement(mine), &err),
+				 WMS_ERR_INVALID_ARG);
+		assert_null(reply);
+		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_non_null(strstr(err.message, "body refused: nested deeper than libwms's "
+						    "limit of 256 levels"));
+		assert_int_equal(x.t->sends, 0);
+	}
+	xmlFreeDoc(mine);
+	assert_int_equal(wms_call_bytes(&reply, x.c, &op, ship_body, strlen(ship_body), &err),
+			 WMS_OK);
+	xmlFreeDoc(reply);
+	assert_int_equal(x.t->sends, 1);
+	wms_client_free(x.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -750,6 +1311,8 @@ int main(void)
 		cmocka_unit_test(namespaces_from_the_callers_tree),
 		cmocka_unit_test(replies_refused),
 		cmocka_unit_test(arguments_refused),
+		cmocka_unit_test(limits_at_and_past),
+		cmocka_unit_test(deep_node_refused),
 		cmocka_unit_test(per_operation_breakers),
 		cmocka_unit_test(metric_callback_may_look_up),
 		cmocka_unit_test(retries_and_idempotency),
