@@ -47,7 +47,8 @@ struct _xmlNode; /* xmlNode */
 typedef struct wms_call_options {
 	unsigned version;
 	/** Required: the operation's name, 1-64 bytes of [A-Za-z0-9._-]: in
-	 *  the wire log, the error's `operation`, fixtures, and the breaker's
+	 *  the wire log, the error's `operation` (its first 31 bytes: a
+	 *  char[32]), fixtures, and the breaker's
 	 *  key with per-operation breakers (a name of the four typed
 	 *  operations shares that operation's breaker; any other gets its own
 	 *  on its first call, which wms_client_breaker_for and

@@ -113,7 +113,9 @@ typedef struct wms_error {
 	 *  WMS_ERR_BULKHEAD_FULL: the client's timeout_ms, by when every call
 	 *  now in flight has ended (an upper bound; a slot may free sooner). */
 	uint32_t retry_after_ms;
-	/** Name of the operation, e.g. "SubmitOrder"; empty if none. */
+	/** Name of the operation, e.g. "SubmitOrder"; empty if none. A generic
+	 *  call's name (up to 64 bytes) is cut to its first 31 here: the wire
+	 *  log and the breaker's key have it whole. */
 	char operation[32];
 	/** Attempts made (retries inside the breaker); 0 when none was permitted. */
 	uint32_t attempts;

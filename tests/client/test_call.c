@@ -1082,8 +1082,9 @@ static void row_taken(fx *x, whole *w, const limit_row *row, int node, text *mad
 	case L_OPERATION:
 		name_of(want, row->at, 'A', 'b', 'Z');
 		assert_string_equal(w->operation, want);
-		/* wms_error.operation holds 31 bytes of it */
-		assert_true(strlen(err.operation) > 0);
+		/* wms_error.operation holds its first 31 bytes (errors.h) */
+		assert_int_equal(strlen(err.operation),
+				 strlen(want) < sizeof(err.operation) ? strlen(want) : sizeof(err.operation) - 1);
 		assert_memory_equal(err.operation, want, strlen(err.operation));
 		if (row->opt.size) { /* per operation: its own breaker, keyed by the whole name */
 			wms_breaker_snapshot snap;
