@@ -203,6 +203,10 @@ wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
 	wms_status st = sent;
 	if (st == WMS_OK)
 		st = interpret(ws, k, resp, c->max_reply_bytes, deadline_ns, err);
+	else if (err->status != st && st == WMS_ERR_TOO_LARGE)
+		/* a transport that did not say: the bound it was given */
+		wms__fail(err, st, WMS_DELIVERY_UNKNOWN,
+			  "WMS reply exceeds the size limit (max_reply_bytes %zu)", c->max_reply_bytes);
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
 	if (c->cb.on_wire)
