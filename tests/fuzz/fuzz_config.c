@@ -12,8 +12,8 @@
  * accepts and whose client options wms_client_new accepts ("nothing falls
  * back silently": whatever the loader lets through, the library takes),
  * with an http(s) endpoint if any; nothing leaks. With FUZZ_VERBOSE=1 it
- * notes each numeric key accepted at a bound of its range ("bound ...:
- * accepted at lo|hi"), for tests/fuzz/limit-coverage.sh.
+ * notes each numeric key accepted at a bound of its range ("bound KEY:
+ * accepted at lo|hi (VALUE)"), for tests/fuzz/limit-coverage.sh.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -96,7 +96,7 @@ static void check_failure(const uint8_t *data, size_t size, wms_status st, const
 typedef struct num_key {
 	const char *key;
 	uint64_t lo, hi;
-	int block; /* 0 client, 1 circuit_breaker, 2 retry */
+	int block; /* 0 client, 1 circuit_breaker, 2 retry, 3 shared */
 	size_t off; /* of the uint32_t (size_t for max_reply_bytes) in its options */
 } num_key;
 
@@ -109,6 +109,13 @@ static const num_key num_keys[] = {
 	{ "client.timeout_ms", 1, 3600000, CO(timeout_ms) },
 	{ "client.stall_timeout_ms", 1, 3600000, CO(stall_timeout_ms) },
 	{ "client.max_reply_bytes", 1, 1073741824, CO(max_reply_bytes) },
+	/* client keys that land in its groups (bulkhead, read_cache); a 0
+	 * (no cap, no wait, no cache) is their default, as jitter's is */
+	{ "client.max_concurrent_calls", 0, 65536, CO(bulkhead.max_concurrent_calls) },
+	{ "client.max_wait_for_slot_ms", 0, 3600000, CO(bulkhead.max_wait_for_slot_ms) },
+	{ "client.read_cache_max_entries", 0, 1000000, CO(read_cache.max_entries) },
+	{ "client.read_cache_max_age_ms", 1, 86400000, CO(read_cache.max_age_ms) },
+	{ "client.read_cache_max_bytes", 65536, 1073741824, CO(read_cache.max_bytes) },
 	{ "circuit_breaker.failure_threshold", 1, 1000000, BO(failure_threshold) },
 	{ "circuit_breaker.failure_rate_threshold", 1, 100, BO(failure_rate_threshold) },
 	{ "circuit_breaker.slow_call_rate_threshold", 1, 100, BO(slow_call_rate_threshold) },
@@ -159,8 +166,11 @@ static void note_bounds(const wms_client_options *co)
 			memcpy(&u, base + k->off, sizeof(u));
 			v = u;
 		}
+		/* with the value, which limit-coverage.sh checks against
+		 * src/config.c's range: a stale range here cannot count */
 		if (v && (v == k->lo || v == k->hi))
-			fuzz_note("bound %s: accepted at %s", k->key, v == k->lo ? "lo" : "hi");
+			fuzz_note("bound %s: accepted at %s (%llu)", k->key, v == k->lo ? "lo" : "hi",
+				  (unsigned long long)v);
 	}
 }
 

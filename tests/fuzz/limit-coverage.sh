@@ -13,9 +13,11 @@
 #
 # and, for the config harness, each numeric key's range: refused below it,
 # accepted at its low and high bound, refused above it (from the harness's
-# FUZZ_VERBOSE notes). A limit not crossed both ways is marked MISSING and
-# the script exits 1; so it does when any input replayed fails its
-# invariants.
+# FUZZ_VERBOSE notes; the keys and ranges from src/config.c's table, a
+# bound that is a macro resolved from include/wms/). A limit not crossed
+# both ways is marked MISSING and the script exits 1; so it does when a key
+# or bound of that table cannot be read (ERROR, never left out) and when
+# any input replayed fails its invariants.
 #
 # Environment:
 #   FUZZ_COV_BUILD_DIR  the coverage build (default: <repo>/build-cov-limits)
@@ -206,40 +208,148 @@ for r in rows:
     print('%-*s  %-*s  %-*s  %-*s  %s' % (w[0], r[0], w[1], r[1], w[2], r[2], w3, r[3], r[4]))
 
 # The config harness's numeric keys: refused below, accepted at lo and hi,
-# refused above (its FUZZ_VERBOSE notes and failure messages).
+# refused above (its FUZZ_VERBOSE notes and failure messages). The keys and
+# their ranges come from src/config.c's table; a bound there may be a macro
+# of the public headers (include/wms/) or of config.c itself. A key whose
+# entry or bound cannot be read is an error, never left out.
+errors = 0
 if 'config' in harnesses:
+    src = re.sub(r'/\*.*?\*/', ' ', open(os.path.join(root, 'src/config.c')).read(), flags=re.S)
+
+    def config_error(msg):
+        global errors
+        errors += 1
+        print('limit-coverage: config: ERROR: ' + msg)
+
+    # Macros: "#define NAME VALUE" on one line, VALUE resolved when used.
+    defines = {}
+    headers = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, 'include/wms'))
+               for f in sorted(fs) if f.endswith('.h')]
+    for path in sorted(headers) + [os.path.join(root, 'src/config.c')]:
+        text = re.sub(r'/\*.*?\*/', ' ', open(path).read(), flags=re.S)
+        for m in re.finditer(r'^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([^\n]+)$', text, re.M):
+            name, value = m.group(1), m.group(2).strip()
+            if defines.get(name, (value,))[0] != value:
+                defines[name] = (None, 'defined twice: %s and %s' % (defines[name][1], path))
+            else:
+                defines[name] = (value, os.path.relpath(path, root))
+
+    def resolve(tok, seen=()):
+        """The value of a bound: an integer literal, a macro, or integer
+        arithmetic (+ - * << and casts) of those. None if it is not."""
+        tok = tok.strip()
+        if tok in seen:
+            return None
+        e = re.sub(r'\(\s*(?:size_t|uint(?:8|16|32|64)_t|unsigned(?:\s+long)*|long)\s*\)', '', tok)
+        out = []
+        for part in re.findall(r'0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|\w+|<<|\S', e):
+            if re.match(r'\d|0[xX]', part):
+                out.append(str(int(part.rstrip('uUlL'), 0)))
+            elif re.match(r'[A-Za-z_]\w*$', part):
+                value = defines.get(part, (None,))[0]
+                v = resolve(value, seen + (tok,)) if value is not None else None
+                if v is None:
+                    return None
+                out.append(str(v))
+            elif part in ('+', '-', '*', '<<', '(', ')'):
+                out.append(part)
+            else:
+                return None
+        try:
+            v = eval(' '.join(out), {'__builtins__': {}}) if out else None
+        except Exception:
+            return None
+        return v if isinstance(v, int) and v >= 0 else None
+
+    # The blocks, from "enum block { B_... }" and block_path[], in order.
+    eb = re.search(r'enum\s+block\s*\{([^}]*)\}', src)
+    bp = re.search(r'block_path\[\]\s*=\s*\{([^}]*)\}', src)
+    block = {}
+    if not eb or not bp:
+        config_error('src/config.c: no "enum block" or block_path[]')
+    else:
+        ids = [b.strip()[2:] for b in eb.group(1).split(',') if b.strip()]
+        paths = re.findall(r'"([^"]*)"', bp.group(1))
+        if len(ids) != len(paths):
+            config_error('src/config.c: %d blocks but %d block paths' % (len(ids), len(paths)))
+        block = dict(zip(ids, paths))
+
+    # The numeric keys: every T_UINT or T_PERCENT entry of keys[].
+    table = re.search(r'key_def\s+keys\[\]\s*=\s*\{(.*?)\n\};', src, re.S)
+    num = []  # (path, lo text, hi text, lo, hi)
+    if not table:
+        config_error('src/config.c: no keys[] table')
+    else:
+        for m in re.finditer(r'\{\s*(K\w+)\s*,([^{}]*)\}', table.group(1)):
+            f = [x.strip() for x in m.group(2).split(',')]
+            if len(f) < 5 or not f[0].startswith('B_') or not re.match(r'"\w+"$', f[1]):
+                config_error('src/config.c: cannot read the entry of %s' % m.group(1))
+                continue
+            if f[2] not in ('T_UINT', 'T_PERCENT'):
+                continue
+            if f[0][2:] not in block:
+                config_error('%s: block %s is not in block_path[]' % (m.group(1), f[0]))
+                continue
+            lo, hi = resolve(f[3]), resolve(f[4])
+            for t, v in ((f[3], lo), (f[4], hi)):
+                if v is None:
+                    config_error('%s.%s: bound %s is not a number or a macro of include/wms/'
+                                 ' or src/config.c' % (block[f[0][2:]], f[1].strip('"'), t))
+            num.append((block[f[0][2:]] + '.' + f[1].strip('"'), f[3], f[4], lo, hi))
+    ranges = {k: (lo, hi) for k, _, _, lo, hi in num}
+
     keys = {}
     notes = open(os.path.join(work, 'config.notes'), errors='replace').read().split('\n')
-    acc = re.compile(r': bound (\S+): accepted at (lo|hi)$')
+    acc = re.compile(r': bound (\S+): accepted at (lo|hi) \((\d+)\)$')
     bad = re.compile(r': CONFIG fuzz\.yaml:\d+: (\S+): must be (\d+)\.\.(\d+) \(got (-?\d+)\)$')
+    stale = set()
     for l in notes:
         m = acc.search(l)
         if m:
-            keys.setdefault(m.group(1), [0, 0, 0, 0])[1 if m.group(2) == 'lo' else 2] += 1
+            k, which, v = m.group(1), m.group(2), int(m.group(3))
+            if k in ranges and None in ranges[k]:
+                continue  # its bound not resolved: an error above
+            want = ranges.get(k, (None, None))[0 if which == 'lo' else 1]
+            if want != v:
+                if k not in stale:  # its range in fuzz_config.c is not src/config.c's
+                    stale.add(k)
+                    config_error('fuzz_config.c notes %s accepted at %s = %d; src/config.c: %s' %
+                                 (k, which, v, '%s..%s' % ranges[k] if k in ranges
+                                  else 'no such numeric key'))
+                continue
+            keys.setdefault(k, [0, 0, 0, 0])[1 if which == 'lo' else 2] += 1
             continue
         m = bad.search(l)
         if m:
             k, lo, hi, v = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
             keys.setdefault(k, [0, 0, 0, 0])[0 if v < lo else 3] += 1
-    src = open(os.path.join(root, 'src/config.c')).read()
     print('\nconfig, each numeric key (refused below / accepted at lo / accepted at hi / refused above):')
-    for m in re.finditer(r'\{ K\w+, B_(\w+), "(\w+)", T_(UINT|PERCENT), (\d+), (\d+),', src):
-        block = {'CLIENT': 'client', 'BREAKER': 'circuit_breaker',
-                 'RETRY': 'circuit_breaker.retry'}[m.group(1)]
-        k = block + '.' + m.group(2)
+    out = []
+    for k, lo_t, hi_t, lo, hi in num:
+        # bounds that are macros are named after the counts
+        names = '' if re.match(r'\d+$', lo_t) and re.match(r'\d+$', hi_t) else \
+            '  (%s..%s)' % (lo_t, hi_t)
+        if lo is None or hi is None:
+            out.append((k, '%s..%s' % (lo_t, hi_t), 'ERROR: a bound not resolved', ''))
+            continue
         c = keys.get(k, [0, 0, 0, 0])
-        lo = int(m.group(4))
-        # jitter's lower bound, 0, is the default: not told apart
+        # a lower bound of 0 is the default (jitter's; no cap, no wait, no
+        # cache): not told apart from a key not given
         need = [0, 1, 2, 3] if lo > 0 else [0, 2, 3]
         ok = all(c[i] > 0 for i in need)
         if not ok:
             missing += 1
-        print('  %-48s %s..%s  %s / %s / %s / %s%s' % (
-            k, m.group(4), m.group(5), fmt(c[0]), fmt(c[1]) if lo > 0 else '(0: default)',
-            fmt(c[2]), fmt(c[3]), '' if ok else '  MISSING'))
+        out.append((k, '%d..%d' % (lo, hi), '%s / %s / %s / %s' % (
+            fmt(c[0]), fmt(c[1]) if lo > 0 else '(0: default)', fmt(c[2]), fmt(c[3])),
+            ('' if ok else '  MISSING') + names))
+    w = [max([len(r[i]) for r in out] + [0]) for i in range(3)]
+    for r in out:
+        print(('  %-*s  %-*s  %-*s%s' % (w[0], r[0], w[1], r[1], w[2], r[2], r[3])).rstrip())
 
 print('\n%d limit(s) not crossed both ways' % missing)
-sys.exit(1 if missing else 0)
+if errors:
+    print('%d error(s) reading src/config.c or the notes (above)' % errors)
+sys.exit(1 if missing or errors else 0)
 PY
 	if [ "$FAILED_INPUTS" -gt 0 ]; then
 		echo "limit-coverage: $FAILED_INPUTS replay(s) had inputs that fail their invariants (above)" >&2
