@@ -143,32 +143,53 @@ static const num_key num_keys[] = {
 #undef RO
 #undef SO
 
-/* Note the numeric keys accepted at a bound (0, the default, is unset:
- * jitter's lower bound cannot be told from it). */
-static void note_bounds(const wms_client_options *co)
+/* Where a numeric key lands in `co`. */
+static char *field_of(wms_client_options *co, const num_key *k)
 {
+	char *base = k->block == 0   ? (char *)co
+		     : k->block == 1 ? (char *)&co->breaker_options
+		     : k->block == 2 ? (char *)&co->retry
+				     : (char *)&co->shared;
+	return base + k->off;
+}
+
+static uint64_t value_of(wms_client_options *co, const num_key *k)
+{
+	if (k->off == offsetof(wms_client_options, max_reply_bytes) && k->block == 0) {
+		size_t z;
+		memcpy(&z, field_of(co, k), sizeof(z));
+		return z;
+	}
+	{
+		uint32_t u;
+		memcpy(&u, field_of(co, k), sizeof(u));
+		return u;
+	}
+}
+
+/* Note the numeric keys accepted at a bound, with the value, which
+ * limit-coverage.sh checks against src/config.c's range (a stale range
+ * here cannot count). A lower bound of 0 is also each option's "unset":
+ * the config is applied again over options whose 0-bounded fields hold a
+ * value no key can take (UINT32_MAX), so a field that reads 0 there was
+ * set to 0 by the file. */
+static void note_bounds(const wms_config *cfg, wms_client_options *co)
+{
+	wms_client_options marked = WMS_CLIENT_OPTIONS_INIT;
+	const uint32_t unset = UINT32_MAX;
 	size_t i;
 	if (!fuzz_verbose)
 		return;
+	for (i = 0; i < sizeof(num_keys) / sizeof(num_keys[0]); i++)
+		if (num_keys[i].lo == 0)
+			memcpy(field_of(&marked, &num_keys[i]), &unset, sizeof(unset));
+	FUZZ_CHECK(wms_config_apply(cfg, &marked) == WMS_OK, "wms_config_apply over marked options");
 	for (i = 0; i < sizeof(num_keys) / sizeof(num_keys[0]); i++) {
 		const num_key *k = &num_keys[i];
-		const char *base = k->block == 0   ? (const char *)co
-				   : k->block == 1 ? (const char *)&co->breaker_options
-				   : k->block == 2 ? (const char *)&co->retry
-						   : (const char *)&co->shared;
-		uint64_t v;
-		if (k->off == offsetof(wms_client_options, max_reply_bytes) && k->block == 0) {
-			size_t z;
-			memcpy(&z, base + k->off, sizeof(z));
-			v = z;
-		} else {
-			uint32_t u;
-			memcpy(&u, base + k->off, sizeof(u));
-			v = u;
-		}
-		/* with the value, which limit-coverage.sh checks against
-		 * src/config.c's range: a stale range here cannot count */
-		if (v && (v == k->lo || v == k->hi))
+		uint64_t v = value_of(co, k);
+		if (k->lo == 0 && value_of(&marked, k) == 0)
+			fuzz_note("bound %s: accepted at lo (0)", k->key);
+		else if (v && (v == k->lo || v == k->hi))
 			fuzz_note("bound %s: accepted at %s (%llu)", k->key, v == k->lo ? "lo" : "hi",
 				  (unsigned long long)v);
 	}
@@ -200,7 +221,7 @@ static void check_success(const wms_config *cfg)
 				fuzz_field_ok(bo.name, strlen(bo.name) + 1)),
 		   "accepted breaker name \"%.100s\"", bo.name);
 
-	note_bounds(&co);
+	note_bounds(cfg, &co);
 	st = wms_breaker_new(&b, &bo);
 	FUZZ_CHECK(st == WMS_OK, "the config's breaker options: wms_breaker_new gives %s",
 		   wms_status_name(st));

@@ -333,14 +333,15 @@ if 'config' in harnesses:
             out.append((k, '%s..%s' % (lo_t, hi_t), 'ERROR: a bound not resolved', ''))
             continue
         c = keys.get(k, [0, 0, 0, 0])
-        # a lower bound of 0 is the default (jitter's; no cap, no wait, no
-        # cache): not told apart from a key not given
-        need = [0, 1, 2, 3] if lo > 0 else [0, 2, 3]
+        # a lower bound of 0 (the default: jitter's; no cap, no wait, no
+        # cache) is told from a key not given by fuzz_config.c's marked
+        # options: required like any other
+        need = [0, 1, 2, 3]
         ok = all(c[i] > 0 for i in need)
         if not ok:
             missing += 1
         out.append((k, '%d..%d' % (lo, hi), '%s / %s / %s / %s' % (
-            fmt(c[0]), fmt(c[1]) if lo > 0 else '(0: default)', fmt(c[2]), fmt(c[3])),
+            fmt(c[0]), fmt(c[1]), fmt(c[2]), fmt(c[3])),
             ('' if ok else '  MISSING') + names))
     w = [max([len(r[i]) for r in out] + [0]) for i in range(3)]
     for r in out:
