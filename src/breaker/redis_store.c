@@ -42,7 +42,7 @@
 enum { MODE_LOCAL = 0, MODE_SHARED = 1 };
 enum { NO_MANUAL = -1 };
 #define MAN_STATE(m) ((m) & 7)
-#define MAN_SEQ_MASK 0xFFFFFFu /* the count wraps: packed, it stays positive */
+#define MAN_AGAIN 8 /* put back by the agent: its attempt failed */
 
 typedef struct rlink rlink;
 
@@ -92,20 +92,17 @@ struct rlink {
 	_Atomic uint64_t lease_until_ns;
 	_Atomic int want_probe;
 	/* NO_MANUAL, or the change made by hand not yet answered by Redis: its
-	 * state in the low bits (MAN_STATE) above a count of changes, so that
-	 * the agent tells a change it must send again from a newer one with
-	 * the same state */
+	 * state (MAN_STATE), with MAN_AGAIN when the agent put it back after
+	 * a failed attempt. A caller's change never has it, so the agent tells
+	 * a change it must send again from a newer one with the same state
+	 * however many were made meanwhile (a count of changes would wrap). */
 	_Atomic int manual;
-	_Atomic unsigned manual_seq;
 
 	/* the agent's own (`next`: the pending list's until the agent takes it) */
 	rlink *next;
 	uint64_t retry_join_ns;   /* after an error reply, when to try joining again */
-	/* The change made by hand whose attempt failed (the connection was
-	 * lost before its reply, or Redis refused it) and that is pending
-	 * again (NO_MANUAL: none); the epoch its first attempt was sent with;
-	 * not before when (a refusal's back-off). */
-	int man_retry;
+	/* The epoch the pending change made by hand was first sent with; when
+	 * it is put back (MAN_AGAIN), not before when (a refusal's back-off). */
 	uint64_t man_epoch, man_after_ns;
 	int joined;
 	int join_local;           /* the engine's state the join was sent with */
@@ -397,8 +394,7 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
 	end_round(l);
 	/* pending first: a reply the agent takes meanwhile must not undo it */
-	atomic_store(&l->manual, (int)(((atomic_fetch_add(&l->manual_seq, 1) + 1) & MAN_SEQ_MASK) << 3) |
-					 (int)to);
+	atomic_store(&l->manual, (int)to);
 	atomic_store(&l->failures, 0); /* the fleet's count starts afresh too */
 	gate_set(l, 0, 0);
 	if (atomic_load(&l->mode) == MODE_SHARED)
@@ -537,8 +533,6 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	atomic_init(&l->mode, MODE_LOCAL);
 	atomic_init(&l->state, ST_CLOSED);
 	atomic_init(&l->manual, NO_MANUAL);
-	atomic_init(&l->manual_seq, 0);
-	l->man_retry = NO_MANUAL;
 	atomic_init(&l->gone, 0);
 	pthread_mutex_lock(&s->lock);
 	l->next = s->pending;
@@ -1370,20 +1364,17 @@ static int send_manual(rstore *s, uint64_t now)
 
 	for (l = s->links; l; l = l->next) {
 		int m = atomic_load(&l->manual), rc, none = NO_MANUAL, again;
-		if (m == NO_MANUAL || (m == l->man_retry && now < l->man_after_ns))
+		if (m == NO_MANUAL || ((m & MAN_AGAIN) && now < l->man_after_ns))
 			continue;
 		m = atomic_exchange(&l->manual, NO_MANUAL);
 		if (m == NO_MANUAL)
 			continue;
-		again = m == l->man_retry;
-		if (superseded(l, MAN_STATE(m))) {
-			l->man_retry = NO_MANUAL;
+		again = (m & MAN_AGAIN) != 0;
+		if (superseded(l, MAN_STATE(m)))
 			continue;
-		}
 		if (!again)
 			l->man_epoch = atomic_load(&l->epoch);
 		rc = do_manual(s, l, MAN_STATE(m), l->man_epoch, again);
-		l->man_retry = NO_MANUAL;
 		if (rc == 0) {
 			l->joined = atomic_load(&l->mode) == MODE_SHARED;
 			continue;
@@ -1391,9 +1382,9 @@ static int send_manual(rstore *s, uint64_t now)
 		if (rc > 0)
 			link_refused(l, now);
 		if (rc < 0 || !gone(l)) {
-			l->man_retry = m;
+			/* unless a caller made a newer change meanwhile */
 			l->man_after_ns = rc > 0 ? l->retry_join_ns : 0;
-			atomic_compare_exchange_strong(&l->manual, &none, m);
+			atomic_compare_exchange_strong(&l->manual, &none, m | MAN_AGAIN);
 		}
 		if (rc < 0)
 			return -1;
