@@ -234,7 +234,7 @@ static wms_status prom_sample(wms__buf *b, const char *prefix, const char *metri
 static int prefix_ok(const char *p)
 {
 	size_t n = wms__metric_span(p, WMS__METRIC_PROMETHEUS);
-	return n > 0 && !p[n] && n <= 64;
+	return n > 0 && !p[n] && n <= WMS__PROMETHEUS_PREFIX_MAX;
 }
 
 /* A bulkhead's figures by number: the three gauges, then the counter's

@@ -198,7 +198,10 @@ static int has_body(struct MHD_Connection *conn)
  * of the server's slots, until its thread next wakes, which can be another
  * connection's idle timeout seconds later; answered on the second, an
  * HTTP/1.1 connection is kept for the client's next request and closed
- * when idle (tests/health: default_idle_timeout_on_both_sides). */
+ * when idle (tests/health: default_idle_timeout_on_both_sides). A request
+ * that says "Expect:" without a body is answered on the first call too:
+ * on the second MHD would have sent "100 Continue" first, and with a
+ * request behind it closed the connection without the answer. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -209,7 +212,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	char *doc = NULL;
 	wms_status st;
 
-	if (!*req_cls && !has_body(conn)) {
+	if (!*req_cls && !has_body(conn) &&
+	    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT)) {
 		*req_cls = srv; /* any mark: the request was seen */
 		return MHD_YES;
 	}
@@ -259,18 +263,20 @@ static wms_status start_daemon(wms_health_server *srv, int fd, const char *where
 static wms_status bad_prefix(wms_error *err, const char *p)
 {
 	size_t n = wms__metric_span(p, WMS__METRIC_PROMETHEUS), shown = 0;
-	while (shown <= 64 && (unsigned char)p[shown] >= 0x20 && (unsigned char)p[shown] < 0x7f)
+	const int more = WMS__PROMETHEUS_PREFIX_MAX - 1; /* after the first byte */
+	while (shown <= WMS__PROMETHEUS_PREFIX_MAX && (unsigned char)p[shown] >= 0x20 &&
+	       (unsigned char)p[shown] < 0x7f)
 		shown++;
 	if (p[n])
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "health server: metric prefix '%.*s%s' is not "
-				 "[a-zA-Z_:][a-zA-Z0-9_:]{0,63} (byte 0x%02X at offset %zu)",
-				 (int)shown, p, p[shown] ? "..." : "", (unsigned)(unsigned char)p[n],
-				 n);
+				 "[a-zA-Z_:][a-zA-Z0-9_:]{0,%d} (byte 0x%02X at offset %zu)",
+				 (int)shown, p, p[shown] ? "..." : "", more,
+				 (unsigned)(unsigned char)p[n], n);
 	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 			 "health server: metric prefix '%.*s%s' is not "
-			 "[a-zA-Z_:][a-zA-Z0-9_:]{0,63} (%zu bytes)",
-			 (int)shown, p, p[shown] ? "..." : "", n);
+			 "[a-zA-Z_:][a-zA-Z0-9_:]{0,%d} (%zu bytes)",
+			 (int)shown, p, p[shown] ? "..." : "", more, n);
 }
 
 /* The checks and the start, once `out` is known good. */

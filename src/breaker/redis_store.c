@@ -43,6 +43,7 @@ enum { MODE_LOCAL = 0, MODE_SHARED = 1 };
 enum { NO_MANUAL = -1 };
 #define MAN_STATE(m) ((m) & 7)
 #define MAN_AGAIN 8 /* put back by the agent: its attempt failed */
+_Static_assert(WMS_BREAKER_STATE_FORCED_OPEN <= 7, "every breaker state fits MAN_STATE, below MAN_AGAIN");
 
 typedef struct rlink rlink;
 

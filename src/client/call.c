@@ -58,6 +58,14 @@ static const char *reason_phrase(long status)
 	}
 }
 
+/* A reply past the bound, when the transport did not say so in its own
+ * words: one message wherever the client finds it. */
+static wms_status too_large(wms_error *err, size_t max)
+{
+	return wms__fail(err, WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN,
+			 "reply exceeds max_reply_bytes (%zu)", max);
+}
+
 /* Interpret an HTTP reply: a SOAP answer, a SOAP fault, or an HTTP error. */
 static wms_status interpret(wms__xml_ws *ws, const call *k, const wms_http_response *resp,
 			    size_t max, uint64_t deadline_ns, wms_error *err)
@@ -69,8 +77,7 @@ static wms_status interpret(wms__xml_ws *ws, const call *k, const wms_http_respo
 	int ok_status = code >= 200 && code < 300;
 
 	if (resp->overflow)
-		return wms__fail(err, WMS_ERR_TOO_LARGE, WMS_DELIVERY_UNKNOWN,
-				 "reply exceeds max_reply_bytes (%zu)", max);
+		return too_large(err, max);
 	if (ok_status || (code >= 400 && resp->body_len)) {
 		if (k->g) {
 			st = wms__parse_generic_ws(k->g->out, ws, k->g->opts->reply_namespace,
@@ -204,9 +211,7 @@ wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
 	if (st == WMS_OK)
 		st = interpret(ws, k, resp, c->max_reply_bytes, deadline_ns, err);
 	else if (err->status != st && st == WMS_ERR_TOO_LARGE)
-		/* a transport that did not say: the bound it was given */
-		wms__fail(err, st, WMS_DELIVERY_UNKNOWN,
-			  "WMS reply exceeds the size limit (max_reply_bytes %zu)", c->max_reply_bytes);
+		too_large(err, c->max_reply_bytes); /* the bound the transport was given */
 	else if (err->status != st)
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
 	if (c->cb.on_wire)

@@ -23,6 +23,9 @@ typedef enum wms__metric_style {
 	WMS__METRIC_DOTTED
 } wms__metric_style;
 
+/* The longest Prometheus prefix the health documents take (wms/health.h). */
+#define WMS__PROMETHEUS_PREFIX_MAX 64
+
 /* As strspn: how many bytes at the start of s a metric name of `style` may
  * be made of. s is such a name when s[n] is its NUL and n > 0; otherwise
  * s[n] is the first byte refused (a control byte, a space, any byte past

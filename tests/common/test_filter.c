@@ -10,7 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-__attribute__((constructor)) static void wms_test_filters_from_env(void)
+__attribute__((constructor)) static void filters_from_env(void)
 {
 	const char *only = getenv("WMS_TEST_FILTER"), *skip = getenv("WMS_TEST_SKIP");
 	if (only && *only)

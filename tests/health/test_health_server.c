@@ -752,24 +752,36 @@ static void idle_connection_is_closed_after_the_timeout(void **state)
 	wms_client_free(x.c);
 }
 
-/* Read one reply to a HEAD (its headers, no body) without waiting for the
- * close; bounded like read_all. Returns 1 for a 200 that keeps the
- * connection. */
-static int read_head_reply(int fd)
+/* Read the replies to n HEAD requests (headers, no body) sent on `fd`,
+ * without waiting for the close; bounded like read_all. Each must keep the
+ * connection (no "Connection: close"); their status codes go to code[]. */
+static void read_head_replies(int fd, int n, unsigned *code)
 {
-	char buf[2048];
+	char buf[8192], *p;
 	size_t len = 0;
-	struct pollfd p = { fd, POLLIN, 0 };
+	int got = 0, i;
+	struct pollfd pf = { fd, POLLIN, 0 };
 	buf[0] = '\0';
-	while (!strstr(buf, "\r\n\r\n") && len < sizeof(buf) - 1 && poll(&p, 1, 60000) == 1) {
-		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
+	for (p = buf; got < n; got++) {
+		char *end;
+		while (!(end = strstr(p, "\r\n\r\n")) && len < sizeof(buf) - 1 &&
+		       poll(&pf, 1, 60000) == 1) {
+			ssize_t r = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+			if (r <= 0)
+				break;
+			len += (size_t)r;
+			buf[len] = '\0';
+		}
+		if (!end)
+			fail_msg("reply %d of %d: no end of headers in \"%s\"", got + 1, n, p);
+		end[2] = '\0'; /* this reply's headers alone */
+		if (sscanf(p, "HTTP/1.1 %u ", &code[got]) != 1 || strcasestr_(p, "Connection: close"))
+			fail_msg("reply %d of %d: \"%s\"", got + 1, n, p);
+		p = end + 4;
 	}
-	return strncmp(buf, "HTTP/1.1 200", 12) == 0 && strstr(buf, "\r\n\r\n") != NULL &&
-	       !strcasestr_(buf, "Connection: close");
+	for (i = 0; i < n; i++)
+		assert_true(code[i] >= 200);
+	assert_true(p == buf + len); /* no more than n replies */
 }
 
 /* Milliseconds until the peer closes `fd`, from `since` (lb_now_ms). */
@@ -787,16 +799,16 @@ static uint64_t ms_until_closed(int fd, uint64_t since)
  * again from its last reply, so it outlives the first and is then closed in
  * the same way. (Answered on MHD's first call, the asker was told
  * "Connection: close" and its socket was left open until the quiet one's
- * timeout woke the server: it failed here.) Only lower bounds are timed
+ * timeout woke the server: it failed here.) The lower bounds are tight
  * (libmicrohttpd closes after more than the timeout since the connection's
- * last activity, on a coarse clock: 50 ms of slack); "after" is that the
- * close comes at all (read_all waits up to a minute). */
+ * last activity, on a coarse clock: 50 ms of slack); the upper ones, 3
+ * timeouts, only tell 5 s from a default far longer. */
 static void default_idle_timeout_on_both_sides(void **state)
 {
 	const uint64_t timeout_ms = WMS_HEALTH_SERVER_TIMEOUT_S * 1000u, slack_ms = 50;
 	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
 	wms_health_server *srv = start(&x.c, 1, NULL);
-	uint64_t quiet_at, asked_at;
+	uint64_t quiet_at, asked_at, quiet_ms, asker_ms;
 	int quiet, asker, i;
 	(void)state;
 
@@ -808,17 +820,84 @@ static void default_idle_timeout_on_both_sides(void **state)
 	sleep_ms((unsigned)timeout_ms / 2);
 	/* half-way: the asker's requests, on its one connection */
 	for (i = 0; i < 2; i++) {
+		unsigned code;
 		assert_int_equal(fd_write_all(asker, head_health, sizeof(head_health) - 1), 0);
-		assert_true(read_head_reply(asker));
+		read_head_replies(asker, 1, &code);
+		assert_int_equal(code, 200);
 	}
 	asked_at = lb_now_ms();
-	assert_true(ms_until_closed(quiet, quiet_at) + slack_ms >= timeout_ms);
-	assert_true(ms_until_closed(asker, asked_at) + slack_ms >= timeout_ms);
+	quiet_ms = ms_until_closed(quiet, quiet_at);
+	asker_ms = ms_until_closed(asker, asked_at);
+	assert_true(quiet_ms + slack_ms >= timeout_ms && quiet_ms < 3 * timeout_ms);
+	assert_true(asker_ms + slack_ms >= timeout_ms && asker_ms < 3 * timeout_ms);
 	wait_connections(srv, 0);
 	close(quiet);
 	close(asker);
 	/* the server serves on */
 	assert_int_equal(http("GET", wms_health_server_port(srv), "/health", NULL).code, 200);
+	wms_health_server_stop(srv);
+	wms_client_free(x.c);
+}
+
+/* One kept connection serves requests sent together (pipelined) and goes
+ * on after a refused one: two HEADs of /health in one write, then a HEAD of
+ * an unknown path and one of /health in one write, twice on the connection;
+ * every reply in order, none ending it. */
+static void kept_connection_serves_pipelined_and_refused_requests(void **state)
+{
+	static const char nope_then_health[] = "HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n"
+					       "HEAD /health HTTP/1.1\r\nHost: t\r\n\r\n";
+	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
+	wms_health_server *srv = start(&x.c, 1, NULL);
+	char two[2 * sizeof(head_health)];
+	unsigned code[2];
+	int fd, round;
+	(void)state;
+
+	snprintf(two, sizeof(two), "%s%s", head_health, head_health);
+	fd = lb_connect(wms_health_server_port(srv));
+	assert_true(fd >= 0);
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(fd_write_all(fd, two, strlen(two)), 0);
+		read_head_replies(fd, 2, code);
+		assert_int_equal(code[0], 200);
+		assert_int_equal(code[1], 200);
+		assert_int_equal(fd_write_all(fd, nope_then_health, sizeof(nope_then_health) - 1), 0);
+		read_head_replies(fd, 2, code);
+		assert_int_equal(code[0], 404);
+		assert_int_equal(code[1], 200);
+	}
+	assert_int_equal(wms__health_server_connections(srv), 1);
+	close(fd);
+	wms_health_server_stop(srv);
+	wms_client_free(x.c);
+}
+
+/* A bodyless request that says "Expect: 100-continue", another pipelined
+ * behind it: answered, without a "100 Continue" first (answered on MHD's
+ * second call, it got the 100 and the connection closed without the
+ * answer), and the connection then closed; twice. */
+static void expect_without_a_body_is_answered(void **state)
+{
+	static const char expect_then_head[] =
+		"GET /health HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n"
+		"HEAD /health HTTP/1.1\r\nHost: t\r\n\r\n";
+	fx x = client_named("wms", WMS_BREAKER_SCOPE_PER_CLIENT);
+	wms_health_server *srv = start(&x.c, 1, NULL);
+	char buf[4096];
+	int fd, round;
+	(void)state;
+
+	for (round = 0; round < 2; round++) {
+		fd = lb_connect(wms_health_server_port(srv));
+		assert_true(fd >= 0);
+		assert_int_equal(fd_write_all(fd, expect_then_head, sizeof(expect_then_head) - 1), 0);
+		read_all(fd, buf, sizeof(buf));
+		if (strncmp(buf, "HTTP/1.1 200", 12) != 0 || strstr(buf, "100 Continue") ||
+		    !strstr(buf, "\"status\":\"UP\""))
+			fail_msg("round %d: \"%s\"", round, buf);
+		close(fd);
+	}
 	wms_health_server_stop(srv);
 	wms_client_free(x.c);
 }
@@ -1445,6 +1524,8 @@ int main(void)
 		cmocka_unit_test(connection_limit_both_sides),
 		cmocka_unit_test(idle_connection_is_closed_after_the_timeout),
 		cmocka_unit_test(default_idle_timeout_on_both_sides),
+		cmocka_unit_test(kept_connection_serves_pipelined_and_refused_requests),
+		cmocka_unit_test(expect_without_a_body_is_answered),
 		cmocka_unit_test(stop_with_connections_open),
 		cmocka_unit_test(bulkheads_and_later_breakers_show),
 		cmocka_unit_test(default_listen_is_loopback_only),

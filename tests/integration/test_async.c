@@ -2513,6 +2513,15 @@ static void more_ready_than_one_wait_takes(void **state)
 		      "%d, %d waits checked on both sides\n",
 		      rt.crossed, EVENTS, rt.exact);
 	wms_sim_clear_faults(f->sim);
+	/* Every wave above held its lower bound. The bound itself is crossed
+	 * only when a wave had more ready than one wait takes and a wait was
+	 * checked from above too: on a machine too slow for either (replies
+	 * back before the last requests were out, or no wait inside the
+	 * timer's second), the test says so as a skip rather than pass. */
+	if (!rt.crossed || !rt.exact) {
+		print_message("async: EVENTS_PER_WAIT not crossed on both sides in this run\n");
+		skip();
+	}
 }
 
 /* ---- the call's own room, its kept spares, the default max_in_flight -------- */
