@@ -852,6 +852,39 @@ static void refuse_writes(const rs_server *rs, int how, int on)
 	freeReplyObject(r);
 }
 
+/* A fleet of two for the relay tests: replica 0 straight to Redis, replica 1
+ * through a relay that can hold a reply (rl_arm); both joined. The relay,
+ * not a timeout, ends a held wait: command_timeout_ms is the most the store
+ * takes (not scaled by limit(): under valgrind that would cross it). */
+static relay *fleet_with_relayed_replica(fleet *f, fleet_cfg *c)
+{
+	relay *rl;
+	fleet_start(f, 1, c, 0);
+	rl = rl_start(f->rs.sock, f->rs.dir);
+	assert_non_null(rl);
+	c->url = rl_url(rl);
+	c->command_timeout_ms = 10000;
+	replica_make(f, 1, c);
+	f->n = 2;
+	wait_store(f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	return rl;
+}
+
+/* The held reply let go with its connection: replica 1 loses Redis and
+ * joins again. */
+static void relayed_replica_rejoins(fleet *f, relay *rl)
+{
+	double t0;
+	rl_release(rl);
+	t0 = now_ms();
+	while (store_of(&f->r[1]) == WMS_STORE_STATE_CONNECTED) {
+		if (now_ms() - t0 > limit(3000))
+			fail_msg("replica 1 never lost the relayed connection");
+		sleep_ms(1);
+	}
+	wait_store(f, WMS_STORE_STATE_CONNECTED, limit(5000));
+}
+
 /* A change made by hand that Redis ran but whose reply never came back (a
  * relay passes the command, holds the reply, then drops the connection)
  * is pending again and sent on the reconnect, marked as sent before: it
@@ -875,16 +908,7 @@ static void manual_change_resent_does_not_undo_a_newer_one(void **state)
 	size_t i;
 	(void)state;
 
-	fleet_start(&f, 1, &c, 0);
-	rl = rl_start(f.rs.sock, f.rs.dir);
-	assert_non_null(rl);
-	c.url = rl_url(rl);
-	/* the relay, not a timeout, ends the wait: the most the store takes (not
-	 * scaled by limit(): under valgrind that would cross it) */
-	c.command_timeout_ms = 10000;
-	replica_make(&f, 1, &c);
-	f.n = 2;
-	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	rl = fleet_with_relayed_replica(&f, &c);
 	for (i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++) {
 		long long ep;
 		rl_arm(rl, man, sizeof(man) - 1);
@@ -902,18 +926,8 @@ static void manual_change_resent_does_not_undo_a_newer_one(void **state)
 			wait_hash_field(&f.rs, FLEET_KEY, "st", rounds[i].theirs);
 		}
 		ep = hash_int(&f.rs, "ep");
-		rl_release(rl);
-		/* replica 1 loses Redis, comes back, and sends its change again
-		 * before it counts as joined */
-		{
-			double t0 = now_ms();
-			while (store_of(&f.r[1]) == WMS_STORE_STATE_CONNECTED) {
-				if (now_ms() - t0 > limit(3000))
-					fail_msg("replica 1 never lost the relayed connection");
-				sleep_ms(1);
-			}
-		}
-		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+		/* replica 1 sends its change again before it counts as joined */
+		relayed_replica_rejoins(&f, rl);
 		assert_int_equal(hash_int(&f.rs, "st"), (long long)rounds[i].theirs);
 		assert_int_equal(hash_int(&f.rs, "ep"), ep);
 		wait_state(&f, rounds[i].theirs, limit(2000));
@@ -1027,17 +1041,9 @@ static void manual_change_after_many_is_not_taken_for_a_resend(void **state)
 	size_t i;
 	(void)state;
 
-	fleet_start(&f, 1, &c, 0);
-	rl = rl_start(f.rs.sock, f.rs.dir);
-	assert_non_null(rl);
-	c.url = rl_url(rl);
-	c.command_timeout_ms = 10000; /* the relay ends the wait, as above */
-	replica_make(&f, 1, &c);
-	f.n = 2;
-	wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(3000));
+	rl = fleet_with_relayed_replica(&f, &c);
 	for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
 		long long ep = hash_int(&f.rs, "ep");
-		double t0;
 		uint32_t k;
 		rl_arm(rl, man, sizeof(man) - 1);
 		wms_breaker_force_open(f.r[1].b);
@@ -1055,14 +1061,7 @@ static void manual_change_after_many_is_not_taken_for_a_resend(void **state)
 		/* the agent still waits on the reply: it has seen none of them */
 		if (store_of(&f.r[1]) != WMS_STORE_STATE_CONNECTED)
 			fail_msg("%u changes outlasted command_timeout_ms", (unsigned)counts[i]);
-		rl_release(rl);
-		t0 = now_ms();
-		while (store_of(&f.r[1]) == WMS_STORE_STATE_CONNECTED) {
-			if (now_ms() - t0 > limit(3000))
-				fail_msg("replica 1 never lost the relayed connection");
-			sleep_ms(1);
-		}
-		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
+		relayed_replica_rejoins(&f, rl);
 		if (wait_state_or_not(&f, WMS_BREAKER_STATE_FORCED_OPEN, limit(2000)) < 0)
 			fail_msg("%u changes after the lost one: the fleet is %s, not FORCED_OPEN",
 				 (unsigned)counts[i],
