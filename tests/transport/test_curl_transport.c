@@ -1072,6 +1072,47 @@ static void test_connect_refused(void **state)
 	assert_int_equal(f->err.http_status, 0);
 }
 
+/* The process's proxy variables, as README's options table says: with
+ * http_proxy set, a request for an http:// WMS goes to the proxy (the
+ * absolute URI as its target), even when the WMS itself is down; with the
+ * WMS's host in no_proxy it goes straight to the WMS (here refused, the
+ * proxy not asked). Twice each on one transport. The teardown unsets both. */
+static void test_proxy_from_the_environment(void **state)
+{
+	static char url[64]; /* the request keeps it past this frame (teardown) */
+	fx *f = *state;
+	char proxy[64];
+	uint16_t port = lb_closed_port();
+	unsigned before;
+	int round;
+
+	assert_true(port != 0);
+	start_reply(f, 200, "OK", CT_11, reply_ok);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/wms", (unsigned)port);
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%u", (unsigned)lb_port(f->srv));
+	f->req.url = url;
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(setenv("http_proxy", proxy, 1), 0);
+		unsetenv("no_proxy");
+		assert_int_equal(call(f), WMS_OK);
+		assert_string_equal(f->resp.body, reply_ok);
+		get_last(f);
+		assert_string_equal(f->last.target, url);
+		assert_int_equal(setenv("no_proxy", "127.0.0.1", 1), 0);
+		before = lb_requests(f->srv);
+		assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT,
+			      CURLE_COULDNT_CONNECT);
+		assert_int_equal(lb_requests(f->srv), before);
+	}
+}
+
+static int teardown_proxy_env(void **state)
+{
+	unsetenv("http_proxy");
+	unsetenv("no_proxy");
+	return teardown(state);
+}
+
 /* The TCP connect never completes: the connect deadline, or the whole call's
  * when it is shorter, ends it; nothing was sent. */
 static void test_connect_timeout(void **state)
@@ -1702,6 +1743,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parsed_url_refused_at_transfer_is_not_nomem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
 		cmocka_unit_test(test_options_checked_when_made),
+		cmocka_unit_test_setup_teardown(test_proxy_from_the_environment, setup,
+						teardown_proxy_env),
 		cmocka_unit_test_setup_teardown(test_tls_handshake_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tls_bad_ca_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_answers, setup, teardown),
@@ -1727,5 +1770,7 @@ int main(void)
 	unsetenv("HTTPS_PROXY");
 	unsetenv("all_proxy");
 	unsetenv("ALL_PROXY");
+	unsetenv("no_proxy");
+	unsetenv("NO_PROXY");
 	return cmocka_run_group_tests_name("transport_curl", tests, NULL, NULL);
 }
