@@ -1044,6 +1044,7 @@ static void manual_change_after_many_is_not_taken_for_a_resend(void **state)
 	rl = fleet_with_relayed_replica(&f, &c);
 	for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
 		long long ep = hash_int(&f.rs, "ep");
+		wms_shared_stats before, after;
 		uint32_t k;
 		rl_arm(rl, man, sizeof(man) - 1);
 		wms_breaker_force_open(f.r[1].b);
@@ -1052,14 +1053,18 @@ static void manual_change_after_many_is_not_taken_for_a_resend(void **state)
 		wms_breaker_force_closed(f.r[0].b);
 		wait_hash_field(&f.rs, FLEET_KEY, "ep", ep + 2);
 		assert_int_equal(hash_int(&f.rs, "st"), WMS_BREAKER_STATE_CLOSED);
+		wms_redis_store_stats(&before, f.r[1].store);
 		for (k = counts[i]; k > 0; k--) { /* the last (k == 1) FORCED_OPEN */
 			if (k % 2)
 				wms_breaker_force_open(f.r[1].b);
 			else
 				wms_breaker_force_closed(f.r[1].b);
 		}
-		/* the agent still waits on the reply: it has seen none of them */
-		if (store_of(&f.r[1]) != WMS_STORE_STATE_CONNECTED)
+		/* the agent still waits on the reply: it has seen none of them (a
+		 * command timed out would have given up or joined again) */
+		wms_redis_store_stats(&after, f.r[1].store);
+		if (store_of(&f.r[1]) != WMS_STORE_STATE_CONNECTED ||
+		    after.connects != before.connects || after.degrades != before.degrades)
 			fail_msg("%u changes outlasted command_timeout_ms", (unsigned)counts[i]);
 		relayed_replica_rejoins(&f, rl);
 		if (wait_state_or_not(&f, WMS_BREAKER_STATE_FORCED_OPEN, limit(2000)) < 0)
