@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 #include "wms/wms.h"
@@ -117,6 +118,19 @@ static void other_options(void **state)
 	SAME(fs, zs);
 }
 
+/* The version macros agree with each other, with wms_version() and with
+ * the project's version in meson.build (WMS_PROJECT_VERSION, from
+ * tests/api/meson.build), which names the package and the pkg-config file. */
+static void version_macros_agree(void **state)
+{
+	char v[32];
+	(void)state;
+	snprintf(v, sizeof(v), "%d.%d.%d", WMS_VERSION_MAJOR, WMS_VERSION_MINOR, WMS_VERSION_PATCH);
+	assert_string_equal(v, WMS_VERSION);
+	assert_string_equal(wms_version(), WMS_VERSION);
+	assert_string_equal(WMS_VERSION, WMS_PROJECT_VERSION);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -125,6 +139,7 @@ int main(void)
 		cmocka_unit_test(curl_options),
 		cmocka_unit_test(client_options),
 		cmocka_unit_test(other_options),
+		cmocka_unit_test(version_macros_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
