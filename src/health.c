@@ -95,6 +95,10 @@ static wms_status snapshots(wms_breaker_snapshot **out, wms_breaker *const *brea
 	*out = NULL;
 	if (!n)
 		return WMS_OK;
+	/* a NULL entry would read as a healthy breaker named "" */
+	for (i = 0; i < n; i++)
+		if (!breakers[i])
+			return WMS_ERR_INVALID_ARG;
 	*out = wms__calloc(n, sizeof(**out));
 	if (!*out)
 		return WMS_ERR_NOMEM;

@@ -199,7 +199,10 @@ typedef void (*wms_call_cb)(wms_status status, struct _xmlDoc *reply, const wms_
  * the function returns). WMS_OK: `cb` runs exactly once, maybe before the
  * function returns (a call that completes at once); `*out` (optional) is
  * the call's handle then, or NULL if it has already completed. Any other
- * status (`async` or `cb` NULL): no callback, nothing started.
+ * status (`async` or `cb` NULL): no callback, nothing started. The other
+ * arguments are the blocking call's (wms/client.h): `order`, `order_id` or
+ * `skus` NULL completes at once with WMS_ERR_INVALID_ARG, whatever the
+ * breaker's state.
  */
 WMS_EXTERN(wms_status) wms_async_submit_order(wms_async_call **out, wms_async *async,
 					      const wms_order *order, wms_submit_order_cb cb,

@@ -516,18 +516,24 @@ struct wms_fallbacks {
 /**
  * Submit an order. Idempotent on order->order_id: resubmitting the same
  * order after WMS_DELIVERY_UNKNOWN never creates a second one.
- * `out` and `err` may be NULL.
+ * `out` and `err` may be NULL. `client` or `order` NULL: WMS_ERR_INVALID_ARG
+ * whatever the breaker's state (as for `order_id` and `skus` below); the
+ * rest of the arguments is checked once the breaker lets the call through.
  */
 WMS_EXTERN(wms_status) wms_submit_order(wms_submit_reply *out, wms_client *client,
 					const wms_order *order, wms_error *err);
 
+/** `out` and `err` may be NULL; `order_id` NULL: WMS_ERR_INVALID_ARG. */
 WMS_EXTERN(wms_status) wms_get_order_status(wms_status_reply *out, wms_client *client,
 					    const char *order_id, wms_error *err);
 
+/** `out` and `err` may be NULL; `order_id` NULL: WMS_ERR_INVALID_ARG;
+ *  `reason` NULL or "": none is sent (the schema's reason is optional). */
 WMS_EXTERN(wms_status) wms_cancel_order(wms_cancel_reply *out, wms_client *client,
 					const char *order_id, const char *reason, wms_error *err);
 
-/** `*out` receives a reply to free with wms_stock_reply_free(). */
+/** `*out` receives a reply to free with wms_stock_reply_free(); `out` or
+ *  `skus` NULL: WMS_ERR_INVALID_ARG. `err` may be NULL. */
 WMS_EXTERN(wms_status) wms_get_stock_level(wms_stock_reply **out, wms_client *client,
 					   const char *const *skus, size_t sku_count,
 					   wms_error *err);

@@ -25,10 +25,13 @@
 
 WMS_BEGIN_DECL
 
-/** `*out`: a NUL-terminated JSON document; release with wms_free(). */
+/** `*out`: a NUL-terminated JSON document; release with wms_free().
+ *  `out` NULL, `breakers` NULL with `count` > 0, or a NULL among its first
+ *  `count` entries: WMS_ERR_INVALID_ARG, with *out NULL. */
 WMS_EXTERN(wms_status) wms_health_json(char **out, wms_breaker *const *breakers, size_t count);
 
 /** `*out`: Prometheus text (gauge <prefix>_circuit_breaker_state and friends);
+ *  the breakers as for wms_health_json, refused alike;
  *  prefix NULL = "fulfillment". Release with wms_free(). A prefix is 1 to
  *  64 bytes of [A-Za-z0-9_:], not starting with a digit (a metric name's
  *  characters); any other is WMS_ERR_INVALID_ARG, with *out NULL. */

@@ -98,8 +98,9 @@ WMS_EXTERN(wms_status) wms_shared_options_init(wms_shared_options *opts, unsigne
  * Make a Redis store and start its agent thread. It does not wait for
  * Redis: a store whose Redis is not (yet) reachable is made, its breakers
  * decide in-process (CONNECTING, then DEGRADED) and join when it answers.
- * WMS_ERR_INVALID_ARG (naming the field) for a bad option or URL,
- * WMS_ERR_NOMEM, WMS_ERR_INTERNAL if the thread cannot start.
+ * WMS_ERR_INVALID_ARG (naming the field) for a bad option or URL, or for
+ * `opts` NULL, WMS_ERR_NOMEM, WMS_ERR_INTERNAL if the thread cannot start;
+ * on any error *out is NULL.
  */
 WMS_EXTERN(wms_status) wms_redis_store_new(wms_breaker_store **out, const wms_shared_options *opts,
 					   wms_error *err);

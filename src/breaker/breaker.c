@@ -939,7 +939,7 @@ void wms_breaker_store_event(wms_breaker *b, wms_breaker_state from, wms_breaker
 	pe.fire = 1;
 	pe.ev.from = from;
 	pe.ev.to = to;
-	pe.ev.reason = reason;
+	pe.ev.reason = reason ? reason : "changed by its store"; /* never NULL to a listener */
 	pe.ev.time_ns = now_ns(b);
 	pe.ev.name = b->name;
 	pe.ev.store = store;

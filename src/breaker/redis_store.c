@@ -1670,9 +1670,10 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 	wms_status st;
 	int rc;
 
+	if (out)
+		*out = NULL;
 	if (!out || !o)
 		return BAD("wms_redis_store_new: out and options are required");
-	*out = NULL;
 	st = check_options(o, err);
 	if (st != WMS_OK)
 		return st;

@@ -1090,6 +1090,25 @@ done:
 
 /* ---- the operations ----------------------------------------------------------- */
 
+/* A required argument NULL (the order, an order id, the SKUs): as the
+ * blocking call, INVALID_ARG through the callback, before the breaker is
+ * asked, so a fallback never stands in for a call that names nothing. When
+ * there is no callback or the call comes from inside libcurl, start()
+ * refuses it as any call then. */
+#define NULL_ARG_NOW(a, cb) ((a) && (cb) && !(a)->in_loop_cb)
+
+static wms_status null_arg(wms_async_call **out, wms_async *a, enum kind kind, const void *cbp,
+			   void *payload, void *reply, const char *what)
+{
+	wms_error err;
+	wms_error_clear(&err);
+	wms__fail(&err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL", what);
+	if (out)
+		*out = NULL;
+	finish_now(a, kind, cbp, payload, WMS_ERR_INVALID_ARG, reply, &err);
+	return WMS_OK;
+}
+
 wms_status wms_async_submit_order(wms_async_call **out, wms_async *a, const wms_order *order,
 				  wms_submit_order_cb cb, void *payload)
 {
@@ -1100,16 +1119,8 @@ wms_status wms_async_submit_order(wms_async_call **out, wms_async *a, const wms_
 	k.op = WMS__OP_SUBMIT_ORDER;
 	k.order = order;
 	k.out = &reply;
-	if (a && cb && !a->in_loop_cb && !order) {
-		/* as the blocking call: INVALID_ARG through the callback */
-		wms_error err;
-		wms_error_clear(&err);
-		wms__fail(&err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "order is NULL");
-		if (out)
-			*out = NULL;
-		finish_now(a, K_SUBMIT, &cb, payload, WMS_ERR_INVALID_ARG, &reply, &err);
-		return WMS_OK;
-	}
+	if (NULL_ARG_NOW(a, cb) && !order)
+		return null_arg(out, a, K_SUBMIT, &cb, payload, &reply, "order");
 	return start(out, a, K_SUBMIT, &k, &reply, cb ? (const void *)&cb : NULL, payload);
 }
 
@@ -1123,6 +1134,8 @@ wms_status wms_async_get_order_status(wms_async_call **out, wms_async *a, const 
 	k.op = WMS__OP_GET_ORDER_STATUS;
 	k.order_id = order_id;
 	k.out = &reply;
+	if (NULL_ARG_NOW(a, cb) && !order_id)
+		return null_arg(out, a, K_STATUS, &cb, payload, &reply, "order_id");
 	return start(out, a, K_STATUS, &k, &reply, cb ? (const void *)&cb : NULL, payload);
 }
 
@@ -1137,6 +1150,8 @@ wms_status wms_async_cancel_order(wms_async_call **out, wms_async *a, const char
 	k.order_id = order_id;
 	k.reason = reason;
 	k.out = &reply;
+	if (NULL_ARG_NOW(a, cb) && !order_id)
+		return null_arg(out, a, K_CANCEL, &cb, payload, &reply, "order_id");
 	return start(out, a, K_CANCEL, &k, &reply, cb ? (const void *)&cb : NULL, payload);
 }
 
@@ -1151,6 +1166,8 @@ wms_status wms_async_get_stock_level(wms_async_call **out, wms_async *a,
 	k.skus = skus;
 	k.sku_count = sku_count;
 	k.out = &reply;
+	if (NULL_ARG_NOW(a, cb) && !skus)
+		return null_arg(out, a, K_STOCK, &cb, payload, &reply, "skus");
 	return start(out, a, K_STOCK, &k, &reply, cb ? (const void *)&cb : NULL, payload);
 }
 

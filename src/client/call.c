@@ -717,8 +717,8 @@ wms_status wms_get_order_status(wms_status_reply *out, wms_client *c, const char
 	wms_error local;
 	call k = { WMS__OP_GET_ORDER_STATUS, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL };
 
-	if (!c)
-		return NULL_ARG(err, "client");
+	if (!c || !order_id)
+		return NULL_ARG(err, c ? "order_id" : "client");
 	k.order_id = order_id;
 	k.out = out ? out : &tmp;
 	return wms__perform(c, &k, err ? err : &local);
@@ -731,8 +731,8 @@ wms_status wms_cancel_order(wms_cancel_reply *out, wms_client *c, const char *or
 	wms_error local;
 	call k = { WMS__OP_CANCEL_ORDER, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL };
 
-	if (!c)
-		return NULL_ARG(err, "client");
+	if (!c || !order_id)
+		return NULL_ARG(err, c ? "order_id" : "client");
 	k.order_id = order_id;
 	k.reason = reason;
 	k.out = out ? out : &tmp;
@@ -749,8 +749,8 @@ wms_status wms_get_stock_level(wms_stock_reply **out, wms_client *c, const char 
 
 	if (out)
 		*out = NULL;
-	if (!c || !out)
-		return NULL_ARG(err, c ? "out" : "client");
+	if (!c || !out || !skus)
+		return NULL_ARG(err, !c ? "client" : !out ? "out" : "skus");
 	k.skus = skus;
 	k.sku_count = sku_count;
 	k.out = &reply;

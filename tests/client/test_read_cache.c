@@ -227,7 +227,15 @@ static void stock_served_in_order_only(void **state)
 	assert_int_equal(wms_get_stock_level(&r, x.c, a, 1, &err), WMS_ERR_CIRCUIT_OPEN);
 	assert_null(r);
 	/* arguments a good answer never had: a miss, nothing read past them */
-	assert_int_equal(wms_get_stock_level(&r, x.c, NULL, 2, &err), WMS_ERR_CIRCUIT_OPEN);
+	{
+		const char *hole[] = { "SKU-A", NULL };
+		assert_int_equal(wms_get_stock_level(&r, x.c, hole, 2, &err), WMS_ERR_CIRCUIT_OPEN);
+		assert_null(r);
+	}
+	assert_int_equal(cache_of(&x).misses, 2); /* not a list it could hold: not counted */
+	/* no list at all: refused before the breaker and the cache */
+	assert_int_equal(wms_get_stock_level(&r, x.c, NULL, 2, &err), WMS_ERR_INVALID_ARG);
+	assert_null(r);
 	assert_int_equal(cache_of(&x).hits, 1);
 	assert_int_equal(cache_of(&x).misses, 2);
 	wms_client_free(x.c);
