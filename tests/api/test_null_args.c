@@ -36,6 +36,7 @@
 #include "wms/sys/alloc.h"
 #include "wms/sys/breaker_store.h"
 #include "wms/sys/transport.h"
+#include "local_port.h" /* tests/common */
 
 #ifndef NULLARGS_SOURCE_ROOT
 #define NULLARGS_SOURCE_ROOT "."
@@ -208,12 +209,20 @@ static void errors_h(void **state)
 
 /* ===== client.h ============================================================ */
 
-static void client_options_init(void **state)
+/* client.h, call.h, breaker.h, async.h: wms_*_options_init - no NULL text:
+ * status rule (curl.h's, shared.h's and the global one are with their
+ * headers' other functions) */
+static void options_inits(void **state)
 {
 	(void)state;
-	/* client.h: wms_client_options_init - no NULL text: status rule */
 	FN("wms_client_options_init");
 	BAD_ARG(wms_client_options_init(NULL, WMS_CLIENT_OPTIONS_VERSION), NULL, NULL);
+	FN("wms_call_options_init");
+	BAD_ARG(wms_call_options_init(NULL, WMS_CALL_OPTIONS_VERSION), NULL, NULL);
+	FN("wms_breaker_options_init");
+	BAD_ARG(wms_breaker_options_init(NULL, WMS_BREAKER_OPTIONS_VERSION), NULL, NULL);
+	FN("wms_async_options_init");
+	BAD_ARG(wms_async_options_init(NULL, WMS_ASYNC_OPTIONS_VERSION), NULL, NULL);
 	END();
 }
 
@@ -473,15 +482,6 @@ static void get_stock_level(void **state)
 
 /* ===== call.h ============================================================== */
 
-static void call_options_init(void **state)
-{
-	(void)state;
-	/* call.h: wms_call_options_init - no NULL text: status rule */
-	FN("wms_call_options_init");
-	BAD_ARG(wms_call_options_init(NULL, WMS_CALL_OPTIONS_VERSION), NULL, NULL);
-	END();
-}
-
 static void call_node(void **state)
 {
 	xmlDocPtr out = (xmlDocPtr)&out; /* set: must come back NULL */
@@ -542,15 +542,6 @@ static void call_bytes(void **state)
 }
 
 /* ===== breaker.h =========================================================== */
-
-static void breaker_options_init(void **state)
-{
-	(void)state;
-	/* breaker.h: wms_breaker_options_init - no NULL text: status rule */
-	FN("wms_breaker_options_init");
-	BAD_ARG(wms_breaker_options_init(NULL, WMS_BREAKER_OPTIONS_VERSION), NULL, NULL);
-	END();
-}
 
 static void breaker_new_free(void **state)
 {
@@ -844,15 +835,6 @@ static wms_async *mk_async(wms_client *c)
 	return a;
 }
 
-static void async_options_init(void **state)
-{
-	(void)state;
-	/* async.h: wms_async_options_init - no NULL text: status rule */
-	FN("wms_async_options_init");
-	BAD_ARG(wms_async_options_init(NULL, WMS_ASYNC_OPTIONS_VERSION), NULL, NULL);
-	END();
-}
-
 static void async_new_free(void **state)
 {
 	wms_async_options o = WMS_ASYNC_OPTIONS_INIT;
@@ -1008,17 +990,8 @@ static void async_call_start(void **state)
  * kernel's backlog) and then waits, in flight, until cancelled. */
 static int listen_silent(uint16_t *port)
 {
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = local_listen(port, 8);
 	assert_true(fd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 8), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	*port = ntohs(sa.sin_port);
 	return fd;
 }
 
@@ -1654,7 +1627,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(alloc_seam),
 		T(errors_h),
-		T(client_options_init),
+		T(options_inits),
 		T(client_new),
 		T(client_free),
 		T(client_breaker),
@@ -1669,16 +1642,13 @@ int main(void)
 		T(cancel_order),
 		T(get_stock_level),
 		T(typed_calls_while_open),
-		T(call_options_init),
 		T(call_node),
 		T(call_bytes),
-		T(breaker_options_init),
 		T(breaker_new_free),
 		T(breaker_acquire),
 		T(breaker_record_release),
 		T(breaker_reads),
 		T(breaker_store_seam),
-		T(async_options_init),
 		T(async_new_free),
 		T(async_submit_order),
 		T(async_get_order_status),

@@ -1,5 +1,6 @@
 /* The test servers' listener and threads (see acceptor.h). */
 #include "acceptor.h"
+#include "local_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -87,22 +88,8 @@ static void *accept_main(void *arg)
 
 static int open_listener(acceptor *a)
 {
-	struct sockaddr_in addr;
-	socklen_t alen = sizeof(addr);
-	int one = 1;
-	a->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (a->listen_fd < 0)
-		return 0;
-	setsockopt(a->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(a->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-	    listen(a->listen_fd, 64) != 0 ||
-	    getsockname(a->listen_fd, (struct sockaddr *)&addr, &alen) != 0)
-		return 0;
-	a->port = ntohs(addr.sin_port);
-	return 1;
+	a->listen_fd = local_listen(&a->port, 64);
+	return a->listen_fd >= 0;
 }
 
 static void close_fds(acceptor *a)

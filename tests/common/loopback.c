@@ -4,6 +4,7 @@
 #include "loopback_io.h"
 #include "acceptor.h"
 #include "http_wire.h"
+#include "local_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -579,27 +580,14 @@ int lb_connect(uint16_t port)
 
 uint16_t lb_closed_port(void)
 {
-	struct sockaddr_in addr;
-	socklen_t alen = sizeof(addr);
-	uint16_t port = 0;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return 0;
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&addr, &alen) == 0)
-		port = ntohs(addr.sin_port);
-	close(fd);
-	return port;
+	return local_closed_port();
 }
 
 int lb_blackhole_open(lb_blackhole *b)
 {
 	struct sockaddr_in addr;
-	socklen_t alen = sizeof(addr);
-	b->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	uint16_t port = 0;
+	b->listen_fd = local_listen(&port, 0);
 	b->parked_fd = socket(AF_INET, SOCK_STREAM, 0);
 	b->port = 0;
 	if (b->listen_fd < 0 || b->parked_fd < 0)
@@ -607,12 +595,10 @@ int lb_blackhole_open(lb_blackhole *b)
 	memset(&addr, 0, sizeof(addr));
 	addr.sin_family = AF_INET;
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(b->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-	    listen(b->listen_fd, 0) != 0 ||
-	    getsockname(b->listen_fd, (struct sockaddr *)&addr, &alen) != 0 ||
-	    connect(b->parked_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+	addr.sin_port = htons(port);
+	if (connect(b->parked_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
 		goto fail;
-	b->port = ntohs(addr.sin_port);
+	b->port = port;
 	return 0;
 fail:
 	lb_blackhole_close(b);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "local_port.h"
 #include "redis_server.h"
 
 static void sleep_ms(int ms)
@@ -22,20 +23,8 @@ static void sleep_ms(int ms)
 
 static int free_port(void)
 {
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
+	uint16_t port = local_closed_port();
+	return port ? (int)port : -1;
 }
 
 redisContext *rs_connect(const rs_server *s)

@@ -28,6 +28,7 @@
 #include <curl/curl.h>
 #include "client_fx.h"
 #include "fd_io.h"
+#include "local_port.h"
 #include "loopback.h"
 #include "sample_order.h"
 #include "health_server_int.h"
@@ -109,17 +110,8 @@ static http_reply http(const char *method, uint16_t port, const char *path, cons
 /* A socket listening on 127.0.0.1 on a port the kernel picked. */
 static int tcp_listen(uint16_t *port)
 {
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = local_listen(port, 4);
 	assert_true(fd >= 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 4), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*port = ntohs(a.sin_port);
 	return fd;
 }
 

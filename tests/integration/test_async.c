@@ -2410,7 +2410,7 @@ static void ready_wave(fx *f, size_t n, const char *tag, ready_tally *rt)
 	assert_true(n <= READY_MAX);
 	memset(s, 0, n * sizeof(s[0]));
 	for (i = 0; i < n; i++) {
-		char id[32];
+		char id[64]; /* "R-", a tag of up to 31 bytes, "-", a count */
 		snprintf(id, sizeof(id), "R-%s-%zu", tag, i);
 		order_of(&o[i], id);
 		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),

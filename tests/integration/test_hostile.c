@@ -36,6 +36,7 @@
 #include "itest.h"
 #include "build_kind.h"
 #include "hostile_xml.h"
+#include "local_port.h"
 
 #define TIMEOUT_MS 4000u
 #define MAX_REPLY (64u * 1024u)
@@ -460,17 +461,8 @@ typedef struct trap {
 
 static void trap_open(trap *t)
 {
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	t->fd = socket(AF_INET, SOCK_STREAM, 0);
+	t->fd = local_listen(&t->port, 8);
 	assert_true(t->fd >= 0);
-	assert_int_equal(bind(t->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(t->fd, 8), 0);
-	assert_int_equal(getsockname(t->fd, (struct sockaddr *)&a, &alen), 0);
-	t->port = ntohs(a.sin_port);
 }
 
 static void trap_untouched(trap *t)

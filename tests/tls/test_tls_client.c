@@ -27,6 +27,7 @@
 #include "wms/fixture.h"
 #include "wms/sys/transport.h"
 #include "client_new.h"
+#include "local_port.h"
 #include "tls_test.h"
 
 #define HTTP_USER "fulfillment"
@@ -603,18 +604,7 @@ static void assert_error_clean(const secrets *s, const wms_error *err)
 /* A port on 127.0.0.1 that was bound and closed again: connecting is refused. */
 static uint16_t closed_port(void)
 {
-	struct sockaddr_in addr;
-	socklen_t alen = sizeof(addr);
-	uint16_t port = 0;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&addr, &alen) == 0)
-		port = ntohs(addr.sin_port);
-	close(fd);
+	uint16_t port = local_closed_port();
 	assert_true(port != 0);
 	return port;
 }
