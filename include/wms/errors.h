@@ -153,8 +153,9 @@ WMS_EXTERN(void) wms_error_clear(wms_error *err);
  * delivered, or the operation is idempotent on its order id (all the WMS
  * operations are) and the failure is no rejection of the request itself.
  * False for OK, INVALID_ARG, CONFIG, FIXTURE and INTERNAL, for a Client/Sender
- * or envelope-level fault, and for an HTTP status other than 5xx, 408 and
- * 429; true for every other status. It does not say whether resending will
+ * or envelope-level fault, for an HTTP status other than 5xx, 408 and 429,
+ * and for a value that is no wms_status (and a NULL err); true for every
+ * other status. It does not say whether resending will
  * help: it is true for TLS, TOO_LARGE, UNSAFE_XML and UNEXPECTED_REPLY, where
  * the fix is on the caller's side.
  */

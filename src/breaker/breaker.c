@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include "internal.h"
+#include "breaker/breaker_int.h"
 #include "wms/breaker.h"
 #include "wms/sys/breaker_store.h"
 
@@ -130,33 +131,44 @@ static int in_range(uint32_t v, uint32_t lo, uint32_t hi)
 	return v >= lo && v <= hi;
 }
 
-/* Copy options, apply defaults for zero fields, and check ranges. */
-static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_options *in)
+/* INVALID_ARG, *why (when asked) naming the option and what it takes. */
+static wms_status refuse(const char **why, const char *text)
 {
-	int rate = 0;
+	if (why)
+		*why = text;
+	return WMS_ERR_INVALID_ARG;
+}
 
+#define RANGE(field, lo, hi, text)                                 \
+	do {                                                        \
+		if (!in_range(o->field, (lo), (hi)))                \
+			return refuse(why, #field ": must be " text); \
+	} while (0)
+
+/* Copy options, apply defaults for zero fields, and check ranges. */
+static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_options *in,
+				  const char **why)
+{
 	if (in) {
 		if (in->version != WMS_BREAKER_OPTIONS_VERSION)
-			return WMS_ERR_INVALID_ARG;
+			return refuse(why, "version: not this library's WMS_BREAKER_OPTIONS_VERSION");
 		*o = *in;
 	} else {
 		wms_breaker_options_init(o, WMS_BREAKER_OPTIONS_VERSION);
 	}
 	switch (o->mode) {
 	case WMS_BREAKER_MODE_CONSECUTIVE:
-		break;
 	case WMS_BREAKER_MODE_COUNT_BASED:
 	case WMS_BREAKER_MODE_TIME_BASED:
-		rate = 1;
 		break;
 	default:
-		return WMS_ERR_INVALID_ARG;
+		return refuse(why, "mode: not a wms_breaker_mode");
 	}
 	if (!o->name)
 		o->name = "wms";
 	/* It goes into JSON and Prometheus labels as it is. */
 	if (!*o->name || !wms__utf8_text_ok(o->name))
-		return WMS_ERR_INVALID_ARG;
+		return refuse(why, "name: must be UTF-8 text, not empty, without control characters");
 	if (!o->failure_threshold)
 		o->failure_threshold = 5;
 	if (!o->failure_rate_threshold)
@@ -179,59 +191,71 @@ static wms_status resolve_options(wms_breaker_options *o, const wms_breaker_opti
 		o->open_duration_growth_pct = 100;
 	if (!o->callbacks.clock)
 		o->callbacks.clock = default_clock; /* ignores the payload */
-	if (!in_range(o->failure_threshold, 1, 1000000) ||
-	    !in_range(o->failure_rate_threshold, 1, 100) ||
-	    !in_range(o->slow_call_rate_threshold, 1, 100) ||
-	    !in_range(o->sliding_window_size, 1, o->mode == WMS_BREAKER_MODE_TIME_BASED ? 3600 : 100000) ||
-	    !in_range(o->minimum_number_of_calls, 1, 1000000) ||
-	    !in_range(o->open_duration_ms, 1, 86400000) ||
-	    !in_range(o->permitted_calls_in_half_open, 1, 100000) ||
-	    !in_range(o->open_duration_growth_pct, 100, 1000) ||
-	    !in_range(o->open_duration_jitter_pct, 0, 100))
-		return WMS_ERR_INVALID_ARG;
+	RANGE(failure_threshold, 1, 1000000, "1 to 1000000");
+	RANGE(failure_rate_threshold, 1, 100, "1 to 100");
+	RANGE(slow_call_rate_threshold, 1, 100, "1 to 100");
+	if (o->mode == WMS_BREAKER_MODE_TIME_BASED)
+		RANGE(sliding_window_size, 1, 3600, "1 to 3600 (seconds, time_based)");
+	else
+		RANGE(sliding_window_size, 1, 100000, "1 to 100000 (calls)");
+	RANGE(minimum_number_of_calls, 1, 1000000, "1 to 1000000");
+	RANGE(open_duration_ms, 1, 86400000, "1 to 86400000");
+	RANGE(permitted_calls_in_half_open, 1, 100000, "1 to 100000");
+	RANGE(open_duration_growth_pct, 100, 1000, "100 to 1000");
+	RANGE(open_duration_jitter_pct, 0, 100, "0 to 100");
 	if (!o->max_open_duration_ms) {
 		uint64_t cap = (uint64_t)o->open_duration_ms * 10u;
 		o->max_open_duration_ms = cap > 86400000u ? 86400000u : (uint32_t)cap;
 	}
-	if (o->max_open_duration_ms < o->open_duration_ms || o->max_open_duration_ms > 86400000u)
-		return WMS_ERR_INVALID_ARG;
+	RANGE(max_open_duration_ms, o->open_duration_ms, 86400000,
+	      "open_duration_ms to 86400000");
 	/* A count window never holds more calls than its size (as Resilience4j). */
 	if (o->mode == WMS_BREAKER_MODE_COUNT_BASED &&
 	    o->minimum_number_of_calls > o->sliding_window_size)
 		o->minimum_number_of_calls = o->sliding_window_size;
 	if (o->mode == WMS_BREAKER_MODE_CONSECUTIVE)
 		o->permitted_calls_in_half_open = 1;
-	(void)rate;
 	return WMS_OK;
 }
 
-static wms_status link_store(wms_breaker *b)
+#undef RANGE
+
+static wms_status link_store(wms_breaker *b, const char **why)
 {
 	wms_breaker_store *s = b->o.store;
+	wms_status st;
 
 	if (s->version != WMS_BREAKER_STORE_VERSION || !s->ops || !s->ops->link ||
 	    !s->ops->acquire || !s->ops->record || !s->ops->release || !s->ops->manual ||
 	    !s->ops->state || !s->ops->snapshot || !s->ops->unlink)
-		return WMS_ERR_INVALID_ARG;
+		return refuse(why, "store: not a WMS_BREAKER_STORE_VERSION store with every op set");
 	/* CONNECTING until the store says otherwise (it may, from its own
 	 * thread, as soon as it is linked) */
 	atomic_store(&b->store_state, WMS_STORE_STATE_CONNECTING);
 	b->lops = s->ops;
-	return s->ops->link(s, b, &b->o, &b->link, NULL);
+	st = s->ops->link(s, b, &b->o, &b->link, NULL);
+	return st == WMS_ERR_INVALID_ARG ? refuse(why, "store: its link refused these options") : st;
 }
 
 wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 {
+	return wms__breaker_new(out, opts, NULL);
+}
+
+wms_status wms__breaker_new(wms_breaker **out, const wms_breaker_options *opts, const char **why)
+{
 	wms_breaker *b = NULL;
 	wms_status st;
 
+	if (why)
+		*why = NULL;
 	if (!out)
-		return WMS_ERR_INVALID_ARG;
+		return refuse(why, "out is NULL");
 	*out = NULL;
 	b = wms__calloc(1, sizeof(*b));
 	if (!b)
 		return WMS_ERR_NOMEM;
-	st = resolve_options(&b->o, opts);
+	st = resolve_options(&b->o, opts, why);
 	if (st != WMS_OK)
 		goto fail;
 	st = WMS_ERR_NOMEM;
@@ -262,7 +286,7 @@ wms_status wms_breaker_new(wms_breaker **out, const wms_breaker_options *opts)
 	atomic_init(&b->store_state, WMS_STORE_STATE_NONE);
 	atomic_init(&b->store_since_ns, now_ns(b));
 	if (b->o.store) {
-		st = link_store(b);
+		st = link_store(b, why);
 		if (st != WMS_OK) {
 			pthread_mutex_destroy(&b->lock);
 			goto fail;
@@ -926,7 +950,10 @@ void wms_breaker_store_event(wms_breaker *b, wms_breaker_state from, wms_breaker
 {
 	pending_event pe = { 0 };
 
-	if (!b)
+	/* a state no breaker has: nothing counted, kept or told (the cast to
+	 * unsigned catches a negative value as well) */
+	if (!b || (unsigned)from > WMS_BREAKER_STATE_FORCED_OPEN ||
+	    (unsigned)to > WMS_BREAKER_STATE_FORCED_OPEN || (unsigned)store > WMS_STORE_STATE_DEGRADED)
 		return;
 	if ((wms_store_state)atomic_load(&b->store_state) != store) {
 		atomic_store(&b->store_since_ns, now_ns(b));

@@ -1672,6 +1672,7 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 
 	if (out)
 		*out = NULL;
+	wms_error_clear(err); /* an earlier call's error does not outlive a success */
 	if (!out || !o)
 		return BAD("wms_redis_store_new: out and options are required");
 	st = check_options(o, err);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include "breaker/breaker_int.h"
 #include "client/client.h"
 #include "wms/sys/breaker_store.h"
 
@@ -40,6 +41,16 @@ wms_status wms_client_options_init(wms_client_options *opts, unsigned version)
 static int has_scheme(const char *url)
 {
 	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+/* The offset of the first space, control byte or DEL in a URL (none may
+ * stand in one unencoded, RFC 3986), or -1. */
+static long url_bad_byte(const char *url)
+{
+	for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+		if (*p <= 0x20 || *p == 0x7f)
+			return (long)(p - (const unsigned char *)url);
+	return -1;
 }
 
 void wms__client_async_add(wms_client *c, struct wms_async *a)
@@ -147,7 +158,7 @@ static uint64_t hooked_clock(void *payload)
 /* Breaker `i` of the client, for `operation` (NULL: the client's one),
  * named "<base>.<operation>", from the options kept in c->bo; its hook
  * says each transition to the metrics callback. */
-static wms_status make_breaker(wms_client *c, size_t i, const char *operation)
+static wms_status make_breaker(wms_client *c, size_t i, const char *operation, const char **why)
 {
 	wms_breaker_options bo = c->bo;
 	breaker_hook *h = &c->hooks[i];
@@ -168,7 +179,7 @@ static wms_status make_breaker(wms_client *c, size_t i, const char *operation)
 	bo.callbacks.on_state_change = on_breaker_event;
 	bo.callbacks.clock = h->user.clock ? hooked_clock : NULL;
 	bo.callbacks.payload = h;
-	st = wms_breaker_new(&c->breakers[i], &bo); /* it keeps its own copy */
+	st = wms__breaker_new(&c->breakers[i], &bo, why); /* it keeps its own copy */
 	wms__free(name);
 	if (st != WMS_OK)
 		return st;
@@ -199,7 +210,8 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 		c->bo.store = c->store;
 	}
 	for (i = 0; i < n; i++) {
-		st = make_breaker(c, i, n > 1 ? wms__op_name((wms__op)i) : NULL);
+		const char *why = NULL;
+		st = make_breaker(c, i, n > 1 ? wms__op_name((wms__op)i) : NULL, &why);
 		if (st != WMS_OK) {
 			/* own_breakers is not set yet, so wms_client_free will not
 			 * free the ones already made: free them here */
@@ -207,9 +219,10 @@ static wms_status make_breakers(wms_client *c, const wms_client_options *opts, w
 				wms_breaker_free(c->breakers[i]);
 				c->breakers[i] = NULL;
 			}
-			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT,
-					 st != WMS_ERR_INVALID_ARG ? "cannot create the breaker"
-								   : "breaker_options: a value is out of range");
+			if (st == WMS_ERR_INVALID_ARG && why)
+				return wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "breaker_options.%s",
+						 why);
+			return wms__fail(err, st, WMS_DELIVERY_NOT_SENT, "cannot create the breaker");
 		}
 	}
 	for (; i < WMS__OP_COUNT; i++) {
@@ -283,7 +296,7 @@ wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *o
 			       "operation '%s': no memory for its breaker", operation);
 		goto done;
 	}
-	if ((st = make_breaker(c, i, c->call_names[n])) != WMS_OK) {
+	if ((st = make_breaker(c, i, c->call_names[n], NULL)) != WMS_OK) {
 		wms__bulkhead_destroy(&c->bulkheads[i]);
 		memset(&c->bulkheads[i], 0, sizeof(c->bulkheads[i]));
 		wms__free(c->call_names[n]);
@@ -442,6 +455,13 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	if (!transport && (!opts->endpoint || !has_scheme(opts->endpoint)))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "endpoint must be an http:// or https:// URL");
+	/* the URL itself is not repeated: it may hold a user and password */
+	if (opts->endpoint && url_bad_byte(opts->endpoint) >= 0)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "endpoint: byte %ld is a space, control character or DEL "
+				 "(0x%02x): percent-encode it",
+				 url_bad_byte(opts->endpoint),
+				 (unsigned)(unsigned char)opts->endpoint[url_bad_byte(opts->endpoint)]);
 	if (opts->soap_version != WMS_SOAP_11 && opts->soap_version != WMS_SOAP_12)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "soap_version must be WMS_SOAP_11 or WMS_SOAP_12");
@@ -502,9 +522,11 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 				 "%s configures the default transport: with options->transport, "
 				 "configure that one when it is made (the curl group must stay "
 				 "WMS_CURL_TRANSPORT_OPTIONS_INIT)", set);
-	if (w->mode != WMS_WSSE_NONE &&
-	    ((w->mode != WMS_WSSE_PASSWORD_TEXT && w->mode != WMS_WSSE_PASSWORD_DIGEST) ||
-	     !w->username || !*w->username || !w->password))
+	if (w->mode != WMS_WSSE_NONE && w->mode != WMS_WSSE_PASSWORD_TEXT &&
+	    w->mode != WMS_WSSE_PASSWORD_DIGEST)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "wsse.mode must be WMS_WSSE_NONE, _PASSWORD_TEXT or _PASSWORD_DIGEST");
+	if (w->mode != WMS_WSSE_NONE && (!w->username || !*w->username || !w->password))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "wsse.mode needs wsse.username and wsse.password");
 	/* Refused here, not on every call: what the envelope cannot carry. */

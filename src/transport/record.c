@@ -585,6 +585,7 @@ wms_status wms_record_transport_new(wms_transport **out, wms_transport *inner,
 
 	if (out)
 		*out = NULL;
+	wms_error_clear(err); /* an earlier call's error does not outlive a success */
 	if (!out || !inner || !inner->send) {
 		st = wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 			       "wms_record_transport_new: %s is NULL",

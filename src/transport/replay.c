@@ -550,6 +550,7 @@ wms_status wms_replay_transport_new(wms_transport **out, const wms_replay_option
 {
 	wms_status st;
 
+	wms_error_clear(err); /* an earlier call's error does not outlive a success */
 	if (!out)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "wms_replay_transport_new: out is NULL");
