@@ -33,66 +33,10 @@
 #include "wms/sys/alloc.h"
 #include "wms/sys/breaker_store.h"
 #include "wms/sys/transport.h"
+#include "api_sweep.h"
 
-#ifndef BADVALUES_SOURCE_ROOT
-#define BADVALUES_SOURCE_ROOT "."
-#endif
+const char sweep_file[] = "test_bad_values.c";
 
-/* ---- soft checks and counts -------------------------------------------- */
-
-static int nfail;          /* failed checks in the running test */
-static unsigned n_funcs;   /* functions swept */
-static unsigned n_cases;   /* bad values tried (each twice where a handle exists) */
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void check_(int ok, int line, const char *fmt, ...)
-{
-	va_list ap;
-	if (ok)
-		return;
-	nfail++;
-	printf("FAIL test_bad_values.c:%d: ", line);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-#define CHECK(cond, ...) check_(!!(cond), __LINE__, __VA_ARGS__)
-#define FN(name) (n_funcs++, (void)(name))
-#define END() assert_int_equal(nfail, 0)
-#define CASE() (n_cases++)
-
-static void stale(wms_error *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->status = WMS_ERR_INTERNAL;
-	e->delivery = WMS_DELIVERY_ANSWERED;
-	strcpy(e->message, "stale");
-}
-
-/* A bad value refused: INVALID_ARG; with `e`: the same status, delivery
- * NOT_SENT, a new message naming `name` (when not NULL). */
-static void bad_arg_(wms_status st, const wms_error *e, const char *name, const char *what,
-		     int line)
-{
-	n_cases++;
-	check_(st == WMS_ERR_INVALID_ARG, line, "%s: got %s (\"%s\"), want INVALID_ARG", what,
-	       wms_status_name(st), e ? e->message : "");
-	if (!e)
-		return;
-	check_(e->status == st, line, "%s: err.status %s, returned %s", what,
-	       wms_status_name(e->status), wms_status_name(st));
-	check_(e->delivery == WMS_DELIVERY_NOT_SENT, line, "%s: delivery %s", what,
-	       wms_delivery_name(e->delivery));
-	check_(e->message[0] && strcmp(e->message, "stale") != 0, line, "%s: no message (\"%s\")",
-	       what, e->message);
-	if (name)
-		check_(strstr(e->message, name) != NULL, line,
-		       "%s: message \"%s\" does not name %s", what, e->message, name);
-}
 /* Twice in a row: a refusal must leave nothing behind that changes the
  * second answer. */
 #define BAD2(call, e, name)                                                                  \
@@ -110,32 +54,13 @@ static void bad_arg_(wms_status st, const wms_error *e, const char *name, const 
 			bad_arg_((call), NULL, NULL, #call, __LINE__);                       \
 	} while (0)
 
-static void works_(wms_status st, wms_status want, const wms_error *e, const char *what, int line)
-{
-	n_cases++;
-	check_(st == want, line, "%s: got %s (\"%s\"), want %s", what, wms_status_name(st),
-	       e ? e->message : "", wms_status_name(want));
-	if (e)
-		check_(e->status == st, line, "%s: err.status %s, returned %s", what,
-		       wms_status_name(e->status), wms_status_name(st));
-}
-#define WORKS(call, want, e) works_((call), (want), (e), #call, __LINE__)
-
 /* The three bad values of an enum whose last value is `last`. */
 #define BAD_ENUMS(last) { (int)(last) + 1, 99, -1 }
 
 /* ---- what the tests share ------------------------------------------------ */
 
-#define ENDPOINT "http://127.0.0.1:9/"
 #define NO_REDIS "unix:///nonexistent-wms-badvalues/redis.sock"
 
-static wms_client *g_client; /* breaker closed, endpoint refused */
-static wms_order g_order;
-static const wms_order_line g_lines[] = { { "SKU-1", 2 } };
-static const char *const g_skus[] = { "SKU-1" };
-static const char g_body_xml[] = "<Ping xmlns=\"urn:example:wms\"><id>1</id></Ping>";
-static xmlDocPtr g_body_doc;
-static wms_call_options g_call;
 
 /* wms_global_init's bad options, first thing in main (sys/alloc.h: "Bad
  * options can be corrected and the call repeated"): */
@@ -149,33 +74,7 @@ static const char *const g_global_what[N_GLOBAL] = {
 
 static wms_client_options client_opts(void)
 {
-	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	o.endpoint = ENDPOINT;
-	o.connect_timeout_ms = 2000;
-	o.timeout_ms = 4000;
-	o.breaker_options.failure_threshold = 1000000; /* never opens here */
-	return o;
-}
-
-static wms_client *mk_client(void)
-{
-	wms_client_options o = client_opts();
-	wms_client *c = NULL;
-	wms_error e;
-	assert_int_equal(wms_client_new(&c, &o, &e), WMS_OK);
-	return c;
-}
-
-static const char *source_path(char *buf, size_t size, const char *rel)
-{
-	const char *root = getenv("WMS_SOURCE_ROOT");
-	snprintf(buf, size, "%s/%s", root && *root ? root : BADVALUES_SOURCE_ROOT, rel);
-	return buf;
-}
-
-static const xmlNode *body_node(void)
-{
-	return xmlDocGetRootElement(g_body_doc);
+	return sweep_client_options(ENDPOINT);
 }
 
 /* The client still answers a valid call as before: CONNECT (port 9). */
@@ -194,31 +93,14 @@ static void still_connects_(wms_client *c, const char *after, int line)
 static int group_setup(void **state)
 {
 	(void)state;
-	g_client = mk_client();
-	g_order = (wms_order)WMS_ORDER_INIT;
-	g_order.order_id = "ORD-BADVALUES-1";
-	g_order.ship_to.name = "A Person";
-	g_order.ship_to.line1 = "1 Main Street";
-	g_order.ship_to.city = "Springfield";
-	g_order.ship_to.postal_code = "12345";
-	g_order.ship_to.country = "US";
-	g_order.lines = g_lines;
-	g_order.line_count = 1;
-	g_body_doc = xmlReadMemory(g_body_xml, (int)strlen(g_body_xml), "body.xml", NULL,
-				   XML_PARSE_NONET);
-	assert_non_null(g_body_doc);
-	g_call = (wms_call_options)WMS_CALL_OPTIONS_INIT;
-	g_call.operation = "Ping";
-	g_call.soap_action = "urn:example:wms/Ping";
+	sweep_setup("ORD-BADVALUES-1");
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	wms_client_free(g_client);
-	xmlFreeDoc(g_body_doc);
-	printf("bad_values: %u functions swept, %u bad-value cases\n", n_funcs, n_cases);
+	sweep_teardown("bad_values", "bad-value cases");
 	return 0;
 }
 

@@ -37,152 +37,25 @@
 #include "wms/sys/breaker_store.h"
 #include "wms/sys/transport.h"
 #include "local_port.h" /* tests/common */
+#include "api_sweep.h"
 
-#ifndef NULLARGS_SOURCE_ROOT
-#define NULLARGS_SOURCE_ROOT "."
-#endif
+const char sweep_file[] = "test_null_args.c";
 
-/* ---- soft checks and counts -------------------------------------------- */
-
-static int nfail;          /* failed checks in the running test */
-static unsigned n_funcs;   /* functions swept (tests that ran) */
-static unsigned n_cases;   /* NULL cases tried */
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void check_(int ok, int line, const char *fmt, ...)
-{
-	va_list ap;
-	if (ok)
-		return;
-	nfail++;
-	printf("FAIL test_null_args.c:%d: ", line);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-#define CHECK(cond, ...) check_(!!(cond), __LINE__, __VA_ARGS__)
-#define FN(name) (n_funcs++, (void)(name))
-#define END() assert_int_equal(nfail, 0)
-
-/* An error already holding something, so that one left untouched shows. */
-static void stale(wms_error *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->status = WMS_ERR_INTERNAL;
-	e->delivery = WMS_DELIVERY_ANSWERED;
-	strcpy(e->message, "stale");
-}
-
-/* A NULL that must be refused: INVALID_ARG; with `e`, e->status equal,
- * delivery NOT_SENT (errors.h: "bad argument or option; nothing sent"), a
- * new message, naming `name` when not NULL. */
-static void bad_arg_(wms_status st, const wms_error *e, const char *name, const char *what,
-		     int line)
-{
-	n_cases++;
-	check_(st == WMS_ERR_INVALID_ARG, line, "%s: got %s (\"%s\"), want INVALID_ARG", what,
-	       wms_status_name(st), e ? e->message : "");
-	if (!e)
-		return;
-	check_(e->status == st, line, "%s: err.status %s, returned %s", what,
-	       wms_status_name(e->status), wms_status_name(st));
-	check_(e->delivery == WMS_DELIVERY_NOT_SENT, line, "%s: delivery %s", what,
-	       wms_delivery_name(e->delivery));
-	check_(e->message[0] && strcmp(e->message, "stale") != 0, line, "%s: no message (\"%s\")",
-	       what, e->message);
-	if (name)
-		check_(strstr(e->message, name) != NULL, line, "%s: message \"%s\" does not name %s",
-		       what, e->message, name);
-}
-#define BAD_ARG(call, e, name) bad_arg_((call), (e), (name), #call, __LINE__)
-
-/* A NULL the header allows: the call works (want: the status it gives
- * with every argument set); with `e`, e->status equal. */
-static void works_(wms_status st, wms_status want, const wms_error *e, const char *what, int line)
-{
-	n_cases++;
-	check_(st == want, line, "%s: got %s (\"%s\"), want %s", what, wms_status_name(st),
-	       e ? e->message : "", wms_status_name(want));
-	if (e)
-		check_(e->status == st, line, "%s: err.status %s, returned %s", what,
-		       wms_status_name(e->status), wms_status_name(st));
-}
-#define WORKS(call, want, e) works_((call), (want), (e), #call, __LINE__)
-/* A case whose whole check follows by hand. */
-#define CASE() (n_cases++)
-
-/* ---- what the tests share ------------------------------------------------ */
-
-#define ENDPOINT "http://127.0.0.1:9/"
-
-static wms_client *g_client;     /* breaker closed, endpoint refused */
-static wms_order g_order;
-static const wms_order_line g_lines[] = { { "SKU-1", 2 } };
-static const char *const g_skus[] = { "SKU-1" };
-static const char g_body_xml[] = "<Ping xmlns=\"urn:example:wms\"><id>1</id></Ping>";
-static xmlDocPtr g_body_doc;
-static wms_call_options g_call;
 static wms_status g_global_init_st; /* wms_global_init(NULL, &err), first thing in main */
 static wms_error g_global_init_err;
-
-static wms_client *mk_client(const char *endpoint)
-{
-	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
-	wms_client *c = NULL;
-	wms_error e;
-	o.endpoint = endpoint;
-	o.connect_timeout_ms = 2000;
-	o.timeout_ms = 4000;
-	o.breaker_options.failure_threshold = 1000000; /* never opens here */
-	assert_int_equal(wms_client_new(&c, &o, &e), WMS_OK);
-	return c;
-}
-
-static const char *source_path(char *buf, size_t size, const char *rel)
-{
-	const char *root = getenv("WMS_SOURCE_ROOT");
-	snprintf(buf, size, "%s/%s", root && *root ? root : NULLARGS_SOURCE_ROOT, rel);
-	return buf;
-}
 
 static int group_setup(void **state)
 {
 	(void)state;
-	g_client = mk_client(ENDPOINT);
-	g_order = (wms_order)WMS_ORDER_INIT;
-	g_order.order_id = "ORD-NULLARGS-1";
-	g_order.ship_to.name = "A Person";
-	g_order.ship_to.line1 = "1 Main Street";
-	g_order.ship_to.city = "Springfield";
-	g_order.ship_to.postal_code = "12345";
-	g_order.ship_to.country = "US";
-	g_order.lines = g_lines;
-	g_order.line_count = 1;
-	g_body_doc = xmlReadMemory(g_body_xml, (int)strlen(g_body_xml), "body.xml", NULL,
-				   XML_PARSE_NONET);
-	assert_non_null(g_body_doc);
-	g_call = (wms_call_options)WMS_CALL_OPTIONS_INIT;
-	g_call.operation = "Ping";
-	g_call.soap_action = "urn:example:wms/Ping";
+	sweep_setup("ORD-NULLARGS-1");
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	wms_client_free(g_client);
-	xmlFreeDoc(g_body_doc);
-	printf("null_args: %u functions swept, %u NULL cases\n", n_funcs, n_cases);
+	sweep_teardown("null_args", "NULL cases");
 	return 0;
-}
-
-static const xmlNode *body_node(void)
-{
-	return xmlDocGetRootElement(g_body_doc);
 }
 
 /* ===== errors.h ============================================================ */
@@ -1007,7 +880,7 @@ static void async_cancel_and_loop(void **state)
 	(void)state;
 	memset(&s, 0, sizeof(s));
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", (unsigned)port);
-	c = mk_client(url);
+	c = sweep_client(url);
 	a = mk_async(c);
 	assert_int_equal(wms_async_get_order_status(&h, a, "ORD-1", on_status, &s), WMS_OK);
 	assert_non_null(h);
