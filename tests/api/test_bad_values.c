@@ -54,6 +54,21 @@ const char sweep_file[] = "test_bad_values.c";
 			bad_arg_((call), NULL, NULL, #call, __LINE__);                       \
 	} while (0)
 
+/* `init` refuses each version of the array `versions`, twice, and writes
+ * nothing into `o`. */
+#define INIT_REFUSES(init, o, versions)                                                       \
+	do {                                                                                 \
+		unsigned char before_[sizeof(o)];                                            \
+		size_t v_;                                                                   \
+		for (v_ = 0; v_ < sizeof(versions) / sizeof((versions)[0]); v_++) {         \
+			memset(&(o), 0xA5, sizeof(o));                                       \
+			memcpy(before_, &(o), sizeof(o));                                    \
+			BAD2_NOERR(init(&(o), (versions)[v_]));                              \
+			CHECK(memcmp(&(o), before_, sizeof(o)) == 0,                         \
+			      #init "(version %u) wrote the options", (versions)[v_]);       \
+		}                                                                            \
+	} while (0)
+
 /* The three bad values of an enum whose last value is `last`. */
 #define BAD_ENUMS(last) { (int)(last) + 1, 99, -1 }
 
@@ -208,22 +223,15 @@ static void error_readers(void **state)
 static void client_options_init_versions(void **state)
 {
 	static const unsigned bad[] = { 0, 1, WMS_CLIENT_OPTIONS_VERSION + 1, UINT_MAX };
-	wms_client_options o, before;
+	wms_client_options o;
 	unsigned v;
-	size_t i;
 	(void)state;
 	/* client.h: wms_client_options_init; "a program built with version 2
 	 * or 3 keeps working" (CHANGES: version 1, 0.2's, is refused;
 	 * "wms_client_options_init(&o, 2) writes only a version-2 struct's
 	 * bytes") */
 	FN("wms_client_options_init");
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_client_options_init(&o, bad[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad[i]);
-	}
+	INIT_REFUSES(wms_client_options_init, o, bad);
 	for (v = 2; v <= WMS_CLIENT_OPTIONS_VERSION; v++) {
 		size_t end = v == 2   ? offsetof(wms_client_options, shared)
 			     : v == 3 ? offsetof(wms_client_options, bulkhead)
@@ -685,7 +693,7 @@ static void call_options(void **state)
 	/* soap_action "At most 512 bytes, no control characters or '"'" */
 	static const char *const actions[] = { "urn:x\"y", "urn:x\x01", "urn:x\r\nX: y" };
 	static char long_action[514];
-	wms_call_options o, before;
+	wms_call_options o;
 	xmlDocPtr out = (xmlDocPtr)&out;
 	wms_error e;
 	size_t i;
@@ -693,13 +701,7 @@ static void call_options(void **state)
 	memset(long_action, 'a', 513);
 	long_action[513] = '\0';
 	FN("wms_call_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_call_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_call_options_init, o, bad_version);
 	WORKS(wms_call_options_init(&o, WMS_CALL_OPTIONS_VERSION), WMS_OK, NULL);
 	FN("wms_call");
 	FN("wms_call_bytes");
@@ -782,19 +784,13 @@ static void breaker_options(void **state)
 	static const unsigned bad_version[] = { 0, 1, WMS_BREAKER_OPTIONS_VERSION + 1, UINT_MAX };
 	static const int bad_mode[] = BAD_ENUMS(WMS_BREAKER_MODE_TIME_BASED);
 	static const char *const names_bad[] = { "", "wms\x01", "wms\n", "wms\x80", "\xc3" };
-	wms_breaker_options o, before;
+	wms_breaker_options o;
 	wms_breaker *b = (wms_breaker *)&b;
 	size_t i;
 	(void)state;
 	/* breaker.h: wms_breaker_options_init "with the right version" */
 	FN("wms_breaker_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_breaker_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_breaker_options_init, o, bad_version);
 	/* wms_breaker_new "Validates every field: an out-of-range value gives
 	 * WMS_ERR_INVALID_ARG" (no err: the status alone) */
 	FN("wms_breaker_new");
@@ -955,19 +951,13 @@ static void shared(void **state)
 					    "redis://:sekret@127.0.0.1:99999" };
 	static const char *const fleet[] = { "", "a b", "a\x01", "a\x80", "a:b",
 					     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
-	wms_shared_options o, before;
+	wms_shared_options o;
 	wms_breaker_store *s = NULL;
 	wms_error e;
 	size_t i;
 	(void)state;
 	FN("wms_shared_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_shared_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_shared_options_init, o, bad_version);
 	/* shared.h: wms_redis_store_new "WMS_ERR_INVALID_ARG (naming the field)
 	 * for a bad option or URL"; "on any error *out is NULL"; "The password
 	 * is never logged or put in a message" */
@@ -1107,19 +1097,13 @@ static void completes_(wms_status st, seen *s, wms_async *a, wms_status want, co
 static void async_options(void **state)
 {
 	static const unsigned bad_version[] = { 0, WMS_ASYNC_OPTIONS_VERSION + 1, UINT_MAX };
-	wms_async_options o, before;
+	wms_async_options o;
 	wms_async *a = (wms_async *)&a;
 	wms_error e;
 	size_t i;
 	(void)state;
 	FN("wms_async_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_async_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_async_options_init, o, bad_version);
 	FN("wms_async_new");
 	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
 		o = (wms_async_options)WMS_ASYNC_OPTIONS_INIT;
@@ -1438,19 +1422,13 @@ static void curl_options(void **state)
 {
 	static const unsigned bad_version[] = { 0, 1, WMS_CURL_TRANSPORT_OPTIONS_VERSION + 1,
 						UINT_MAX };
-	wms_curl_transport_options o, before;
+	wms_curl_transport_options o;
 	wms_transport *t = NULL;
 	wms_error e;
 	size_t i;
 	(void)state;
 	FN("wms_curl_transport_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_curl_transport_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_curl_transport_options_init, o, bad_version);
 	/* curl.h: wms_curl_transport_create "INVALID_ARG, with `err` (optional)
 	 * saying which and why, for a path that cannot be read, a half pair, a
 	 * bad value or an unknown version" */
@@ -1495,7 +1473,7 @@ static void replay(void **state)
 	static const int bad_order[] = BAD_ENUMS(WMS_REPLAY_SEQUENCE);
 	char file[512];
 	const char *files[1];
-	wms_replay_options o, before;
+	wms_replay_options o;
 	wms_transport *t = NULL;
 	wms_error e;
 	size_t i;
@@ -1505,13 +1483,7 @@ static void replay(void **state)
 	/* fixture.h: wms_replay_options_init "INVALID_ARG for an unknown
 	 * version" */
 	FN("wms_replay_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_replay_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_replay_options_init, o, bad_version);
 	FN("wms_replay_transport_new");
 	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
 		o = (wms_replay_options)WMS_REPLAY_OPTIONS_INIT;
@@ -1575,7 +1547,7 @@ static void record(void **state)
 {
 	static const unsigned bad_version[] = { 0, WMS_RECORD_OPTIONS_VERSION + 1, UINT_MAX };
 	char dir[] = "/tmp/wms-badvalues-XXXXXX", long_prefix[130];
-	wms_record_options o, before;
+	wms_record_options o;
 	wms_transport *t = NULL, *inner;
 	wms_error e;
 	size_t i;
@@ -1584,13 +1556,7 @@ static void record(void **state)
 	memset(long_prefix, 'p', 129);
 	long_prefix[129] = '\0';
 	FN("wms_record_options_init");
-	for (i = 0; i < sizeof(bad_version) / sizeof(bad_version[0]); i++) {
-		memset(&o, 0xA5, sizeof(o));
-		before = o;
-		BAD2_NOERR(wms_record_options_init(&o, bad_version[i]));
-		CHECK(memcmp(&o, &before, sizeof(o)) == 0, "init(version %u) wrote the options",
-		      bad_version[i]);
-	}
+	INIT_REFUSES(wms_record_options_init, o, bad_version);
 	/* fixture.h: wms_record_transport_new - `inner` "owned from now on,
 	 * also when this fails" (valgrind sees a leak otherwise) */
 	FN("wms_record_transport_new");
