@@ -17,15 +17,6 @@ static int copy_part(char *dst, size_t size, const char *p, size_t n)
 	return 0;
 }
 
-static int has_bad_byte(const char *p, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)p[i] <= 0x20 || p[i] == 0x7f)
-			return 1;
-	return 0;
-}
-
 static wms_status parse_db(wms__redis_addr *out, const char *p, size_t n, wms_error *err)
 {
 	uint64_t v;
@@ -45,7 +36,7 @@ static wms_status parse_unix(wms__redis_addr *out, const char *s, wms_error *err
 
 	if (n < 2 || s[0] != '/')
 		return BAD("shared.redis_url: unix:// needs an absolute path (unix:///run/redis.sock)");
-	if (has_bad_byte(s, n) || copy_part(out->path, sizeof(out->path), s, n))
+	if (wms__url_bad_byte(s, n) < n || copy_part(out->path, sizeof(out->path), s, n))
 		return BAD("shared.redis_url: the socket path is too long (at most %zu bytes) or holds a control byte",
 			   sizeof(out->path) - 1);
 	if (q) {
@@ -102,7 +93,7 @@ static wms_status parse_tcp(wms__redis_addr *out, const char *s, wms_error *err)
 		if (copy_part(out->host, sizeof(out->host), s, (size_t)((colon ? colon : hp) - s)))
 			return BAD("shared.redis_url: the host is too long");
 	}
-	if (!out->host[0] || has_bad_byte(out->host, strlen(out->host)))
+	if (!out->host[0] || wms__url_bad_byte(out->host, strlen(out->host)) < strlen(out->host))
 		return BAD("shared.redis_url: the host is empty or holds a blank or control byte");
 	out->port = 6379;
 	if (colon) {

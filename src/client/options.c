@@ -43,16 +43,6 @@ static int has_scheme(const char *url)
 	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-/* The offset of the first space, control byte or DEL in a URL (none may
- * stand in one unencoded, RFC 3986), or -1. */
-static long url_bad_byte(const char *url)
-{
-	for (const unsigned char *p = (const unsigned char *)url; *p; p++)
-		if (*p <= 0x20 || *p == 0x7f)
-			return (long)(p - (const unsigned char *)url);
-	return -1;
-}
-
 void wms__client_async_add(wms_client *c, struct wms_async *a)
 {
 	if (c->calls_lock_ready)
@@ -455,13 +445,16 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	if (!transport && (!opts->endpoint || !has_scheme(opts->endpoint)))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "endpoint must be an http:// or https:// URL");
-	/* the URL itself is not repeated: it may hold a user and password */
-	if (opts->endpoint && url_bad_byte(opts->endpoint) >= 0)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "endpoint: byte %ld is a space, control character or DEL "
-				 "(0x%02x): percent-encode it",
-				 url_bad_byte(opts->endpoint),
-				 (unsigned)(unsigned char)opts->endpoint[url_bad_byte(opts->endpoint)]);
+	/* libcurl's endpoint (a custom transport's is its own business); the
+	 * URL itself is not repeated: it may hold a user and password */
+	if (!transport) {
+		size_t n = strlen(opts->endpoint), bad = wms__url_bad_byte(opts->endpoint, n);
+		if (bad < n)
+			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+					 "endpoint: byte %zu is a space, control character or DEL "
+					 "(0x%02x): percent-encode it",
+					 bad, (unsigned)(unsigned char)opts->endpoint[bad]);
+	}
 	if (opts->soap_version != WMS_SOAP_11 && opts->soap_version != WMS_SOAP_12)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "soap_version must be WMS_SOAP_11 or WMS_SOAP_12");

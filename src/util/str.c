@@ -61,3 +61,12 @@ size_t wms__metric_span(const char *s, wms__metric_style style)
 	}
 	return i;
 }
+
+size_t wms__url_bad_byte(const char *p, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)p[i] <= 0x20 || p[i] == 0x7f)
+			return i;
+	return n;
+}

@@ -32,4 +32,8 @@ typedef enum wms__metric_style {
  * 0x7E, ...). No length bound: that is the caller's. */
 size_t wms__metric_span(const char *s, wms__metric_style style);
 
+/* The offset of the first byte in p[0, n) that no URL holds unencoded (RFC
+ * 3986): a space, a control byte (a CR or LF among them) or DEL; n if none. */
+size_t wms__url_bad_byte(const char *p, size_t n);
+
 #endif

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <libxml/parser.h>
 #include "api_sweep.h"
+#include "local_port.h"
 
 #ifndef API_SWEEP_SOURCE_ROOT
 #define API_SWEEP_SOURCE_ROOT "."
@@ -18,6 +20,8 @@ int nfail;
 unsigned n_funcs;
 unsigned n_cases;
 
+char g_endpoint[64];
+static int g_port_fd = -1; /* holds g_endpoint's port, never listening */
 wms_client *g_client;
 wms_order g_order;
 const wms_order_line g_lines[1] = { { "SKU-1", 2 } };
@@ -109,6 +113,10 @@ const xmlNode *body_node(void)
 
 void sweep_setup(const char *order_id)
 {
+	uint16_t port;
+	g_port_fd = local_listen(&port, -1);
+	assert_true(g_port_fd >= 0);
+	snprintf(g_endpoint, sizeof(g_endpoint), "http://127.0.0.1:%u/", (unsigned)port);
 	g_client = sweep_client(ENDPOINT);
 	g_order = (wms_order)WMS_ORDER_INIT;
 	g_order.order_id = order_id;
@@ -133,5 +141,86 @@ void sweep_teardown(const char *what, const char *cases)
 	g_client = NULL;
 	xmlFreeDoc(g_body_doc);
 	g_body_doc = NULL;
+	close(g_port_fd);
+	g_port_fd = -1;
 	printf("%s: %u functions swept, %u %s\n", what, n_funcs, n_cases, cases);
+}
+
+/* ---- asynchronous calls (api_sweep.h) ---- */
+
+seen g_no_payload; /* callbacks given payload NULL land here */
+
+static void note(void *payload, wms_status st, int reply, const wms_error *err)
+{
+	seen *s = payload ? payload : &g_no_payload;
+	s->calls++;
+	s->st = st;
+	s->reply = reply;
+	s->err_null = err == NULL;
+	snprintf(s->msg, sizeof(s->msg), "%s", err ? err->message : "");
+}
+
+void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
+{
+	note(p, st, r != NULL, err);
+}
+
+void on_status(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
+{
+	note(p, st, r != NULL, err);
+}
+
+void on_cancel(wms_status st, const wms_cancel_reply *r, const wms_error *err, void *p)
+{
+	note(p, st, r != NULL, err);
+}
+
+void on_stock(wms_status st, wms_stock_reply *r, const wms_error *err, void *p)
+{
+	note(p, st, r != NULL, err);
+	wms_stock_reply_free(r);
+}
+
+void on_call(wms_status st, struct _xmlDoc *r, const wms_error *err, void *p)
+{
+	note(p, st, r != NULL, err);
+	xmlFreeDoc(r);
+}
+
+/* async.h: "Any other status (`async` or `cb` NULL): no callback, nothing
+ * started": INVALID_ARG and `s` untouched. */
+void not_started_(wms_status st, const seen *s, wms_async *a, const char *what, int line)
+{
+	bad_arg_(st, NULL, NULL, what, line);
+	check_(s->calls == 0, line, "%s: the callback ran", what);
+	check_(wms_async_in_flight(a) == 0, line, "%s: a call is in flight", what);
+}
+
+/* async.h: "WMS_OK: `cb` runs exactly once"; a call that ends without I/O
+ * (bad arguments) "completes at once"; the operations are "as their
+ * blocking namesakes". Run the loop until the call is done, then: one
+ * callback with `want` (and for INVALID_ARG a message naming `name`). */
+void completes_(wms_status st, seen *s, wms_async *a, wms_status want, const char *name,
+		       const char *what, int line)
+{
+	n_cases++;
+	check_(st == WMS_OK, line, "%s: start returned %s", what, wms_status_name(st));
+	if (st == WMS_OK && wms_async_in_flight(a))
+		check_(wms_async_run(a, 20000) == WMS_OK, line, "%s: still in flight", what);
+	check_(s->calls == 1, line, "%s: callback ran %d times", what, s->calls);
+	check_(s->st == want, line, "%s: callback got %s (\"%s\"), want %s", what,
+	       wms_status_name(s->st), s->msg, wms_status_name(want));
+	check_(!s->err_null, line, "%s: callback's err NULL", what);
+	if (want == WMS_ERR_INVALID_ARG && name)
+		check_(strstr(s->msg, name) != NULL, line, "%s: message \"%s\" does not name %s",
+		       what, s->msg, name);
+	memset(s, 0, sizeof(*s));
+}
+
+wms_async *mk_async(wms_client *c)
+{
+	wms_async *a = NULL;
+	wms_error e;
+	assert_int_equal(wms_async_new(&a, c, NULL, &e), WMS_OK);
+	return a;
 }

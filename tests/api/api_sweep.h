@@ -41,8 +41,10 @@ void bad_arg_(wms_status st, const wms_error *e, const char *name, const char *w
 void works_(wms_status st, wms_status want, const wms_error *e, const char *what, int line);
 #define WORKS(call, want, e) works_((call), (want), (e), #call, __LINE__)
 
-/* Refused at once: nothing listens on port 9 of the loopback. */
-#define ENDPOINT "http://127.0.0.1:9/"
+/* http://127.0.0.1:PORT/, refused at once: sweep_setup holds PORT, a port
+ * the kernel picked, bound and never listening, for the whole group. */
+extern char g_endpoint[];
+#define ENDPOINT ((const char *)g_endpoint)
 
 extern wms_client *g_client; /* on ENDPOINT, its breaker never opening */
 extern wms_order g_order;    /* a good order, one line (g_lines) */
@@ -60,8 +62,42 @@ wms_client *sweep_client(const char *endpoint);
 const char *source_path(char *buf, size_t size, const char *rel);
 const xmlNode *body_node(void);
 
-/* The group's set-up (g_client, g_order with `order_id`, the body, g_call)
- * and tear-down, which prints "<what>: N functions swept, N <cases>". */
+/* What an asynchronous call's callback saw: the on_* callbacks take a
+ * `seen` as their payload (NULL: g_no_payload) and free any reply. */
+typedef struct seen {
+	int calls;
+	wms_status st;
+	int reply;
+	int err_null;
+	char msg[WMS_ERROR_MESSAGE_MAX];
+} seen;
+extern seen g_no_payload;
+void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p);
+void on_status(wms_status st, const wms_status_reply *r, const wms_error *err, void *p);
+void on_cancel(wms_status st, const wms_cancel_reply *r, const wms_error *err, void *p);
+void on_stock(wms_status st, wms_stock_reply *r, const wms_error *err, void *p);
+void on_call(wms_status st, struct _xmlDoc *r, const wms_error *err, void *p);
+
+/* async.h: "Any other status (`async` or `cb` NULL): no callback, nothing
+ * started": INVALID_ARG and `s` untouched. */
+void not_started_(wms_status st, const seen *s, wms_async *a, const char *what, int line);
+#define NOT_STARTED(call, s, a) not_started_((call), (s), (a), #call, __LINE__)
+
+/* async.h: "WMS_OK: `cb` runs exactly once"; a call that ends without I/O
+ * (bad arguments) "completes at once"; the operations are "as their
+ * blocking namesakes". Runs the loop until the call is done, then: one
+ * callback with `want`, a non-NULL err (for INVALID_ARG a message naming
+ * `name`); `s` is cleared for the next. */
+void completes_(wms_status st, seen *s, wms_async *a, wms_status want, const char *name,
+		const char *what, int line);
+#define COMPLETES(call, s, a, want, name) completes_((call), (s), (a), (want), (name), #call, __LINE__)
+
+/* An asynchronous context on libwms's own loop. */
+wms_async *mk_async(wms_client *c);
+
+/* The group's set-up (the endpoint's port, g_client, g_order with
+ * `order_id`, the body, g_call) and tear-down, which prints "<what>: N
+ * functions swept, N <cases>". */
 void sweep_setup(const char *order_id);
 void sweep_teardown(const char *what, const char *cases);
 

@@ -7,12 +7,12 @@
  * byte, a lone UTF-8 continuation byte 0x80). Each refusal is made twice
  * on the same handle, then a valid call on that handle must behave as
  * before (a client's call still ends in WMS_ERR_CONNECT against
- * http://127.0.0.1:9/, a breaker still counts). Expected: what the header
+ * the sweep's refused endpoint, a breaker still counts). Expected: what the header
  * says; for an option, INVALID_ARG (err: same status, delivery NOT_SENT,
  * a message naming the field); for a *_name/strerror function a fixed
  * non-NULL string; where a header is silent, "no crash, nothing changed"
  * and the comment says "header silent". Installed headers only; no
- * network (endpoint port 9, Redis on a unix socket that is not there, the
+ * network (an endpoint whose port is held and never listens, Redis on a unix socket that is not there, the
  * health server on 127.0.0.1:0). Checks are soft inside a test (every case
  * runs and prints), the test fails at its end. */
 #include <errno.h>
@@ -92,7 +92,7 @@ static wms_client_options client_opts(void)
 	return sweep_client_options(ENDPOINT);
 }
 
-/* The client still answers a valid call as before: CONNECT (port 9). */
+/* The client still answers a valid call as before: CONNECT (ENDPOINT). */
 static void still_connects_(wms_client *c, const char *after, int line)
 {
 	wms_status_reply r;
@@ -482,6 +482,21 @@ static void client_new_strings(void **state)
 				wms_client_free(c);
 				c = NULL;
 			}
+		}
+	}
+	/* client.h: "Required (unless a custom transport ignores it)": a custom
+	 * transport's endpoint is its own, whatever bytes it holds */
+	for (i = 3; i < sizeof(endpoints) / sizeof(endpoints[0]); i++) {
+		int twice;
+		for (twice = 0; twice < 2; twice++) {
+			o = client_opts();
+			o.endpoint = endpoints[i];
+			o.transport = dead_transport(WMS_TRANSPORT_VERSION);
+			c = NULL;
+			stale(&e);
+			WORKS(wms_client_new(&c, &o, &e), WMS_OK, &e);
+			wms_client_free(c); /* frees the transport */
+			c = NULL;
 		}
 	}
 	for (i = 0; i < sizeof(breaker_names) / sizeof(breaker_names[0]); i++) {
@@ -913,6 +928,17 @@ static void breaker_enums(void **state)
 			      (unsigned long long)s1.transitions, ev.n, (int)ev.last_to);
 			CASE();
 			ev.n = 0;
+			wms_breaker_store_event(b, (wms_breaker_state)bad_state[i],
+						WMS_BREAKER_STATE_OPEN, "bad from",
+						WMS_STORE_STATE_DEGRADED);
+			wms_breaker_snapshot_get(&s1, b);
+			CHECK(s1.transitions == s0.transitions && ev.n == 0 &&
+				      s1.store_state == s0.store_state,
+			      "store_event(from %d): transitions %llu->%llu, %d events, store %d",
+			      bad_state[i], (unsigned long long)s0.transitions,
+			      (unsigned long long)s1.transitions, ev.n, (int)s1.store_state);
+			CASE();
+			ev.n = 0;
 			wms_breaker_store_event(b, WMS_BREAKER_STATE_CLOSED, WMS_BREAKER_STATE_CLOSED,
 						"bad store", (wms_store_state)bad_store[i]);
 			wms_breaker_snapshot_get(&s1, b);
@@ -1026,67 +1052,6 @@ static void shared(void **state)
 
 /* ===== async.h ============================================================= */
 
-typedef struct seen {
-	int calls;
-	wms_status st;
-	char msg[WMS_ERROR_MESSAGE_MAX];
-} seen;
-
-static void note(void *payload, wms_status st, const wms_error *err)
-{
-	seen *s = payload;
-	s->calls++;
-	s->st = st;
-	snprintf(s->msg, sizeof(s->msg), "%s", err ? err->message : "(err NULL)");
-}
-
-static void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
-{
-	(void)r;
-	note(p, st, err);
-}
-
-static void on_status(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
-{
-	(void)r;
-	note(p, st, err);
-}
-
-static void on_cancel(wms_status st, const wms_cancel_reply *r, const wms_error *err, void *p)
-{
-	(void)r;
-	note(p, st, err);
-}
-
-static void on_stock(wms_status st, wms_stock_reply *r, const wms_error *err, void *p)
-{
-	note(p, st, err);
-	wms_stock_reply_free(r);
-}
-
-static void on_call(wms_status st, struct _xmlDoc *r, const wms_error *err, void *p)
-{
-	note(p, st, err);
-	xmlFreeDoc(r);
-}
-
-/* async.h: the starts are "as their blocking namesakes": a bad argument
- * completes at once with WMS_ERR_INVALID_ARG naming it. */
-static void completes_(wms_status st, seen *s, wms_async *a, wms_status want, const char *name,
-		       const char *what, int line)
-{
-	n_cases++;
-	check_(st == WMS_OK, line, "%s: start returned %s", what, wms_status_name(st));
-	if (st == WMS_OK && wms_async_in_flight(a))
-		check_(wms_async_run(a, 20000) == WMS_OK, line, "%s: still in flight", what);
-	check_(s->calls == 1, line, "%s: callback ran %d times", what, s->calls);
-	check_(s->st == want, line, "%s: callback got %s (\"%s\"), want %s", what,
-	       wms_status_name(s->st), s->msg, wms_status_name(want));
-	if (want == WMS_ERR_INVALID_ARG && name)
-		check_(strstr(s->msg, name) != NULL, line, "%s: message \"%s\" does not name %s",
-		       what, s->msg, name);
-	memset(s, 0, sizeof(*s));
-}
 #define COMPLETES2(call, s, a, want, name)                                                   \
 	do {                                                                                 \
 		int twice_;                                                                  \
@@ -1217,7 +1182,7 @@ static void async_loop_values(void **state)
 		   WMS_ERR_CONNECT, NULL);
 	/* wms_async_poll / wms_async_run "(-1: until something happens / no
 	 * limit; 0: do not wait)" - header silent on other negative values:
-	 * with a call in flight that ends at once (port 9), no hang, the call
+	 * with a call in flight that ends at once (ENDPOINT), no hang, the call
 	 * completes */
 	FN("wms_async_poll");
 	FN("wms_async_run");

@@ -8,9 +8,9 @@
  * on a NULL for a function that returns no wms_status, the check is only
  * "no crash, a neutral result" (0, NULL, nothing changed: README's "NULL
  * arguments" states these) and the comment says "header silent". Each
- * function's comment names the doc line
- * followed. Installed headers only; no network: the clients' endpoint is
- * http://127.0.0.1:9/ (refused: a call that gets past its checks ends in
+ * function's comment names the doc line followed. Installed headers only;
+ * no network: the clients' endpoint is ENDPOINT, a port held and never
+ * listening (refused: a call that gets past its checks ends in
  * WMS_ERR_CONNECT, which is how a "NULL allowed" case shows it was
  * accepted), and the one call held in flight goes to a loopback listener
  * of ours that never accepts. Checks are soft inside a test (every case
@@ -232,7 +232,7 @@ static void stock_reply_new_free(void **state)
 /* The four typed operations. client.h: wms_submit_order "`out` and `err`
  * may be NULL"; errors.h: calls that talk to the WMS "fill an optional
  * caller-owned wms_error". The other three say nothing of `out`: status
- * rule. A call that gets past its checks ends in CONNECT (port 9). */
+ * rule. A call that gets past its checks ends in CONNECT (ENDPOINT). */
 static void submit_order(void **state)
 {
 	wms_submit_reply r;
@@ -620,93 +620,6 @@ static void breaker_store_seam(void **state)
 }
 
 /* ===== async.h ============================================================= */
-
-typedef struct seen {
-	int calls;
-	wms_status st;
-	int reply;
-	int err_null;
-	char msg[WMS_ERROR_MESSAGE_MAX];
-} seen;
-
-static seen g_no_payload; /* callbacks given payload NULL land here */
-
-static void note(void *payload, wms_status st, int reply, const wms_error *err)
-{
-	seen *s = payload ? payload : &g_no_payload;
-	s->calls++;
-	s->st = st;
-	s->reply = reply;
-	s->err_null = err == NULL;
-	snprintf(s->msg, sizeof(s->msg), "%s", err ? err->message : "");
-}
-
-static void on_submit(wms_status st, const wms_submit_reply *r, const wms_error *err, void *p)
-{
-	note(p, st, r != NULL, err);
-}
-
-static void on_status(wms_status st, const wms_status_reply *r, const wms_error *err, void *p)
-{
-	note(p, st, r != NULL, err);
-}
-
-static void on_cancel(wms_status st, const wms_cancel_reply *r, const wms_error *err, void *p)
-{
-	note(p, st, r != NULL, err);
-}
-
-static void on_stock(wms_status st, wms_stock_reply *r, const wms_error *err, void *p)
-{
-	note(p, st, r != NULL, err);
-	wms_stock_reply_free(r);
-}
-
-static void on_call(wms_status st, struct _xmlDoc *r, const wms_error *err, void *p)
-{
-	note(p, st, r != NULL, err);
-	xmlFreeDoc(r);
-}
-
-/* async.h: "Any other status (`async` or `cb` NULL): no callback, nothing
- * started": INVALID_ARG and `s` untouched. */
-static void not_started_(wms_status st, const seen *s, wms_async *a, const char *what, int line)
-{
-	bad_arg_(st, NULL, NULL, what, line);
-	check_(s->calls == 0, line, "%s: the callback ran", what);
-	check_(wms_async_in_flight(a) == 0, line, "%s: a call is in flight", what);
-}
-#define NOT_STARTED(call, s, a) not_started_((call), (s), (a), #call, __LINE__)
-
-/* async.h: "WMS_OK: `cb` runs exactly once"; a call that ends without I/O
- * (bad arguments) "completes at once"; the operations are "as their
- * blocking namesakes". Run the loop until the call is done, then: one
- * callback with `want` (and for INVALID_ARG a message naming `name`). */
-static void completes_(wms_status st, seen *s, wms_async *a, wms_status want, const char *name,
-		       const char *what, int line)
-{
-	n_cases++;
-	check_(st == WMS_OK, line, "%s: start returned %s", what, wms_status_name(st));
-	if (st == WMS_OK && wms_async_in_flight(a))
-		check_(wms_async_run(a, 20000) == WMS_OK, line, "%s: still in flight", what);
-	check_(s->calls == 1, line, "%s: callback ran %d times", what, s->calls);
-	check_(s->st == want, line, "%s: callback got %s (\"%s\"), want %s", what,
-	       wms_status_name(s->st), s->msg, wms_status_name(want));
-	check_(!s->err_null, line, "%s: callback's err NULL", what);
-	if (want == WMS_ERR_INVALID_ARG && name)
-		check_(strstr(s->msg, name) != NULL, line, "%s: message \"%s\" does not name %s",
-		       what, s->msg, name);
-	memset(s, 0, sizeof(*s));
-}
-#define COMPLETES(call, s, a, want, name) completes_((call), (s), (a), (want), (name), #call, __LINE__)
-
-static wms_async *mk_async(wms_client *c)
-{
-	wms_async *a = NULL;
-	wms_error e;
-	assert_int_equal(wms_async_new(&a, c, NULL, &e), WMS_OK);
-	return a;
-}
 
 static void async_new_free(void **state)
 {
@@ -1327,24 +1240,15 @@ static void health_documents(void **state)
 /* GET `path` from 127.0.0.1:port: the whole reply, NUL-terminated. */
 static size_t http_get(uint16_t port, const char *path, char *buf, size_t size)
 {
-	struct sockaddr_in sa;
 	struct timeval tv = { 5, 0 };
 	char req[128];
 	size_t got = 0;
 	ssize_t n;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = local_connect(port);
 	buf[0] = '\0';
 	if (fd < 0)
 		return 0;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = htons(port);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return 0;
-	}
 	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
 	if (send(fd, req, strlen(req), 0) < 0) {
 		close(fd);

@@ -11,7 +11,8 @@
  * fields (client/client.h), its libcurl transport's (transport/curl_int.h),
  * the snapshots of its bulkhead and read cache, and the breaker's options as
  * a store is given them when it links (wms/sys/breaker_store.h: "defaults
- * applied"). Every client is made with endpoint http://127.0.0.1:9/ and
+ * applied"). Every client is made with endpoint http://127.0.0.1:PORT/ (a
+ * port held bound, never listening) and
  * checked to have sent nothing (no wire-log record, no breaker permit, no
  * connection in the transport's pool). */
 #include <ctype.h>
@@ -31,8 +32,12 @@
 #include "client/client.h"
 #include "wms/wms.h"
 #include "wms/sys/breaker_store.h"
+#include "local_port.h" /* tests/common */
 
-#define ENDPOINT "http://127.0.0.1:9/"
+/* http://127.0.0.1:PORT/ with PORT bound by main and never listening: a
+ * client made on it that sent anything would be refused, never answered. */
+static char endpoint[64];
+#define ENDPOINT ((const char *)endpoint)
 
 /* ---- README.md and its tables ------------------------------------------ */
 
@@ -1075,8 +1080,14 @@ int main(int argc, char **argv)
 	};
 	static char path[4096];
 	const char *root = getenv("WMS_SOURCE_ROOT");
-	int rc;
+	uint16_t port;
+	int rc, port_fd = local_listen(&port, -1);
 
+	if (port_fd < 0) {
+		perror("test_readme_defaults: a port on 127.0.0.1");
+		return 1;
+	}
+	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u/", (unsigned)port);
 	if (argc > 1)
 		readme_path = argv[1];
 	else if ((readme_path = getenv("WMS_README")) == NULL && root) {
@@ -1091,5 +1102,6 @@ int main(int argc, char **argv)
 	}
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(readme);
+	close(port_fd);
 	return rc;
 }

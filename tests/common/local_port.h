@@ -1,5 +1,6 @@
 /* A TCP socket on 127.0.0.1 with a port the kernel picks: the test servers'
- * listeners, listeners that never accept, and ports nothing listens on.
+ * listeners, listeners that never accept, ports nothing listens on, and a
+ * connection to one of them.
  * Header only. */
 #ifndef WMS_TESTS_LOCAL_PORT_H
 #define WMS_TESTS_LOCAL_PORT_H
@@ -35,6 +36,27 @@ static inline int local_listen(uint16_t *port, int backlog)
 		*port = ntohs(a.sin_port);
 		return fd;
 	}
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+/* A TCP connection to 127.0.0.1:port (close on exec): the descriptor, or
+ * -1 with errno set and nothing left open. */
+static inline int local_connect(uint16_t port)
+{
+	struct sockaddr_in a;
+	int saved, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+		return fd;
 	saved = errno;
 	close(fd);
 	errno = saved;

@@ -563,19 +563,7 @@ char *lb_http_response(int status, const char *reason, const char *content_type,
 
 int lb_connect(uint16_t port)
 {
-	struct sockaddr_in addr;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons(port);
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return local_connect(port);
 }
 
 uint16_t lb_closed_port(void)
@@ -585,18 +573,12 @@ uint16_t lb_closed_port(void)
 
 int lb_blackhole_open(lb_blackhole *b)
 {
-	struct sockaddr_in addr;
 	uint16_t port = 0;
-	b->listen_fd = local_listen(&port, 0);
-	b->parked_fd = socket(AF_INET, SOCK_STREAM, 0);
+	b->parked_fd = -1;
 	b->port = 0;
-	if (b->listen_fd < 0 || b->parked_fd < 0)
-		goto fail;
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	addr.sin_port = htons(port);
-	if (connect(b->parked_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+	/* the parked connection fills the backlog of 0 */
+	if ((b->listen_fd = local_listen(&port, 0)) < 0 ||
+	    (b->parked_fd = local_connect(port)) < 0)
 		goto fail;
 	b->port = port;
 	return 0;

@@ -105,7 +105,8 @@ WMS_EXTERN(void) wms_breaker_local_adopt(wms_breaker *breaker, wms_breaker_state
  *  of the store's own state: then from == to, and the event's `store`
  *  says which). `reason` is static text, as the event's; NULL is given to
  *  the listener as "changed by its store". A NULL breaker, or a state or
- *  store state outside its enum: nothing (no count, no event). The
+ *  store state outside its enum: the whole event is dropped (no count, no
+ *  event, and its store state, even a valid one, not kept). The
  *  store may call it from its own thread (the breaker's
  *  clock too): the listener may call any wms_breaker_* function, and make
  *  and free other breakers on that store; it must return quickly, and must
