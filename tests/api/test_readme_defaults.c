@@ -607,6 +607,15 @@ static void client_defaults_match_readme(void **state)
 		same(t, numbers[i].name, "default", leading_qty(t, numbers[i].name, &r, 1),
 		     numbers[i].get(c));
 	}
+	/* the retry group's backoff, left at 0: what the client resolves */
+	get_row(t, "retry", &r);
+	same(t, "retry", "default initial_backoff_ms",
+	     qty_after(t, "retry", r.cell[2], "`initial_backoff_ms` = "), c->retry.initial_backoff_ms);
+	same(t, "retry", "default max_backoff_ms",
+	     qty_after(t, "retry", r.cell[2], "`max_backoff_ms` = "), c->retry.max_backoff_ms);
+	same(t, "retry", "default backoff_multiplier_pct",
+	     qty_after(t, "retry", r.cell[2], "`backoff_multiplier_pct` = "),
+	     c->retry.backoff_multiplier_pct);
 	get_row(t, "soap_version", &r);
 	same(t, "soap_version", "default",
 	     (uint64_t)enum_value(t, "soap_version", r.cell[1], soap_versions),
