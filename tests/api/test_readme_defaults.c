@@ -357,6 +357,59 @@ static int listed(wms_status s)
 	return 0;
 }
 
+static const char *outcome_name(wms_outcome o)
+{
+	return o == WMS_OUTCOME_SUCCESS ? "success" : o == WMS_OUTCOME_FAILURE ? "failure" : "ignored";
+}
+
+/* wms_error_outcome for an error of status `st` (an HTTP status, a fault
+ * code as errors.h keeps it: "namespace prefix removed") against what README's breaker column expects of it. */
+static void outcome_is(const char *name, wms_status st, int http, const char *fault,
+		       wms_outcome want, const char *cell)
+{
+	wms_error e;
+	wms_outcome got;
+	wms_error_clear(&e);
+	e.status = st;
+	e.http_status = http;
+	if (fault)
+		snprintf(e.fault_code, sizeof(e.fault_code), "%s", fault);
+	got = wms_error_outcome(&e);
+	if (got != want)
+		mismatch("status table, row `%s` (HTTP %d, fault %s): README's breaker column \"%s\" "
+			 "means %s, wms_error_outcome says %s",
+			 name, http, fault ? fault : "none", cell, outcome_name(want),
+			 outcome_name(got));
+}
+
+/* The breaker column: "success", "failure", "not counted" / "rejected"
+ * (the breaker records nothing: IGNORED), "—" (no call made), or, for HTTP
+ * and SOAP faults, the two cases they name. */
+static void breaker_column_matches(const char *name, wms_status st, const char *cell)
+{
+	if (strcmp(cell, "success") == 0)
+		outcome_is(name, st, 0, NULL, WMS_OUTCOME_SUCCESS, cell);
+	else if (strcmp(cell, "failure") == 0)
+		outcome_is(name, st, 0, NULL, WMS_OUTCOME_FAILURE, cell);
+	else if (strcmp(cell, "not counted") == 0 || strcmp(cell, "rejected") == 0)
+		outcome_is(name, st, 0, NULL, WMS_OUTCOME_IGNORED, cell);
+	else if (st == WMS_ERR_HTTP && strstr(cell, "5xx failure") && strstr(cell, "not counted")) {
+		outcome_is(name, st, 503, NULL, WMS_OUTCOME_FAILURE, cell);
+		outcome_is(name, st, 404, NULL, WMS_OUTCOME_IGNORED, cell);
+		outcome_is(name, st, 302, NULL, WMS_OUTCOME_IGNORED, cell);
+	} else if (st == WMS_ERR_SOAP_FAULT && strstr(cell, "Server/Receiver: failure") &&
+		   strstr(cell, "Client/Sender and envelope-level: not counted")) {
+		outcome_is(name, st, 500, "Server", WMS_OUTCOME_FAILURE, cell);
+		outcome_is(name, st, 500, "Receiver", WMS_OUTCOME_FAILURE, cell);
+		outcome_is(name, st, 500, "Client", WMS_OUTCOME_IGNORED, cell);
+		outcome_is(name, st, 500, "Sender", WMS_OUTCOME_IGNORED, cell);
+		outcome_is(name, st, 500, "VersionMismatch", WMS_OUTCOME_IGNORED, cell);
+	} else if (strcmp(cell, "\xE2\x80\x94") != 0) /* an em dash: no call was made */
+		mismatch("status table, row `%s`: breaker column \"%s\" is none of success, "
+			 "failure, not counted, rejected, \xE2\x80\x94 or the HTTP and fault cases",
+			 name, cell);
+}
+
 static void status_codes_match_readme(void **state)
 {
 	const char *p;
@@ -395,6 +448,7 @@ static void status_codes_match_readme(void **state)
 		if (n != (uint64_t)statuses[i].value)
 			mismatch("status table: README says `%s` (%llu), the enum has %d", name,
 				 (unsigned long long)n, (int)statuses[i].value);
+		breaker_column_matches(name, statuses[i].value, r.cell[2]);
 	}
 	for (i = 0; i < N_STATUSES; i++)
 		if (seen[i] != 1)
