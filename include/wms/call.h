@@ -62,8 +62,8 @@ typedef struct wms_call_options {
 	 *  no control characters or '"'. */
 	const char *soap_action;
 	/** The reply's Body element expected: its namespace URI (NULL: any, ""
-	 *  for none) and local name (NULL: any single element). Anything else
-	 *  is WMS_ERR_UNEXPECTED_REPLY. */
+	 *  for none) and local name (NULL: any single element; "" names none:
+	 *  WMS_ERR_INVALID_ARG). Anything else is WMS_ERR_UNEXPECTED_REPLY. */
 	const char *reply_namespace;
 	const char *reply_element;
 	/** Non-zero when sending the request twice does no harm (a read, or a

@@ -49,8 +49,9 @@ typedef struct wms_config wms_config;
 WMS_EXTERN(wms_status) wms_config_load_yaml(wms_config **out, const char *path, wms_error *err);
 
 /** The same from memory (`yaml` need not be NUL-terminated, at most 1 MiB:
- *  "<name>: larger than 1 MiB (<len> bytes): not an SLA file"); `name` is
- *  used in messages in place of a file name (NULL: "<yaml>"). */
+ *  "<name>: larger than 1 MiB (<len> bytes): not an SLA file"; an empty
+ *  one is WMS_ERR_CONFIG, "the file is empty"); `name` is used in messages
+ *  in place of a file name (NULL: "<yaml>"). */
 WMS_EXTERN(wms_status) wms_config_parse_yaml(wms_config **out, const char *yaml, size_t len,
 					     const char *name, wms_error *err);
 

@@ -64,6 +64,7 @@ static wms_status parse_userinfo(wms__redis_addr *out, const char *p, size_t n, 
 static wms_status parse_tcp(wms__redis_addr *out, const char *s, wms_error *err)
 {
 	const char *at, *hp, *slash, *end, *colon;
+	size_t hn;
 	wms_status st;
 	uint64_t port;
 
@@ -93,7 +94,8 @@ static wms_status parse_tcp(wms__redis_addr *out, const char *s, wms_error *err)
 		if (copy_part(out->host, sizeof(out->host), s, (size_t)((colon ? colon : hp) - s)))
 			return BAD("shared.redis_url: the host is too long");
 	}
-	if (!out->host[0] || wms__url_bad_byte(out->host, strlen(out->host)) < strlen(out->host))
+	hn = strlen(out->host);
+	if (!hn || wms__url_bad_byte(out->host, hn) < hn)
 		return BAD("shared.redis_url: the host is empty or holds a blank or control byte");
 	out->port = 6379;
 	if (colon) {

@@ -442,13 +442,15 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "options version %u is not supported (this libwms knows 2-%u)",
 				 opts->version, WMS_CLIENT_OPTIONS_VERSION);
-	if (!transport && (!opts->endpoint || !has_scheme(opts->endpoint)))
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "endpoint must be an http:// or https:// URL");
 	/* libcurl's endpoint (a custom transport's is its own business); the
 	 * URL itself is not repeated: it may hold a user and password */
 	if (!transport) {
-		size_t n = strlen(opts->endpoint), bad = wms__url_bad_byte(opts->endpoint, n);
+		size_t n, bad;
+		if (!opts->endpoint || !has_scheme(opts->endpoint))
+			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+					 "endpoint must be an http:// or https:// URL");
+		n = strlen(opts->endpoint);
+		bad = wms__url_bad_byte(opts->endpoint, n);
 		if (bad < n)
 			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					 "endpoint: byte %zu is a space, control character or DEL "
