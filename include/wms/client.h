@@ -290,7 +290,11 @@ WMS_EXTERN(wms_status) wms_client_new(wms_client **out, const wms_client_options
 /** NULL-safe. No call may be in flight on the client. With
  *  options.shared, outcomes still queued for Redis are sent first (for
  *  at most two shared.command_timeout_ms), and a state-change listener
- *  running on the store's thread is waited for. */
+ *  running on the store's thread is waited for. In a child forked since
+ *  the client was made (where its operations return WMS_ERR_INVALID_ARG),
+ *  it lets go of the client without a byte sent on the parent's
+ *  connections, a callback run, a lock waited for or a thread joined
+ *  (README, "Processes and fork()"). */
 WMS_EXTERN(void) wms_client_free(wms_client *client);
 
 /** The client's breaker (owned by the client unless one was passed in). With

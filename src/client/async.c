@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
+#include "util/fork.h"
 #include "client/client.h"
 #include "transport/engine.h"
 #include "util/heap.h"
@@ -119,6 +120,10 @@ struct wms_async {
 	int free_pending;
 	int client_going; /* its client is being freed: no call starts */
 	int loop_failed; /* a watch or timer callback returned -1 */
+	/* the process it was made in (util/fork.h); forgotten: let go of in
+	 * a child forked since (forget), no loop callback runs any more */
+	unsigned long fork_gen;
+	int forgotten;
 	struct wms_async *next_in_client;
 };
 
@@ -233,8 +238,11 @@ static void own_unwatched(wms_async *a, int fd, struct watch *w)
 static wms_status engine_watch(void *ctx, int fd, int what)
 {
 	wms_async *a = ctx;
-	struct watch *w = watch_of(a, fd, what != WMS_POLL_REMOVE);
+	struct watch *w;
 	int rc;
+	if (a->forgotten)
+		return WMS_OK; /* the epoll set and the caller's loop are the parent's too */
+	w = watch_of(a, fd, what != WMS_POLL_REMOVE);
 	if (!w)
 		return what == WMS_POLL_REMOVE ? WMS_OK : WMS_ERR_NOMEM;
 	if (!a->o.watch)
@@ -268,7 +276,7 @@ static wms_status engine_watch(void *ctx, int fd, int what)
 static void engine_closing(void *ctx, int fd)
 {
 	wms_async *a = ctx;
-	struct watch *w = watch_of(a, fd, 0);
+	struct watch *w = a->forgotten ? NULL : watch_of(a, fd, 0);
 	if (!w)
 		return;
 	if (w->what)
@@ -307,7 +315,7 @@ static void update_timer(wms_async *a)
 	wms__timer *t = wms__heap_top(&a->timers);
 	long ms;
 	uint64_t now;
-	if (!a->o.timer)
+	if (!a->o.timer || a->forgotten)
 		return;
 	if (!t) {
 		if (a->armed) {
@@ -785,7 +793,7 @@ static void flush_marked(wms_async *a)
 
 wms_status wms_async_cancel(wms_async *a, wms_async_call *x)
 {
-	if (!a || !x || x->a != a || a->in_loop_cb)
+	if (!a || !x || x->a != a || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	cancel_call(x, "cancelled by the caller");
@@ -823,7 +831,7 @@ static size_t cancel_every(wms_async *a, const char *why, uint64_t upto)
 size_t wms_async_cancel_all(wms_async *a)
 {
 	size_t n;
-	if (!a || a->in_loop_cb)
+	if (!a || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return 0;
 	enter(a);
 	n = cancel_every(a, "cancelled by the caller", a->seq);
@@ -988,7 +996,7 @@ static wms_status start(wms_async_call **handle, wms_async *a, enum kind kind, c
 
 	if (handle)
 		*handle = NULL;
-	if (!a || !cbp || a->in_loop_cb)
+	if (!a || !cbp || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	c = a->client;
 	wms_error_clear(&err);
@@ -1216,7 +1224,7 @@ static wms_status loop_status(wms_async *a)
 
 wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 {
-	if (!a || a->in_loop_cb)
+	if (!a || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	if (!a->engine)
 		return WMS_OK;
@@ -1235,7 +1243,7 @@ wms_status wms_async_socket_action(wms_async *a, int fd, int events)
 
 wms_status wms_async_timeout(wms_async *a)
 {
-	if (!a || a->in_loop_cb)
+	if (!a || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	flush_marked(a);
@@ -1326,7 +1334,7 @@ static wms_status poll_step(wms_async *a, int timeout_ms)
 wms_status wms_async_poll(wms_async *a, int timeout_ms)
 {
 	wms_status st;
-	if (!a || a->o.watch || a->in_loop_cb)
+	if (!a || a->o.watch || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	st = poll_step(a, timeout_ms);
@@ -1341,7 +1349,7 @@ wms_status wms_async_run(wms_async *a, int timeout_ms)
 {
 	uint64_t end = timeout_ms >= 0 ? wms__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
 	wms_status st = WMS_OK;
-	if (!a || a->o.watch || a->in_loop_cb)
+	if (!a || a->o.watch || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	enter(a);
 	while (a->in_flight && !a->free_pending) {
@@ -1378,6 +1386,8 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
 	*out = NULL;
 	if (!c)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "client is NULL");
+	if ((st = wms__client_check_process(c, err)) != WMS_OK)
+		return st;
 	if (!opts)
 		opts = &defaults;
 	if (opts->version != WMS_ASYNC_OPTIONS_VERSION)
@@ -1399,6 +1409,7 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
 	if (!a->o.max_in_flight)
 		a->o.max_in_flight = DEFAULT_IN_FLIGHT;
 	a->client = c;
+	a->fork_gen = c->fork_gen;
 	a->epfd = -1;
 	wms__timer_init(&a->engine_timer);
 	if (!a->o.watch && (a->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
@@ -1447,6 +1458,45 @@ static void detach(wms_async *a, const char *why)
 	a->depth--;
 }
 
+/* In a child forked since `a` was made, its calls and connections are the
+ * parent's: each call goes without its callback (the parent runs it), the
+ * engine without a byte sent on its connections (the curl engine sees the
+ * fork itself), and nothing is asked of the epoll set (shared with the
+ * parent) or of the caller's loop: forgotten, no loop callback runs. */
+static void forget(wms_async *a)
+{
+	struct wms_async_call *x;
+	if (a->forgotten)
+		return;
+	a->forgotten = 1;
+	if (a->engine) {
+		a->ops->destroy(a->engine);
+		a->engine = NULL;
+	}
+	while ((x = a->calls) != NULL) {
+		unlink_call(a, x);
+		wms_http_response_clear(&x->resp);
+		call_release(a, x);
+	}
+	a->marked = 0;
+	while ((x = a->later) != NULL) {
+		a->later = x->next;
+		if (x->kind == K_STOCK)
+			wms_stock_reply_free(x->out.stock);
+		else if (x->kind == K_CALL)
+			wms__xml_doc_free(x->out.doc);
+		call_release(a, x);
+	}
+	a->later_tail = NULL;
+}
+
+void wms__async_client_forgotten(wms_async *a)
+{
+	forget(a);
+	a->client_going = 1;
+	a->client = NULL; /* the caller still frees `a` */
+}
+
 void wms__async_client_gone(wms_async *a)
 {
 	a->client_going = 1;
@@ -1475,6 +1525,13 @@ void wms_async_free(wms_async *a)
 {
 	if (!a || a->free_pending)
 		return;
+	if (wms__forked_since(a->fork_gen)) {
+		forget(a);
+		if (a->client)
+			wms__client_async_remove(a->client, a);
+		async_release(a);
+		return;
+	}
 	if (a->depth) {
 		/* from one of its callbacks: the outermost dispatch frees it;
 		 * its calls are cancelled now, unless libcurl is running (a

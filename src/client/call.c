@@ -671,6 +671,8 @@ wms_status wms__perform(wms_client *c, const call *k, wms_error *err)
 	uint64_t pause;
 	wms_status st;
 
+	if ((st = wms__client_check_process(c, err)) != WMS_OK)
+		return st;
 	if (!wms__call_admit(c, k, 1, &at, &st, err))
 		return st;
 	ws = wms__xml_pool_take(c->xml_pool);

@@ -100,7 +100,15 @@ struct wms_client {
 	struct wms__read_cache *read_cache;
 	/* the async contexts made on it (async.c), under calls_lock */
 	struct wms_async *asyncs;
+	/* the process it was made in (util/fork.h): its generation, and its
+	 * id for the message a forked child is refused with */
+	unsigned long fork_gen;
+	long pid;
 };
+
+/* WMS_OK, or (in a child forked since c was made) INVALID_ARG with err
+ * saying so: nothing of c's is touched. */
+wms_status wms__client_check_process(const wms_client *c, wms_error *err);
 
 /* The breaker and bulkhead slot of a typed operation. */
 size_t wms__client_slot(wms_client *c, wms__op op);
@@ -197,6 +205,9 @@ void wms__client_async_remove(wms_client *c, struct wms_async *a);
 /* The client is being freed: a's calls complete as cancelled, its engine
  * goes, it is left without a client. */
 void wms__async_client_gone(struct wms_async *a);
+/* The same in a child forked since: the calls go without callbacks and the
+ * engine without touching the parent's connections (async.c's forget). */
+void wms__async_client_forgotten(struct wms_async *a);
 /* The context's place in its client's list (async.c owns the struct). */
 struct wms_async **wms__async_next(struct wms_async *a);
 

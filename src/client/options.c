@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "breaker/breaker_int.h"
 #include "client/client.h"
+#include "util/fork.h"
 #include "wms/sys/breaker_store.h"
 
 /* The bytes of the options a caller built for `version` (2 ends before
@@ -56,14 +57,30 @@ void wms__client_async_add(wms_client *c, struct wms_async *a)
 void wms__client_async_remove(wms_client *c, struct wms_async *a)
 {
 	struct wms_async **p;
-	if (c->calls_lock_ready)
+	/* in a child forked since, another thread of the parent's may have
+	 * held the lock at the fork: the child's only thread needs none */
+	int lock = c->calls_lock_ready && !wms__forked_since(c->fork_gen);
+	if (lock)
 		pthread_mutex_lock(&c->calls_lock);
 	for (p = &c->asyncs; *p && *p != a; p = wms__async_next(*p))
 		;
 	if (*p)
 		*p = *wms__async_next(a);
-	if (c->calls_lock_ready)
+	if (lock)
 		pthread_mutex_unlock(&c->calls_lock);
+}
+
+wms_status wms__client_check_process(const wms_client *c, wms_error *err)
+{
+	if (!wms__forked_since(c->fork_gen))
+		return WMS_OK;
+	wms_error_clear(err);
+	return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			 "this client was made in process %ld and cannot be used in process %ld, "
+			 "forked from it since: its connections are that process's; make a "
+			 "client in this one (wms_client_free lets go of the inherited one "
+			 "without touching them)",
+			 c->pid, (long)getpid());
 }
 
 void wms_client_free(wms_client *c)
@@ -72,11 +89,16 @@ void wms_client_free(wms_client *c)
 	if (!c)
 		return;
 	/* calls in flight on its async contexts complete as cancelled first:
-	 * they hold its breakers' permits and its transport's handles */
+	 * they hold its breakers' permits and its transport's handles. In a
+	 * child forked since, they are the parent's: let go of, with no
+	 * callback run. */
 	while (c->asyncs) {
 		struct wms_async *a = c->asyncs;
 		c->asyncs = *wms__async_next(a);
-		wms__async_client_gone(a);
+		if (wms__forked_since(c->fork_gen))
+			wms__async_client_forgotten(a);
+		else
+			wms__async_client_gone(a);
 	}
 	if (c->transport && c->transport->free)
 		c->transport->free(c->transport);
@@ -86,8 +108,15 @@ void wms_client_free(wms_client *c)
 			if (c->breakers[i] && (i == 0 || c->breakers[i] != c->breakers[0]))
 				wms_breaker_free(c->breakers[i]);
 	wms_breaker_store_free(c->store); /* after its breakers */
-	for (i = 0; i < WMS__CLIENT_SLOTS; i++)
-		wms__bulkhead_destroy(&c->bulkheads[i]);
+	/* In a child forked since, a thread of the parent's that was waiting
+	 * for a bulkhead slot at the fork is still counted as a waiter in the
+	 * child's copy of the condition variable, and glibc's
+	 * pthread_cond_destroy waits for its waiters: never. A mutex or a
+	 * condition variable holds nothing to release, so the child skips
+	 * destroying them. */
+	if (!wms__forked_since(c->fork_gen))
+		for (i = 0; i < WMS__CLIENT_SLOTS; i++)
+			wms__bulkhead_destroy(&c->bulkheads[i]);
 	for (i = 0; i < WMS_MAX_CALL_OPERATIONS; i++)
 		wms__free(c->call_names[i]);
 	if (c->calls_lock_ready)
@@ -258,7 +287,10 @@ wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *o
 {
 	size_t i, n;
 	int made = 0;
-	wms_status st = WMS_OK;
+	wms_status st = wms__client_check_process(c, err);
+
+	if (st != WMS_OK)
+		return st; /* before calls_lock, which another thread may have held at the fork */
 
 	*out = 0;
 	if (atomic_load(&c->breaker_count) == 1)
@@ -613,6 +645,8 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 		goto fail;
 	}
 	make_id_prefix(c);
+	c->fork_gen = wms__fork_gen_now();
+	c->pid = (long)getpid();
 	if (pthread_mutex_init(&c->calls_lock, NULL) != 0) {
 		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 		goto fail;

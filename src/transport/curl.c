@@ -14,10 +14,12 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <curl/curl.h>
 #include "init.h"
 #include "util/affine.h"
+#include "util/fork.h"
 #include "internal.h"
 #include "wms/sys/transport.h"
 #include "transport/curl_int.h"
@@ -73,12 +75,16 @@ wms_status wms__curl_global_init(int *routed)
 
 /* ---- share locks ------------------------------------------------------ */
 
+/* In a child forked since the transport was made, only the transport's
+ * free runs (every call is refused before it), on the child's one thread:
+ * the locks are skipped, since another thread of the parent's may have held
+ * one at the fork, and nobody would ever release it. */
 static void share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *userptr)
 {
 	struct curl_transport *t = userptr;
 	(void)handle;
 	(void)access;
-	if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST)
+	if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST && !wms__forked_since(t->fork_gen))
 		pthread_mutex_lock(&t->share_locks[data]);
 }
 
@@ -86,8 +92,80 @@ static void share_unlock(CURL *handle, curl_lock_data data, void *userptr)
 {
 	struct curl_transport *t = userptr;
 	(void)handle;
-	if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST)
+	if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST && !wms__forked_since(t->fork_gen))
 		pthread_mutex_unlock(&t->share_locks[data]);
+}
+
+/* ---- the sockets libcurl holds, and fork() ---------------------------- */
+
+/* A child forked since the transport was made holds copies of the parent's
+ * connections (util/fork.h). Letting go of them the usual way would reach
+ * the parent's peer: OpenSSL's close_notify, libcurl's read to drain it.
+ * So every socket libcurl opens is noted here (a connection's cost, not a
+ * call's), and the child points those still open at /dev/null first. */
+curl_socket_t wms__curl_on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct curl_transport *t = clientp;
+	curl_socket_t fd;
+	int type = addr->socktype;
+	(void)purpose;
+#ifdef SOCK_CLOEXEC
+	type |= SOCK_CLOEXEC; /* nor does a program the caller execs inherit it */
+#endif
+	fd = socket(addr->family, type, addr->protocol);
+	if (fd == CURL_SOCKET_BAD)
+		return fd; /* errno is libcurl's to report */
+	pthread_mutex_lock(&t->socks_lock);
+	if (t->socks_count == t->socks_cap) {
+		size_t cap = t->socks_cap ? 2 * t->socks_cap : 8;
+		curl_socket_t *grown = wms__realloc(t->socks, cap * sizeof(*grown));
+		if (grown) {
+			t->socks = grown;
+			t->socks_cap = cap;
+		}
+	}
+	/* without memory the socket goes unnoted: only a child's letting go
+	 * of it is at stake, not the call */
+	if (t->socks_count < t->socks_cap)
+		t->socks[t->socks_count++] = fd;
+	pthread_mutex_unlock(&t->socks_lock);
+	return fd;
+}
+
+void wms__curl_socket_closed(struct curl_transport *t, curl_socket_t fd)
+{
+	size_t i;
+	int lock = !wms__forked_since(t->fork_gen);
+	if (lock)
+		pthread_mutex_lock(&t->socks_lock);
+	for (i = 0; i < t->socks_count; i++)
+		if (t->socks[i] == fd) {
+			t->socks[i] = t->socks[--t->socks_count];
+			break;
+		}
+	if (lock)
+		pthread_mutex_unlock(&t->socks_lock);
+}
+
+int wms__curl_forked(const struct curl_transport *t)
+{
+	return wms__forked_since(t->fork_gen);
+}
+
+void wms__curl_forget_sockets(struct curl_transport *t)
+{
+	size_t i;
+	if (t->socks_forgotten || !wms__forked_since(t->fork_gen))
+		return;
+	t->socks_forgotten = 1;
+	for (i = 0; i < t->socks_count; i++)
+		(void)wms__fd_forget(t->socks[i]);
+}
+
+static int on_close(void *clientp, curl_socket_t fd)
+{
+	wms__curl_socket_closed(clientp, fd);
+	return close(fd);
 }
 
 /* ---- handle pool ------------------------------------------------------ */
@@ -720,6 +798,10 @@ static CURLcode setup(struct curl_transport *t, struct conn *k)
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	SETOPT(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
 	SETOPT(CURLOPT_SOCKOPTDATA, (void *)k);
+	SETOPT(CURLOPT_OPENSOCKETFUNCTION, wms__curl_on_open);
+	SETOPT(CURLOPT_OPENSOCKETDATA, (void *)t);
+	SETOPT(CURLOPT_CLOSESOCKETFUNCTION, on_close);
+	SETOPT(CURLOPT_CLOSESOCKETDATA, (void *)t);
 #if LIBCURL_VERSION_NUM >= 0x075000
 	SETOPT(CURLOPT_PREREQFUNCTION, on_prereq);
 	SETOPT(CURLOPT_PREREQDATA, &k->c);
@@ -968,6 +1050,8 @@ static void curl_transport_free(wms_transport *self)
 	size_t i;
 	if (!t)
 		return;
+	/* in a child forked since: the parent's connections first let go of */
+	wms__curl_forget_sockets(t);
 	/* Every handle must leave the share before the share can go. */
 	for (i = 0; i < t->idle_count; i++)
 		conn_free(t->idle[i].item);
@@ -979,6 +1063,9 @@ static void curl_transport_free(wms_transport *self)
 			pthread_mutex_destroy(&t->share_locks[i]);
 	if (t->pool_lock_ready)
 		pthread_mutex_destroy(&t->pool_lock);
+	if (t->socks_lock_ready)
+		pthread_mutex_destroy(&t->socks_lock);
+	wms__free(t->socks);
 	wms__free(t->idle);
 	wms__free(t->user_agent);
 	wms__free(t->ca_file);
@@ -1114,11 +1201,17 @@ wms_status wms_curl_transport_create(wms_transport **out, const wms_curl_transpo
 	t->parent.send = curl_send;
 	t->parent.free = curl_transport_free;
 
+	t->fork_gen = wms__fork_gen_now();
 	if (pthread_mutex_init(&t->pool_lock, NULL) != 0) {
 		st = WMS_ERR_INTERNAL;
 		goto done;
 	}
 	t->pool_lock_ready = 1;
+	if (pthread_mutex_init(&t->socks_lock, NULL) != 0) {
+		st = WMS_ERR_INTERNAL;
+		goto done;
+	}
+	t->socks_lock_ready = 1;
 	for (i = 0; i < CURL_LOCK_DATA_LAST; i++) {
 		if (pthread_mutex_init(&t->share_locks[i], NULL) != 0) {
 			while (i--)

@@ -137,6 +137,7 @@ static void let_go(struct wms__engine *e, struct wms__xfer *x)
 static int on_close(void *clientp, curl_socket_t fd)
 {
 	struct wms__engine *e = clientp;
+	wms__curl_socket_closed(e->t, fd);
 	if (fd >= 0 && (size_t)fd < e->by_fd_cap)
 		e->by_fd[fd] = NULL;
 	e->loop.closing(e->loop.ctx, (int)fd);
@@ -199,6 +200,11 @@ static void engine_destroy(wms__engine *e)
 	size_t i;
 	if (!e || e->dead)
 		return;
+	/* in a child forked since: the connections are the parent's, let go
+	 * of without a byte (the transport's sockets, this engine's among
+	 * them, point at /dev/null first); the async context left the loop
+	 * alone, and its calls went without callbacks */
+	wms__curl_forget_sockets(e->t);
 	/* the caller cancelled every transfer; any left go unreported */
 	while (e->running) {
 		struct wms__xfer *x = e->running;

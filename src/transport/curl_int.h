@@ -131,6 +131,16 @@ struct curl_transport {
 	wms__affine_slot *idle; /* thread-affine (util/affine.h) */
 	size_t idle_max;
 	size_t idle_count;
+	/* The sockets libcurl opened for this transport, its blocking calls'
+	 * and its async engines', and has not closed (wms__curl_on_open and
+	 * wms__curl_socket_closed), for a child forked since to let go of
+	 * without touching the parent's connections. */
+	pthread_mutex_t socks_lock;
+	int socks_lock_ready;
+	curl_socket_t *socks;
+	size_t socks_count, socks_cap;
+	unsigned long fork_gen; /* the process it was made in (util/fork.h) */
+	int socks_forgotten;
 };
 
 
@@ -141,6 +151,16 @@ struct conn *wms__curl_conn_new(int own_multi);
 void wms__curl_conn_free(struct conn *k);
 /* curl_async.c's engine */
 const struct wms__engine_ops *wms__curl_engine(void);
+/* The sockets (curl.c): every handle opens its sockets through
+ * wms__curl_on_open (CURLOPT_OPENSOCKETFUNCTION, data: the transport), and
+ * whatever closes one (CURLOPT_CLOSESOCKETFUNCTION) calls
+ * wms__curl_socket_closed first. In a child forked since the transport was
+ * made, wms__curl_forget_sockets points every socket still open at
+ * /dev/null (once; later calls do nothing) before libcurl lets go. */
+curl_socket_t wms__curl_on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr);
+void wms__curl_socket_closed(struct curl_transport *t, curl_socket_t fd);
+int wms__curl_forked(const struct curl_transport *t);
+void wms__curl_forget_sockets(struct curl_transport *t);
 /* What send checks before it takes a handle. */
 wms_status wms__curl_check_request(const wms_http_request *req, wms_error *err);
 /* k set up to carry req into resp (cleared): options, headers, the

@@ -22,8 +22,11 @@
 #include "wms/call.h"
 #include "wms/sys/transport.h"
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include "internal.h" /* wms__now_ns */
 #include "build_kind.h"
+#include "child_exit.h"
 #include "loopback.h"
 #include "sample_order.h"
 
@@ -50,6 +53,7 @@ typedef struct gate {
 	unsigned inside;   /* calls in send() now */
 	unsigned most;     /* the most there were at once */
 	unsigned sends;
+	int in_child; /* freed in a forked child: see gate_free */
 } gate;
 
 static wms_status gate_send(wms_transport *self, const wms_http_request *req,
@@ -77,8 +81,12 @@ static wms_status gate_send(wms_transport *self, const wms_http_request *req,
 static void gate_free(wms_transport *self)
 {
 	gate *g = (gate *)self;
-	pthread_mutex_destroy(&g->lock);
-	pthread_cond_destroy(&g->changed);
+	/* in a forked child, a call of the parent's may still wait on
+	 * `changed` in the copy, and pthread_cond_destroy would wait for it */
+	if (!g->in_child) {
+		pthread_mutex_destroy(&g->lock);
+		pthread_cond_destroy(&g->changed);
+	}
 	free(g);
 }
 
@@ -388,6 +396,64 @@ static void waits_for_a_freed_slot(void **state)
 	wms_breaker_snapshot_get(&bs, wms_client_breaker(c));
 	assert_int_equal(bs.permitted, 4);
 	assert_int_equal(bs.successes, 4);
+	wms_client_free(c);
+}
+
+/* fork() while one call holds the only slot and another waits for it. In
+ * the child the client's copy of the bulkhead still counts the waiter (a
+ * thread of the parent's, absent there), and glibc's pthread_cond_destroy
+ * waits for a condition variable's waiters: wms_client_free must return
+ * at once there all the same (the child's alarm ends a hang as a failure),
+ * and the child's own call is refused before the bulkhead. The two calls
+ * go on in the parent. Twice on one client. */
+static void free_in_a_child_while_a_caller_waits(void **state)
+{
+	gate *g = gate_new();
+	wms_client *c = client_with(&g->parent, NULL, 1, 60000, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
+	wms_bulkhead_snapshot s;
+	caller a, b;
+	(void)state;
+
+	for (int round = 1; round <= 2; round++) {
+		uint64_t until = wms__now_ns() + 30000000000ull;
+		int status = 0;
+		pid_t pid;
+		gate_set(g, 0);
+		start(&a, c, 0, NULL);
+		gate_wait_inside(g, 1);
+		start(&b, c, 0, NULL);
+		do {
+			sleep_ms(1);
+			assert_int_equal(wms_client_bulkhead_get(&s, c, NULL), WMS_OK);
+		} while (s.waiting != 1 && wms__now_ns() < until);
+		assert_int_equal(s.waiting, 1);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			wms_order order = sample_order();
+			wms_submit_reply r;
+			wms_error err;
+			alarm(10);
+			child_leaks_begin();
+			if (wms_submit_order(&r, c, &order, &err) != WMS_ERR_INVALID_ARG)
+				child_exit(2);
+			if (err.delivery != WMS_DELIVERY_NOT_SENT || !strstr(err.message, "forked"))
+				child_exit(3);
+			g->in_child = 1;
+			wms_client_free(c);
+			child_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_int_equal(g->sends, (unsigned)(2 * round - 1)); /* the child sent nothing */
+		gate_set(g, 1);
+		assert_int_equal(pthread_join(a.thread, NULL), 0);
+		assert_int_equal(pthread_join(b.thread, NULL), 0);
+		assert_int_equal(a.st, WMS_OK);
+		assert_int_equal(b.st, WMS_OK);
+	}
+	assert_bulkhead(c, NULL, 0, 4, 2, 0);
 	wms_client_free(c);
 }
 
@@ -800,6 +866,7 @@ int main(void)
 		cmocka_unit_test(cap_holds_and_rejects),
 		cmocka_unit_test(cap_of_one),
 		cmocka_unit_test(waits_for_a_freed_slot),
+		cmocka_unit_test(free_in_a_child_while_a_caller_waits),
 		cmocka_unit_test(a_wait_runs_out),
 		cmocka_unit_test(open_breaker_before_bulkhead),
 		cmocka_unit_test(one_bulkhead_per_operation),

@@ -97,7 +97,10 @@ struct wms_transport {
 	 */
 	wms_status (*send)(wms_transport *self, const wms_http_request *req,
 			   wms_http_response *resp, wms_error *err);
-	/** Release the transport. */
+	/** Release the transport. wms_client_free also calls it in a child
+	 *  forked since the client was made (its send is never called there):
+	 *  the connections it holds are then the parent's too, so let go of
+	 *  them without writing to them (README, "Processes and fork()"). */
 	void (*free)(wms_transport *self);
 };
 
