@@ -181,6 +181,15 @@ static void conn_forget(struct conn *k)
 	k->configured = 0;
 }
 
+/* The correlation node (link_correlation), part of k, off the cached
+ * header list again. */
+static void unlink_correlation(struct conn *k)
+{
+	if (k->corr_tail)
+		k->corr_tail->next = NULL;
+	k->corr_tail = NULL;
+}
+
 static void conn_free(struct conn *k)
 {
 	if (!k)
@@ -191,6 +200,9 @@ static void conn_free(struct conn *k)
 	if (k->h)
 		curl_easy_cleanup(k->h);
 	conn_forget(k);
+	/* a transfer let go of unfinished (an engine's, in a forked child)
+	 * still has the correlation node, part of k, linked */
+	unlink_correlation(k);
 	curl_slist_free_all(k->headers);
 #if LIBCURL_VERSION_NUM >= 0x073f00
 	curl_url_cleanup(k->u); /* after h, which may point at it */
@@ -1002,9 +1014,7 @@ wms_status wms__curl_finish(struct conn *k, const wms_http_request *req, CURLcod
 	long http_status = 0;
 
 	c->lib_alloc_failed = wms__alloc_lib_failures() != k->lib_failures;
-	if (k->corr_tail)
-		k->corr_tail->next = NULL;
-	k->corr_tail = NULL;
+	unlink_correlation(k);
 	/* libcurl's per-handle count of resends (see "Handle reuse"): a call that
 	 * opened a socket or failed may have moved it, the next starts afresh. */
 	if (rc != CURLE_OK || c->sockets)

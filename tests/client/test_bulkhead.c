@@ -23,7 +23,6 @@
 #include "wms/sys/transport.h"
 #include <time.h>
 #include <unistd.h>
-#include <sys/wait.h>
 #include "internal.h" /* wms__now_ns */
 #include "build_kind.h"
 #include "child_exit.h"
@@ -416,7 +415,7 @@ static void free_in_a_child_while_a_caller_waits(void **state)
 
 	for (int round = 1; round <= 2; round++) {
 		uint64_t until = wms__now_ns() + 30000000000ull;
-		int status = 0;
+		char why[160];
 		pid_t pid;
 		gate_set(g, 0);
 		start(&a, c, 0, NULL);
@@ -433,8 +432,7 @@ static void free_in_a_child_while_a_caller_waits(void **state)
 			wms_order order = sample_order();
 			wms_submit_reply r;
 			wms_error err;
-			alarm(10);
-			child_leaks_begin();
+			child_begin(10);
 			if (wms_submit_order(&r, c, &order, &err) != WMS_ERR_INVALID_ARG)
 				child_exit(2);
 			if (err.delivery != WMS_DELIVERY_NOT_SENT || !strstr(err.message, "forked"))
@@ -443,9 +441,8 @@ static void free_in_a_child_while_a_caller_waits(void **state)
 			wms_client_free(c);
 			child_exit(0);
 		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
+		if (child_reap(pid, 15, why, sizeof(why)) != 0)
+			fail_msg("%s", why);
 		assert_int_equal(g->sends, (unsigned)(2 * round - 1)); /* the child sent nothing */
 		gate_set(g, 1);
 		assert_int_equal(pthread_join(a.thread, NULL), 0);
