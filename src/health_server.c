@@ -3,16 +3,25 @@
  * libmicrohttpd daemon whose one thread renders breaker snapshots
  * (src/health.c) and nothing else. libmicrohttpd appears in this file only;
  * without it (WMS_HAVE_MHD 0) the functions exist and refuse to start.
+ *
+ * A server started before a fork() is the parent's in the child: its
+ * thread is not there, and its sockets and epoll set are shared with the
+ * parent. Stopped in the child it lets go of the child's copies and of
+ * libwms's memory only (let_go_in_child).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "health_server_int.h"
 #include "internal.h"
+#include "util/fork.h"
 #include "wms/health.h"
 
 #if WMS_HAVE_MHD
@@ -28,6 +37,10 @@ struct wms_health_server {
 	size_t count;
 	char *prefix;
 	uint16_t port;
+	/* the address the listening socket is bound to (its connections'
+	 * local address: let_go_in_child) */
+	struct sockaddr_storage bound;
+	unsigned long fork_gen; /* started in this generation (util/fork.h) */
 };
 
 static wms_status bad_listen(wms_error *err, const char *where, const char *why)
@@ -117,11 +130,11 @@ static wms_status keep_clients(wms_health_server *srv, wms_client *const *client
 
 /* A listening socket made here rather than by MHD: its errors can name the
  * address and errno, and getsockname tells a port of 0's pick. */
-static wms_status open_listener(int *out, uint16_t *port, const struct sockaddr_storage *addr,
-				socklen_t addr_len, const char *where, wms_error *err)
+static wms_status open_listener(int *out, uint16_t *port, struct sockaddr_storage *bound,
+				const struct sockaddr_storage *addr, socklen_t addr_len,
+				const char *where, wms_error *err)
 {
-	struct sockaddr_storage bound;
-	socklen_t bound_len = sizeof(bound);
+	socklen_t bound_len = sizeof(*bound);
 	char why[128];
 	int one = 1, fd, e;
 	wms_status st = WMS_OK;
@@ -142,7 +155,7 @@ static wms_status open_listener(int *out, uint16_t *port, const struct sockaddr_
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)addr, addr_len) != 0 ||
 	    listen(fd, 64) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0) {
+	    getsockname(fd, (struct sockaddr *)bound, &bound_len) != 0) {
 		e = errno;
 		if (strerror_r(e, why, sizeof(why)) != 0)
 			snprintf(why, sizeof(why), "error %d", e);
@@ -151,8 +164,8 @@ static wms_status open_listener(int *out, uint16_t *port, const struct sockaddr_
 		close(fd);
 		return st;
 	}
-	*port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-						   : ((struct sockaddr_in *)&bound)->sin_port);
+	*port = ntohs(bound->ss_family == AF_INET6 ? ((struct sockaddr_in6 *)bound)->sin6_port
+						    : ((struct sockaddr_in *)bound)->sin_port);
 	*out = fd;
 	return st;
 }
@@ -323,7 +336,8 @@ static wms_status start_server(wms_health_server **out, wms_client *const *clien
 			       wms_strerror(WMS_ERR_NOMEM));
 		goto done;
 	}
-	st = open_listener(&fd, &srv->port, &addr, addr_len, where, err);
+	srv->fork_gen = wms__fork_gen_now();
+	st = open_listener(&fd, &srv->port, &srv->bound, &addr, addr_len, where, err);
 	if (st)
 		goto done;
 	/* From here MHD owns fd: it closes it on stop, and (we cannot tell
@@ -337,6 +351,122 @@ static wms_status start_server(wms_health_server **out, wms_client *const *clien
 done:
 	server_free(srv);
 	return st;
+}
+
+/* ---- in a child ------------------------------------------------------- */
+
+/* libmicrohttpd daemons let go of in a child (let_go_in_child): never
+ * stopped there, kept reachable from here for the child's life. */
+typedef struct kept_daemon {
+	struct MHD_Daemon *daemon;
+	struct kept_daemon *next;
+} kept_daemon;
+
+static _Atomic(kept_daemon *) kept_daemons;
+
+static int same_port(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const struct sockaddr_in *)a;
+		const struct sockaddr_in *y = (const struct sockaddr_in *)b;
+		return x->sin_port == y->sin_port &&
+		       (y->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			x->sin_addr.s_addr == y->sin_addr.s_addr);
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a;
+		const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)b;
+		return x->sin6_port == y->sin6_port &&
+		       (IN6_IS_ADDR_UNSPECIFIED(&y->sin6_addr) ||
+			IN6_ARE_ADDR_EQUAL(&x->sin6_addr, &y->sin6_addr));
+	}
+	return 0;
+}
+
+/* Whether `fd` is a connection accepted on the listening socket bound to
+ * `bound`: a stream socket, not listening, whose local address is that
+ * one (any of the family's, for a listener on the wildcard). While the
+ * listener is open (the parent's copy is) no other socket can have that
+ * port: connect() never picks it, and bind() is refused. */
+static int accepted_on(int fd, const struct sockaddr_storage *bound)
+{
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(int), alen = sizeof(local);
+	int listening = 1, type = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+		return 0;
+	memset(&local, 0, sizeof(local));
+	return getsockname(fd, (struct sockaddr *)&local, &alen) == 0 && same_port(&local, bound);
+}
+
+/* The child's copies of the connections the server held at the fork, by
+ * their local address (libmicrohttpd names no connection's socket). Held
+ * here, a connection the parent closes would stay open: its client would
+ * wait for an end that does not come until this process exits. Closing a
+ * copy sends nothing while the parent holds the connection. Without
+ * /proc, they stay open. */
+static void close_connections_in_child(const struct sockaddr_storage *bound)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int own;
+
+	if (!d)
+		return;
+	own = dirfd(d);
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		if (end == e->d_name || *end || fd < 0 || fd > INT32_MAX || fd == own)
+			continue;
+		if (accepted_on((int)fd, bound))
+			close((int)fd);
+	}
+	closedir(d);
+}
+
+/* wms_health_server_stop in a child forked since the start. The daemon's
+ * thread is the parent's and does not exist here, and its sockets and
+ * epoll set are shared with the parent: MHD_stop_daemon would join a
+ * thread that is not there, take locks that thread may have held, and shut
+ * down the parent's connections; anything that takes the listener out of
+ * the epoll set (as MHD_quiesce_daemon does) would stop the parent
+ * accepting. Only the child's copies of the listening socket, the epoll
+ * set and the connections are closed, so that the parent's stop frees the
+ * port and ends its connections; MHD's wake-up eventfd (which it does not
+ * name) stays open, unused. The daemon's memory stays allocated, reachable
+ * from kept_daemons. */
+static void let_go_in_child(wms_health_server *srv)
+{
+	const union MHD_DaemonInfo *info;
+	kept_daemon *k;
+	MHD_socket lfd = MHD_INVALID_SOCKET;
+	int efd = -1;
+
+	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+	if (info)
+		lfd = info->listen_fd;
+	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+	if (info)
+		efd = info->epoll_fd; /* -1 without epoll */
+	close_connections_in_child(&srv->bound);
+	if (lfd != MHD_INVALID_SOCKET)
+		close(lfd);
+	if (efd >= 0)
+		close(efd);
+	k = wms__malloc(sizeof(*k));
+	if (!k)
+		return; /* out of memory: the daemon's memory is lost, not freed */
+	k->daemon = srv->daemon;
+	k->next = atomic_load(&kept_daemons);
+	while (!atomic_compare_exchange_weak(&kept_daemons, &k->next, k))
+		;
 }
 
 #endif /* WMS_HAVE_MHD */
@@ -378,7 +508,8 @@ unsigned wms__health_server_connections(const wms_health_server *srv)
 {
 #if WMS_HAVE_MHD
 	const union MHD_DaemonInfo *info;
-	if (!srv)
+	/* in a child the connections are the parent's: none is this one's */
+	if (!srv || wms__forked_since(srv->fork_gen))
 		return 0;
 	info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 	return info ? info->num_connections : 0;
@@ -393,7 +524,10 @@ void wms_health_server_stop(wms_health_server *srv)
 	if (!srv)
 		return;
 #if WMS_HAVE_MHD
-	MHD_stop_daemon(srv->daemon);
+	if (wms__forked_since(srv->fork_gen))
+		let_go_in_child(srv);
+	else
+		MHD_stop_daemon(srv->daemon);
 #endif
 	server_free(srv);
 }

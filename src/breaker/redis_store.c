@@ -14,6 +14,12 @@
  * degrades the store: every breaker's in-process engine is seeded with the
  * mirror and decides until the agent has reconnected and rejoined (the
  * join script: epochs only grow, and open wins).
+ *
+ * After a fork (util/fork.h) the child has a copy of the store without its
+ * agent thread, with the parent's Redis connections and eventfd: there
+ * every breaker's engine decides, seeded from the mirror as when the store
+ * is lost, nothing is queued or woken, and freeing takes no lock, joins
+ * nothing and sends nothing (to_engine_in_child, store_free_in_child).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +36,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include "internal.h"
+#include "util/fork.h"
 #include "wms/shared.h"
 #include "wms/sys/breaker_store.h"
 #include "redis_int.h"
@@ -72,7 +79,11 @@ struct rlink {
 	uint32_t threshold, open_ms, growth, cap_ms, jitter, lease_ms, trials;
 	char mode_c;              /* 'c' consecutive, 'n' count window, 't' time window */
 	int gated;                /* consecutive mode without a quorum: see link_acquire */
+	int orphan;               /* made in a child on the parent's store: on no list */
 	uint32_t rate_pct, slow_pct, window, min_calls;
+	/* The store's fork generation, beside the mirror the closed path reads
+	 * (a copy: no load through `s` on that path). */
+	unsigned long fork_gen;
 
 	/* the mirror: written by the agent, read by callers */
 	_Atomic int mode;
@@ -129,6 +140,7 @@ typedef struct rstore {
 
 	pthread_t thread;
 	int thread_started;
+	unsigned long fork_gen;  /* made in this generation (util/fork.h) */
 	int wake_fd;
 	_Atomic int wake_pending;
 	_Atomic int stop;
@@ -203,6 +215,9 @@ static int q_pop(rstore *s, queued *o)
  * fence is needed (ThreadSanitizer does not model fences). */
 static void wake(rstore *s)
 {
+	/* in a child the eventfd is the parent's agent's: nobody here to wake */
+	if (wms__forked_since(s->fork_gen))
+		return;
 	if (atomic_exchange_explicit(&s->wake_pending, 1, memory_order_acq_rel) == 0) {
 		uint64_t one = 1;
 		ssize_t w = write(s->wake_fd, &one, sizeof(one));
@@ -212,11 +227,43 @@ static void wake(rstore *s)
 
 /* ---- the link's calls (any thread; never blocking) ------------------ */
 
+static void end_round(rlink *l);
+
 static uint32_t ms_left(uint64_t until, uint64_t now)
 {
 	uint64_t d = until > now ? until - now : 0;
 	uint64_t ms = (d + NS_PER_MS - 1) / NS_PER_MS;
 	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+/* In a child forked since the store was made, the first call that finds
+ * a link still on the mirror hands the breaker to its engine, as the
+ * agent does when Redis is lost (hand_to_engine, tell_link_degraded): the
+ * engine is seeded with what the fleet had decided at the fork, and the
+ * breaker is told that its store is DEGRADED (its listener, if any, runs
+ * on this caller's thread). The mirror is this process's copy: nothing of
+ * the parent's is touched. One thread wins the switch; another calling
+ * meanwhile gets the engine's verdict a moment before it is seeded (the
+ * seeding's new epoch makes its outcome decide nothing). Always
+ * WMS_STORE_LOCAL. */
+static int to_engine_in_child(rlink *l)
+{
+	int shared = MODE_SHARED;
+	wms_breaker_state st;
+	uint32_t rem;
+
+	if (!atomic_compare_exchange_strong(&l->mode, &shared, MODE_LOCAL))
+		return WMS_STORE_LOCAL;
+	st = (wms_breaker_state)atomic_load(&l->state);
+	rem = ms_left(atomic_load(&l->open_until_ns), wms_breaker_clock_ns(l->b));
+	end_round(l);
+	wms_breaker_local_adopt(l->b, st, rem);
+	st = wms_breaker_local_state(l->b, NULL);
+	wms_breaker_store_event(l->b, st, st,
+				"shared store belongs to the process this one was forked from: the "
+				"in-process breaker decides",
+				WMS_STORE_STATE_DEGRADED);
+	return WMS_STORE_LOCAL;
 }
 
 #define GATE_COUNT(g) ((uint32_t)((g) >> 32))
@@ -275,6 +322,9 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 
 	if (atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED)
 		return WMS_STORE_LOCAL;
+	/* the closed path's one addition: a relaxed load and a compare */
+	if (wms__forked_since(l->fork_gen))
+		return to_engine_in_child(l);
 	st = atomic_load_explicit(&l->state, memory_order_acquire);
 	switch (st) {
 	case ST_CLOSED:
@@ -331,6 +381,10 @@ static int is_closed_failure(char what)
 static void enqueue(rlink *l, uint64_t epoch, char what)
 {
 	queued o;
+	/* a permit the parent's store granted before the fork, reported in
+	 * the child: no agent here will ever take it */
+	if (wms__forked_since(l->fork_gen))
+		return;
 	o.link = l;
 	o.epoch = epoch;
 	o.what = what;
@@ -393,6 +447,11 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 {
 	rlink *l = (rlink *)bl;
 	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
+	/* In a child the engine has made the change (breaker.c, which asked
+	 * link_state first: the link is the engine's now); the fleet is not
+	 * told, there is no agent to tell it. */
+	if (wms__forked_since(l->fork_gen))
+		return;
 	end_round(l);
 	/* pending first: a reply the agent takes meanwhile must not undo it */
 	atomic_store(&l->manual, (int)to);
@@ -408,6 +467,8 @@ static int link_state(wms_breaker_link *bl)
 	rlink *l = (rlink *)bl;
 	if (atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED)
 		return WMS_STORE_LOCAL;
+	if (wms__forked_since(l->fork_gen))
+		return to_engine_in_child(l);
 	return atomic_load_explicit(&l->state, memory_order_acquire);
 }
 
@@ -418,6 +479,13 @@ static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
 
 	if (atomic_load(&l->mode) != MODE_SHARED)
 		return;
+	if (wms__forked_since(l->fork_gen)) {
+		/* `out` holds the engine from before it was seeded: again, from
+		 * the engine (this link now answers LOCAL: no deeper than this) */
+		to_engine_in_child(l);
+		wms_breaker_snapshot_get(out, l->b);
+		return;
+	}
 	out->state = (wms_breaker_state)atomic_load(&l->state);
 	out->consecutive_failures = atomic_load(&l->failures);
 	out->retry_after_ms = 0;
@@ -439,9 +507,9 @@ static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
 	}
 }
 
-static void link_free(rlink *l)
+/* The link's memory; its mutex is not touched (see link_free). */
+static void link_free_memory(rlink *l)
 {
-	pthread_mutex_destroy(&l->blk);
 	wms__free(l->key);
 	wms__free(l->lease);
 	wms__free(l->win);
@@ -451,10 +519,26 @@ static void link_free(rlink *l)
 	wms__free(l);
 }
 
+static void link_free(rlink *l)
+{
+	pthread_mutex_destroy(&l->blk);
+	link_free_memory(l);
+}
+
 static void link_unlink(wms_breaker_link *bl)
 {
 	rlink *l = (rlink *)bl;
 	rstore *s = l->s;
+	if (wms__forked_since(s->fork_gen)) {
+		/* No agent, and blk may have been held by the parent's at the
+		 * fork: a link of the parent's lists is only marked, for
+		 * store_free; one made here is on none, and goes now. */
+		if (l->orphan)
+			link_free(l);
+		else
+			atomic_store_explicit(&l->gone, 1, memory_order_relaxed);
+		return;
+	}
 	/* The agent may hold outcomes of this link in its queue: it frees the
 	 * link once it has drained them. blk is held by the agent only for a
 	 * few reads and writes of the breaker (and its listener), never across
@@ -531,10 +615,22 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	l->slow_pct = o->slow_call_rate_threshold;
 	l->window = o->sliding_window_size;
 	l->min_calls = o->minimum_number_of_calls;
+	l->fork_gen = s->fork_gen;
 	atomic_init(&l->mode, MODE_LOCAL);
 	atomic_init(&l->state, ST_CLOSED);
 	atomic_init(&l->manual, NO_MANUAL);
 	atomic_init(&l->gone, 0);
+	if (wms__forked_since(s->fork_gen)) {
+		/* A breaker made in a child on the parent's store: no agent will
+		 * take it, and the store's lock may have been held at the fork.
+		 * It stays off the lists (its unlink frees it) and starts on a
+		 * mirror that says CLOSED, so that its first call hands it to
+		 * its engine as an inherited one (and tells it DEGRADED). */
+		l->orphan = 1;
+		atomic_store(&l->mode, MODE_SHARED);
+		*out = (wms_breaker_link *)l;
+		return WMS_OK;
+	}
 	pthread_mutex_lock(&s->lock);
 	l->next = s->pending;
 	s->pending = l;
@@ -1564,9 +1660,69 @@ static void *agent(void *arg)
 
 /* ---- the store -------------------------------------------------------- */
 
+/* The store's memory, once its thread (if any) is gone; its lock is not
+ * touched (see store_free). */
+static void store_free_memory(rstore *s)
+{
+	wms__free(s->q);
+	wms__free(s->fleet);
+	wms__free(s->pattern);
+	wms__free(s->script);
+	OPENSSL_cleanse(&s->addr, sizeof(s->addr));
+	wms__free(s);
+}
+
+/* In a child: one of the parent's connections let go of. Its copy is made
+ * to point at /dev/null first, so that whatever hiredis does while freeing
+ * it (a TLS context's close_notify) reaches nothing; the connection is
+ * the parent's. */
+static void forget_ctx(redisContext **c)
+{
+	if (!*c)
+		return;
+	if ((*c)->fd >= 0)
+		(void)wms__fd_forget((*c)->fd);
+	redisFree(*c);
+	*c = NULL;
+}
+
+/* In a child forked since the store was made: the agent thread does not
+ * exist here, any lock (the store's, a link's blk) may have been held by
+ * another of the parent's threads at the fork, and the connections and the
+ * eventfd are the parent's. Nothing is joined, locked, woken or sent (no
+ * change made by hand, no drain): every link on the lists is freed (those
+ * the parent's agent had not taken yet too), the child's copies of the
+ * connections and of the eventfd are closed, and the memory is freed.
+ * What the agent held only in its own variables at the fork (a reply it
+ * was reading, a connection it was opening, links between the two lists
+ * in take_pending) is out of reach, and stays allocated. */
+static void store_free_in_child(rstore *s)
+{
+	rlink *lists[2], *l;
+	int i;
+
+	lists[0] = s->pending;
+	lists[1] = s->links;
+	s->pending = s->links = NULL;
+	for (i = 0; i < 2; i++)
+		while ((l = lists[i]) != NULL) {
+			lists[i] = l->next;
+			link_free_memory(l);
+		}
+	forget_ctx(&s->cmd);
+	forget_ctx(&s->sub);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	store_free_memory(s);
+}
+
 static void store_free(wms_breaker_store *bs)
 {
 	rstore *s = (rstore *)bs;
+	if (wms__forked_since(s->fork_gen)) {
+		store_free_in_child(s);
+		return;
+	}
 	if (s->thread_started) {
 		atomic_store(&s->stop, 1);
 		atomic_store(&s->wake_pending, 0);
@@ -1585,12 +1741,7 @@ static void store_free(wms_breaker_store *bs)
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	pthread_mutex_destroy(&s->lock);
-	wms__free(s->q);
-	wms__free(s->fleet);
-	wms__free(s->pattern);
-	wms__free(s->script);
-	OPENSSL_cleanse(&s->addr, sizeof(s->addr));
-	wms__free(s);
+	store_free_memory(s);
 }
 
 static const wms_breaker_store_ops redis_ops = {
@@ -1682,6 +1833,9 @@ wms_status wms_redis_store_new(wms_breaker_store **out, const wms_shared_options
 	if (!s)
 		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "shared: out of memory");
 	s->wake_fd = -1;
+	/* first: a store freed on a failure below is this process's (and the
+	 * child handler is registered before any fork could copy the store) */
+	s->fork_gen = wms__fork_gen_now();
 	st = wms__redis_url_parse(&s->addr, o->redis_url, err);
 	if (st != WMS_OK) {
 		OPENSSL_cleanse(&s->addr, sizeof(s->addr)); /* a password may be half copied */

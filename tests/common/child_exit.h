@@ -54,8 +54,10 @@ static inline void child_begin(unsigned alarm_s)
 	alarm(alarm_s);
 }
 
-/* In the parent: wait for the child, killed past limit_s seconds. 0 if it
- * exited 0; otherwise -1 and `why` says how it ended. */
+/* In the parent: wait for the child, killed past limit_s seconds. Its exit
+ * code (0: all went well; otherwise `why` says what it means), or -1 when
+ * it did not exit (killed by a signal, its alarm or this limit: `why`
+ * says which). */
 static inline int child_reap(pid_t pid, unsigned limit_s, char *why, size_t why_size)
 {
 	struct timespec now, end, nap = { 0, 2000000L };
@@ -85,14 +87,12 @@ static inline int child_reap(pid_t pid, unsigned limit_s, char *why, size_t why_
 			 WTERMSIG(status) == SIGALRM ? " (its alarm: something hung)" : "");
 		return -1;
 	}
-	if (WEXITSTATUS(status) != 0) {
+	if (WEXITSTATUS(status) != 0)
 		snprintf(why, why_size, "the child exited %d: %s", WEXITSTATUS(status),
 			 WEXITSTATUS(status) == 99  ? "valgrind found errors or leaks in it"
 			 : WEXITSTATUS(status) == 1 ? "a sanitizer's report (its stderr)"
 						    : "that check failed (its stderr says which)");
-		return -1;
-	}
-	return 0;
+	return WEXITSTATUS(status);
 }
 
 static inline void child_exit(int code)
