@@ -175,9 +175,10 @@ WMS_EXTERN(wms_status) wms_async_new(wms_async **out, wms_client *client,
 /** Complete every call in flight as WMS_ERR_CANCELLED (callbacks run), let
  *  the sockets go (watch callbacks run with WMS_POLL_REMOVE) and release
  *  the context. NULL-safe. In a child forked since the context was made
- *  (where every other function of it returns WMS_ERR_INVALID_ARG), its
- *  calls are the parent's: they go without callbacks, and no watch or
- *  timer callback runs (README, "Processes and fork()"). */
+ *  (where every other function of it returns WMS_ERR_INVALID_ARG, or 0,
+ *  with no callback), its calls are the parent's: they go without
+ *  callbacks, and no watch or timer callback runs (README, "Processes and
+ *  fork()"). */
 WMS_EXTERN(void) wms_async_free(wms_async *async);
 
 /* ---- the operations: as their blocking namesakes (wms/client.h) --------- */

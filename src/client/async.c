@@ -841,7 +841,8 @@ size_t wms_async_cancel_all(wms_async *a)
 
 size_t wms_async_in_flight(const wms_async *a)
 {
-	return a ? a->in_flight : 0;
+	/* in a child forked since, the calls in flight are the parent's */
+	return a && !wms__forked_since(a->fork_gen) ? a->in_flight : 0;
 }
 
 /* ---- starting a call -------------------------------------------------------- */
@@ -1103,7 +1104,7 @@ done:
  * asked, so a fallback never stands in for a call that names nothing. When
  * there is no callback or the call comes from inside libcurl, start()
  * refuses it as any call then. */
-#define NULL_ARG_NOW(a, cb) ((a) && (cb) && !(a)->in_loop_cb)
+#define NULL_ARG_NOW(a, cb) ((a) && (cb) && !(a)->in_loop_cb && !wms__forked_since((a)->fork_gen))
 
 static wms_status null_arg(wms_async_call **out, wms_async *a, enum kind kind, const void *cbp,
 			   void *payload, void *reply, const char *what)
@@ -1190,7 +1191,7 @@ wms_status wms_async_call_start(wms_async_call **out, wms_async *a, const wms_ca
 
 	if (out)
 		*out = NULL;
-	if (!a || !cb || a->in_loop_cb)
+	if (!a || !cb || a->in_loop_cb || wms__forked_since(a->fork_gen))
 		return WMS_ERR_INVALID_ARG;
 	memset(&g, 0, sizeof(g));
 	memset(&k, 0, sizeof(k));

@@ -66,9 +66,14 @@ static wms_status begin(struct _xmlDoc **out, wms_client *c, const wms_call_opti
 	wms_error_clear(err);
 	if (out)
 		*out = NULL;
+	wms_status st;
 	if (!out || !c || !opts)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT, "%s is NULL",
 				 !out ? "out" : !c ? "client" : "call");
+	/* a client of the process this one was forked from: said before
+	 * anything about the call or its body */
+	if ((st = wms__client_check_process(c, err)) != WMS_OK)
+		return st;
 	return check_call(opts, err);
 }
 

@@ -88,6 +88,15 @@ void wms_client_free(wms_client *c)
 	size_t i;
 	if (!c)
 		return;
+	/* In a child forked since, with calls_lock held at the fork by a
+	 * thread of the parent's (changing the list of async contexts or the
+	 * generic operations' breakers), nothing it guards can be trusted:
+	 * the client stays allocated there. */
+	if (wms__forked_since(c->fork_gen) && c->calls_lock_ready) {
+		if (pthread_mutex_trylock(&c->calls_lock) != 0)
+			return;
+		pthread_mutex_unlock(&c->calls_lock);
+	}
 	/* calls in flight on its async contexts complete as cancelled first:
 	 * they hold its breakers' permits and its transport's handles. In a
 	 * child forked since, they are the parent's: let go of, with no

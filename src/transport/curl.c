@@ -102,11 +102,20 @@ static void share_unlock(CURL *handle, curl_lock_data data, void *userptr)
  * connections (util/fork.h). Letting go of them the usual way would reach
  * the parent's peer: OpenSSL's close_notify, libcurl's read to drain it.
  * So every socket libcurl opens is noted here (a connection's cost, not a
- * call's), and the child points those still open at /dev/null first. */
-curl_socket_t wms__curl_on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+ * call's), and the child points those still open at /dev/null first.
+ * libcurl 7.88 closes a socket that never finished connecting (a connect
+ * timeout, the loser of happy eyeballs) without the close callback: its
+ * note stays, and its number may be another file's later. A number
+ * socket() hands out again drops the stale note (so notes never outnumber
+ * open descriptors), and the child forgets only a descriptor that is still
+ * the socket noted (its device and inode). */
+static curl_socket_t on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
 	struct curl_transport *t = clientp;
+	struct wms__curl_sock note;
+	struct stat st;
 	curl_socket_t fd;
+	size_t i;
 	int type = addr->socktype;
 	(void)purpose;
 #ifdef SOCK_CLOEXEC
@@ -115,10 +124,21 @@ curl_socket_t wms__curl_on_open(void *clientp, curlsocktype purpose, struct curl
 	fd = socket(addr->family, type, addr->protocol);
 	if (fd == CURL_SOCKET_BAD)
 		return fd; /* errno is libcurl's to report */
+	note.fd = fd;
+	note.dev = note.ino = 0;
+	if (fstat(fd, &st) == 0) {
+		note.dev = (unsigned long long)st.st_dev;
+		note.ino = (unsigned long long)st.st_ino;
+	}
 	pthread_mutex_lock(&t->socks_lock);
+	for (i = 0; i < t->socks_count; i++)
+		if (t->socks[i].fd == fd) {
+			t->socks[i] = t->socks[--t->socks_count]; /* closed unannounced */
+			break;
+		}
 	if (t->socks_count == t->socks_cap) {
 		size_t cap = t->socks_cap ? 2 * t->socks_cap : 8;
-		curl_socket_t *grown = wms__realloc(t->socks, cap * sizeof(*grown));
+		struct wms__curl_sock *grown = wms__realloc(t->socks, cap * sizeof(*grown));
 		if (grown) {
 			t->socks = grown;
 			t->socks_cap = cap;
@@ -127,7 +147,7 @@ curl_socket_t wms__curl_on_open(void *clientp, curlsocktype purpose, struct curl
 	/* without memory the socket goes unnoted: only a child's letting go
 	 * of it is at stake, not the call */
 	if (t->socks_count < t->socks_cap)
-		t->socks[t->socks_count++] = fd;
+		t->socks[t->socks_count++] = note;
 	pthread_mutex_unlock(&t->socks_lock);
 	return fd;
 }
@@ -139,7 +159,7 @@ void wms__curl_socket_closed(struct curl_transport *t, curl_socket_t fd)
 	if (lock)
 		pthread_mutex_lock(&t->socks_lock);
 	for (i = 0; i < t->socks_count; i++)
-		if (t->socks[i] == fd) {
+		if (t->socks[i].fd == fd) {
 			t->socks[i] = t->socks[--t->socks_count];
 			break;
 		}
@@ -147,19 +167,19 @@ void wms__curl_socket_closed(struct curl_transport *t, curl_socket_t fd)
 		pthread_mutex_unlock(&t->socks_lock);
 }
 
-int wms__curl_forked(const struct curl_transport *t)
-{
-	return wms__forked_since(t->fork_gen);
-}
-
 void wms__curl_forget_sockets(struct curl_transport *t)
 {
+	struct stat st;
 	size_t i;
 	if (t->socks_forgotten || !wms__forked_since(t->fork_gen))
 		return;
 	t->socks_forgotten = 1;
-	for (i = 0; i < t->socks_count; i++)
-		(void)wms__fd_forget(t->socks[i]);
+	for (i = 0; i < t->socks_count; i++) {
+		const struct wms__curl_sock *n = &t->socks[i];
+		if (fstat(n->fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+		    (unsigned long long)st.st_dev == n->dev && (unsigned long long)st.st_ino == n->ino)
+			(void)wms__fd_forget(n->fd);
+	}
 }
 
 static int on_close(void *clientp, curl_socket_t fd)
@@ -810,7 +830,7 @@ static CURLcode setup(struct curl_transport *t, struct conn *k)
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	SETOPT(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
 	SETOPT(CURLOPT_SOCKOPTDATA, (void *)k);
-	SETOPT(CURLOPT_OPENSOCKETFUNCTION, wms__curl_on_open);
+	SETOPT(CURLOPT_OPENSOCKETFUNCTION, on_open);
 	SETOPT(CURLOPT_OPENSOCKETDATA, (void *)t);
 	SETOPT(CURLOPT_CLOSESOCKETFUNCTION, on_close);
 	SETOPT(CURLOPT_CLOSESOCKETDATA, (void *)t);
@@ -1054,14 +1074,46 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 
 /* ---- lifetime ------------------------------------------------------------ */
 
+/* Whether mutex m was free at the fork, in a child: a thread of the
+ * parent's inside it may have left what it guards half changed, and no
+ * thread will ever release it. Left unlocked either way. */
+static int free_at_fork(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return 0;
+	pthread_mutex_unlock(m);
+	return 1;
+}
+
+/* In a child forked since: whether t can be walked and freed, every lock
+ * of its free at the fork. */
+static int intact_in_child(struct curl_transport *t)
+{
+	size_t i;
+	if (!free_at_fork(&t->pool_lock))
+		return 0;
+	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		if (!free_at_fork(&t->share_locks[i]))
+			return 0;
+	return 1;
+}
+
 static void curl_transport_free(wms_transport *self)
 {
 	struct curl_transport *t = (struct curl_transport *)self;
 	size_t i;
 	if (!t)
 		return;
-	/* in a child forked since: the parent's connections first let go of */
-	wms__curl_forget_sockets(t);
+	if (wms__forked_since(t->fork_gen)) {
+		/* the parent's connections first let go of (the notes, unless
+		 * another thread was changing them at the fork) */
+		if (free_at_fork(&t->socks_lock))
+			wms__curl_forget_sockets(t);
+		/* a pool or cache another thread was changing at the fork is
+		 * not walked: the transport stays allocated in the child */
+		if (!intact_in_child(t))
+			return;
+	}
 	/* Every handle must leave the share before the share can go. */
 	for (i = 0; i < t->idle_count; i++)
 		conn_free(t->idle[i].item);

@@ -122,6 +122,7 @@ static void let_go(struct wms__engine *e, struct wms__xfer *x)
 {
 	while (x->nsocks) {
 		curl_socket_t fd = x->socks[--x->nsocks];
+		wms__curl_socket_closed(e->t, fd);
 		if ((size_t)fd < e->by_fd_cap)
 			e->by_fd[fd] = NULL;
 		e->loop.closing(e->loop.ctx, (int)fd);

@@ -112,6 +112,14 @@ struct conn {
 _Static_assert(sizeof(((struct conn *)0)->corr_line) >= sizeof("X-Correlation-Id: ") + 60,
 	       "corr_line holds the header name and 60 bytes of id");
 
+/* A socket libcurl opened (wms__curl_on_open): its number, and the file it
+ * was (libcurl closes some without telling: the number may be another's
+ * by the time a forked child looks). */
+struct wms__curl_sock {
+	curl_socket_t fd;
+	unsigned long long dev, ino;
+};
+
 struct curl_transport {
 	wms_transport parent;
 	/* What every handle is set up with (copies; NULL: libcurl's default). */
@@ -137,7 +145,7 @@ struct curl_transport {
 	 * without touching the parent's connections. */
 	pthread_mutex_t socks_lock;
 	int socks_lock_ready;
-	curl_socket_t *socks;
+	struct wms__curl_sock *socks;
 	size_t socks_count, socks_cap;
 	unsigned long fork_gen; /* the process it was made in (util/fork.h) */
 	int socks_forgotten;
@@ -151,15 +159,14 @@ struct conn *wms__curl_conn_new(int own_multi);
 void wms__curl_conn_free(struct conn *k);
 /* curl_async.c's engine */
 const struct wms__engine_ops *wms__curl_engine(void);
-/* The sockets (curl.c): every handle opens its sockets through
- * wms__curl_on_open (CURLOPT_OPENSOCKETFUNCTION, data: the transport), and
- * whatever closes one (CURLOPT_CLOSESOCKETFUNCTION) calls
- * wms__curl_socket_closed first. In a child forked since the transport was
- * made, wms__curl_forget_sockets points every socket still open at
+/* The sockets (curl.c): every handle opens its sockets through curl.c's
+ * on_open (CURLOPT_OPENSOCKETFUNCTION, data: the transport), and whatever
+ * closes one (CURLOPT_CLOSESOCKETFUNCTION, curl_async.c's let_go for those
+ * libcurl closes without the callback) calls wms__curl_socket_closed. In a
+ * child forked since the transport was made, wms__curl_forget_sockets
+ * points every one of them still open, and still the socket it was, at
  * /dev/null (once; later calls do nothing) before libcurl lets go. */
-curl_socket_t wms__curl_on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr);
 void wms__curl_socket_closed(struct curl_transport *t, curl_socket_t fd);
-int wms__curl_forked(const struct curl_transport *t);
 void wms__curl_forget_sockets(struct curl_transport *t);
 /* What send checks before it takes a handle. */
 wms_status wms__curl_check_request(const wms_http_request *req, wms_error *err);

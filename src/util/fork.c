@@ -39,8 +39,13 @@ int wms__fd_forget(int fd)
 	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nul < 0)
 		return -1;
-	if (nul == fd) /* fd was closed already: it is /dev/null now */
-		return 0;
+	if (nul == fd) {
+		/* fd was not open: nothing to let go of, and no /dev/null left
+		 * open under its number */
+		close(nul);
+		errno = EBADF;
+		return -1;
+	}
 	rc = dup2(nul, fd);
 	e = errno;
 	if (rc >= 0)
