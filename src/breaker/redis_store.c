@@ -18,7 +18,7 @@
  * After a fork (util/fork.h) the child has a copy of the store without its
  * agent thread, with the parent's Redis connections and eventfd: there
  * every breaker's engine decides, seeded from the mirror as when the store
- * is lost, nothing is queued or woken, and freeing takes no lock, joins
+ * is lost, nothing is queued or woken, and freeing waits for no lock, joins
  * nothing and sends nothing (to_engine_in_child, store_free_in_child).
  */
 #include <errno.h>
@@ -84,6 +84,8 @@ struct rlink {
 	/* The store's fork generation, beside the mirror the closed path reads
 	 * (a copy: no load through `s` on that path). */
 	unsigned long fork_gen;
+	/* In a child: who hands the link to its engine (to_engine_in_child). */
+	_Atomic unsigned long switching;
 
 	/* the mirror: written by the agent, read by callers */
 	_Atomic int mode;
@@ -242,28 +244,42 @@ static uint32_t ms_left(uint64_t until, uint64_t now)
  * engine is seeded with what the fleet had decided at the fork, and the
  * breaker is told that its store is DEGRADED (its listener, if any, runs
  * on this caller's thread). The mirror is this process's copy: nothing of
- * the parent's is touched. One thread wins the switch; another calling
- * meanwhile gets the engine's verdict a moment before it is seeded (the
- * seeding's new epoch makes its outcome decide nothing). Always
- * WMS_STORE_LOCAL. */
+ * the parent's is touched.
+ *
+ * One thread wins the switch, by a CAS on l->switching, and seeds the
+ * engine before it stores MODE_LOCAL, the agent's order: no call gets the
+ * verdict of an engine not seeded yet (CLOSED while the fleet was OPEN). A
+ * call on another thread meanwhile answers from the mirror, as on a shared
+ * link (what it would queue or wake goes nowhere in a child: enqueue,
+ * wake). l->switching holds the generation the switch was taken in, plus
+ * one: a child forked from this one in the middle of a switch (mode still
+ * SHARED there, the winner not there) takes it again instead of answering
+ * from the mirror for ever.
+ *
+ * 1: the engine decides (the caller answers WMS_STORE_LOCAL); 0: another
+ * thread is switching, answer from the mirror. */
 static int to_engine_in_child(rlink *l)
 {
-	int shared = MODE_SHARED;
+	unsigned long mine = atomic_load_explicit(&wms__fork_gen, memory_order_relaxed) + 1;
+	unsigned long taken = atomic_load(&l->switching);
 	wms_breaker_state st;
 	uint32_t rem;
 
-	if (!atomic_compare_exchange_strong(&l->mode, &shared, MODE_LOCAL))
-		return WMS_STORE_LOCAL;
+	if (taken == mine || !atomic_compare_exchange_strong(&l->switching, &taken, mine))
+		/* the winner may have finished since the caller looked */
+		return atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED;
 	st = (wms_breaker_state)atomic_load(&l->state);
 	rem = ms_left(atomic_load(&l->open_until_ns), wms_breaker_clock_ns(l->b));
 	end_round(l);
 	wms_breaker_local_adopt(l->b, st, rem);
+	/* seeded: from here every call asks the engine */
+	atomic_store_explicit(&l->mode, MODE_LOCAL, memory_order_release);
 	st = wms_breaker_local_state(l->b, NULL);
 	wms_breaker_store_event(l->b, st, st,
 				"shared store belongs to the process this one was forked from: the "
 				"in-process breaker decides",
 				WMS_STORE_STATE_DEGRADED);
-	return WMS_STORE_LOCAL;
+	return 1;
 }
 
 #define GATE_COUNT(g) ((uint32_t)((g) >> 32))
@@ -322,9 +338,10 @@ static int link_acquire(wms_breaker_link *bl, wms_breaker_permit *out, uint32_t 
 
 	if (atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED)
 		return WMS_STORE_LOCAL;
-	/* the closed path's one addition: a relaxed load and a compare */
-	if (wms__forked_since(l->fork_gen))
-		return to_engine_in_child(l);
+	/* the closed path's one addition: a relaxed load and a compare; in a
+	 * child, while another thread switches, the mirror answers */
+	if (wms__forked_since(l->fork_gen) && to_engine_in_child(l))
+		return WMS_STORE_LOCAL;
 	st = atomic_load_explicit(&l->state, memory_order_acquire);
 	switch (st) {
 	case ST_CLOSED:
@@ -447,9 +464,12 @@ static void link_manual(wms_breaker_link *bl, wms_breaker_state to, int reset)
 {
 	rlink *l = (rlink *)bl;
 	(void)reset; /* the fleet's state starts afresh either way; counters are per process */
-	/* In a child the engine has made the change (breaker.c, which asked
-	 * link_state first: the link is the engine's now); the fleet is not
-	 * told, there is no agent to tell it. */
+	/* In a child the engine has made the change (breaker.c asked
+	 * link_state first, which handed the link to its engine); the fleet
+	 * is not told, there is no agent to tell it. Unless another thread
+	 * was switching at that very moment (link_state answered from the
+	 * mirror): its seeding may then land after this change and undo it,
+	 * a window of a clock read and the adoption. */
 	if (wms__forked_since(l->fork_gen))
 		return;
 	end_round(l);
@@ -467,8 +487,8 @@ static int link_state(wms_breaker_link *bl)
 	rlink *l = (rlink *)bl;
 	if (atomic_load_explicit(&l->mode, memory_order_acquire) != MODE_SHARED)
 		return WMS_STORE_LOCAL;
-	if (wms__forked_since(l->fork_gen))
-		return to_engine_in_child(l);
+	if (wms__forked_since(l->fork_gen) && to_engine_in_child(l))
+		return WMS_STORE_LOCAL;
 	return atomic_load_explicit(&l->state, memory_order_acquire);
 }
 
@@ -479,10 +499,9 @@ static void link_snapshot(wms_breaker_link *bl, wms_breaker_snapshot *out)
 
 	if (atomic_load(&l->mode) != MODE_SHARED)
 		return;
-	if (wms__forked_since(l->fork_gen)) {
-		/* `out` holds the engine from before it was seeded: again, from
-		 * the engine (this link now answers LOCAL: no deeper than this) */
-		to_engine_in_child(l);
+	if (wms__forked_since(l->fork_gen) && to_engine_in_child(l)) {
+		/* `out` may hold the engine from before it was seeded: again,
+		 * from the engine (this link answers LOCAL now: no deeper) */
 		wms_breaker_snapshot_get(out, l->b);
 		return;
 	}
@@ -620,6 +639,7 @@ static wms_status link_new(wms_breaker_store *bs, wms_breaker *b, const wms_brea
 	atomic_init(&l->state, ST_CLOSED);
 	atomic_init(&l->manual, NO_MANUAL);
 	atomic_init(&l->gone, 0);
+	atomic_init(&l->switching, 0);
 	if (wms__forked_since(s->fork_gen)) {
 		/* A breaker made in a child on the parent's store: no agent will
 		 * take it, and the store's lock may have been held at the fork.
@@ -1689,26 +1709,38 @@ static void forget_ctx(redisContext **c)
 /* In a child forked since the store was made: the agent thread does not
  * exist here, any lock (the store's, a link's blk) may have been held by
  * another of the parent's threads at the fork, and the connections and the
- * eventfd are the parent's. Nothing is joined, locked, woken or sent (no
- * change made by hand, no drain): every link on the lists is freed (those
- * the parent's agent had not taken yet too), the child's copies of the
- * connections and of the eventfd are closed, and the memory is freed.
- * What the agent held only in its own variables at the fork (a reply it
- * was reading, a connection it was opening, links between the two lists
- * in take_pending) is out of reach, and stays allocated. */
+ * eventfd are the parent's. Nothing is joined, woken or sent, and no lock
+ * waited for (no change made by hand, no drain): the links on the lists
+ * are freed (those the parent's agent had not taken yet too), the child's
+ * copies of the connections and of the eventfd are closed, and the memory
+ * is freed. What the agent held only in its own variables at the fork (a
+ * reply it was reading, a connection it was opening, links between the two
+ * lists in take_pending) is out of reach, and stays allocated. */
 static void store_free_in_child(rstore *s)
 {
-	rlink *lists[2], *l;
-	int i;
+	rlink *l;
 
-	lists[0] = s->pending;
-	lists[1] = s->links;
-	s->pending = s->links = NULL;
-	for (i = 0; i < 2; i++)
-		while ((l = lists[i]) != NULL) {
-			lists[i] = l->next;
+	/* s->pending changes under s->lock (link_new's push, take_pending's
+	 * swap). Taken by a thread of the parent at the fork, it stays taken:
+	 * that thread was in the middle of a change, the list is not walked,
+	 * and the links on it stay allocated (link_unlink in a child only
+	 * marks). */
+	if (pthread_mutex_trylock(&s->lock) == 0) {
+		while ((l = s->pending) != NULL) {
+			s->pending = l->next;
 			link_free_memory(l);
 		}
+		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_destroy(&s->lock);
+	}
+	/* s->links is the agent's own, changed without a lock one pointer
+	 * store at a time (take_pending's append, free_unlinked's unlink): a
+	 * list whatever the agent was doing at the fork. The links' blk are
+	 * not touched (link_free_memory): the agent may have held one. */
+	while ((l = s->links) != NULL) {
+		s->links = l->next;
+		link_free_memory(l);
+	}
 	forget_ctx(&s->cmd);
 	forget_ctx(&s->sub);
 	if (s->wake_fd >= 0)

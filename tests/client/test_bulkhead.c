@@ -407,6 +407,8 @@ static void waits_for_a_freed_slot(void **state)
  * go on in the parent. Twice on one client. */
 static void free_in_a_child_while_a_caller_waits(void **state)
 {
+	/* a plain build's 10 s for the child (its alarm), 5 more to reap it */
+	const unsigned alarm_s = 10u * tk_slowdown(), reap_s = alarm_s + 5u * tk_slowdown();
 	gate *g = gate_new();
 	wms_client *c = client_with(&g->parent, NULL, 1, 60000, WMS_BREAKER_SCOPE_PER_CLIENT, 5000);
 	wms_bulkhead_snapshot s;
@@ -432,7 +434,7 @@ static void free_in_a_child_while_a_caller_waits(void **state)
 			wms_order order = sample_order();
 			wms_submit_reply r;
 			wms_error err;
-			child_begin(10);
+			child_begin(alarm_s);
 			if (wms_submit_order(&r, c, &order, &err) != WMS_ERR_INVALID_ARG)
 				child_exit(2);
 			if (err.delivery != WMS_DELIVERY_NOT_SENT || !strstr(err.message, "forked"))
@@ -441,7 +443,7 @@ static void free_in_a_child_while_a_caller_waits(void **state)
 			wms_client_free(c);
 			child_exit(0);
 		}
-		if (child_reap(pid, 15, why, sizeof(why)) != 0)
+		if (child_reap(pid, reap_s, why, sizeof(why)) != 0)
 			fail_msg("%s", why);
 		assert_int_equal(g->sends, (unsigned)(2 * round - 1)); /* the child sent nothing */
 		gate_set(g, 1);

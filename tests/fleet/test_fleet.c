@@ -25,6 +25,7 @@
 #include "redis_server.h"
 #include "relay.h"
 #include "fleet_time.h"
+#include "fleet_calls.h"
 
 #define MAXR 4
 
@@ -204,17 +205,6 @@ static void fail_calls(replica *r, int n)
 	}
 }
 
-/* Failures whose permits the store granted (the store decides them). */
-static void fail_calls_shared(wms_breaker *b, int n)
-{
-	int i;
-	for (i = 0; i < n; i++) {
-		wms_breaker_permit p;
-		assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_OK);
-		assert_true(p.flags & WMS_PERMIT_STORE);
-		wms_breaker_record(b, &p, WMS_OUTCOME_FAILURE);
-	}
-}
 
 #define FLEET_KEY "wms:{fleet-test}:s:wms" /* the fleet's breaker's hash */
 

@@ -39,7 +39,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -56,8 +55,10 @@
 #include "wms/shared.h"
 #include "wms/sys/breaker_store.h"
 #include "child_exit.h"
+#include "proc_fds.h"
 #include "redis_server.h"
 #include "fleet_time.h"
+#include "fleet_calls.h"
 
 #define FLEET "fork-test"
 #define THRESHOLD 3
@@ -157,17 +158,6 @@ static int wait_state(wms_breaker *b, wms_breaker_state st, double limit_ms)
 	return 0;
 }
 
-/* Failures whose permits the store granted (the fleet decides them). */
-static void fail_calls_shared(wms_breaker *b, int n)
-{
-	int i;
-	for (i = 0; i < n; i++) {
-		wms_breaker_permit p;
-		assert_int_equal(wms_breaker_acquire(&p, b, NULL), WMS_OK);
-		assert_true(p.flags & WMS_PERMIT_STORE);
-		wms_breaker_record(b, &p, WMS_OUTCOME_FAILURE);
-	}
-}
 
 /* Until b's permits carry the fleet's epoch: its store has the answer to
  * its own change made by hand. Failures granted before would be of an
@@ -190,19 +180,18 @@ static void wait_mirror(wms_breaker *b, const rs_server *rs)
 	}
 }
 
+static int fd_seen(int fd, void *arg)
+{
+	(void)fd;
+	(*(int *)arg)++;
+	return 0;
+}
+
 /* This process's open descriptors (the listing's own not counted). */
 static int open_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
 	int n = 0;
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
+	return proc_fds_each(fd_seen, &n) < 0 ? -1 : n;
 }
 
 /* ---- the child ---------------------------------------------------------- */
@@ -449,15 +438,47 @@ static int read_monitor_to(redisContext *m, const rs_server *rs, const char *mar
 
 /* ---- the parent --------------------------------------------------------- */
 
+/* The child of the round under way, and the parent's ends of its pipes
+ * (-1: none): a failed assertion between the fork and the reap leaves it
+ * to the teardown (kid_gone), which kills it by its PID, instead of a
+ * child waiting for a word until its alarm. */
+static struct {
+	pid_t pid;
+	int to_parent, from_parent;
+} kid = { 0, -1, -1 };
+
+static void kid_close(void)
+{
+	if (kid.to_parent >= 0)
+		close(kid.to_parent);
+	if (kid.from_parent >= 0)
+		close(kid.from_parent);
+	kid.to_parent = kid.from_parent = -1;
+}
+
 /* Wait for the child's exit (bounded; killed by its PID past the limit):
  * its exit code, the test failed if it did not exit. */
 static int reap(pid_t pid, double limit_ms)
 {
 	char why[160];
 	int code = child_reap(pid, (unsigned)(limit_ms / 1000.0) + 1u, why, sizeof(why));
+	kid.pid = 0; /* reaped, whatever it said */
 	if (code < 0)
 		fail_msg("%s", why);
 	return code;
+}
+
+/* After a failed assertion: no child outlives the test, none is left a
+ * zombie. */
+static void kid_gone(void)
+{
+	if (kid.pid > 0) {
+		kill(kid.pid, SIGKILL);
+		while (waitpid(kid.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		kid.pid = 0;
+	}
+	kid_close();
 }
 
 static void one_fork(replica *a, replica *b, const rs_server *rs, redisContext *m, int round)
@@ -496,6 +517,9 @@ static void one_fork(replica *a, replica *b, const rs_server *rs, redisContext *
 		close(from_parent[1]);
 		child_main(a, b, m, rs, round, to_parent[1], from_parent[0]);
 	}
+	kid.pid = pid;
+	kid.to_parent = to_parent[0];
+	kid.from_parent = from_parent[1];
 	close(to_parent[1]);
 	close(from_parent[0]);
 	atomic_store(&a->hold, 0); /* the parent's agent goes on */
@@ -513,8 +537,7 @@ static void one_fork(replica *a, replica *b, const rs_server *rs, redisContext *
 	others = read_monitor_to(m, rs, mark, first, sizeof(first));
 	(void)!write(from_parent[1], "g", 1);
 	status = reap(pid, limit(30000));
-	close(to_parent[0]);
-	close(from_parent[1]);
+	kid_close();
 	if (status != 0)
 		fail_msg("round %d: child exit %d: %s", round, status, child_says(status));
 	if (others)
@@ -567,6 +590,7 @@ static int world_new(void **state)
 static int world_free(void **state)
 {
 	world *w = *state;
+	kid_gone();
 	atomic_store(&w->a.hold, 0); /* after a failed assertion: A's agent goes on */
 	if (w->m)
 		redisFree(w->m);

@@ -7,7 +7,10 @@
  * In each child: the stop returns at once (the server's thread is the
  * parent's: nothing to join), the server counts no connection there (they
  * are the parent's), and afterwards the child holds no socket on the
- * server's port (listening or accepted) and no epoll set.
+ * server's port (listening or accepted) and no epoll set, while the
+ * sockets that are not the server's are still open and unchanged: its copy
+ * of the kept connection's client side (whose peer is the server's port),
+ * and a listener, a connection and its accepted end of its own.
  * In the parent, with both children alive: the server still accepts and
  * answers, the kept connection still serves; once the parent stops it,
  * the kept connection's client sees its end, and the port can be listened
@@ -21,8 +24,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +43,7 @@
 #include "child_exit.h"
 #include "fd_io.h"
 #include "health_server_int.h"
+#include "proc_fds.h"
 #include "wms/wms.h"
 #include "wms/health_server.h"
 
@@ -166,40 +170,84 @@ typedef struct held {
 	int epolls;    /* epoll sets */
 } held;
 
+typedef struct holding_walk {
+	uint16_t port;
+	held h;
+} holding_walk;
+
+static int held_seen(int fd, void *arg)
+{
+	holding_walk *w = arg;
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a), vl;
+	int v = 0;
+
+	w->h.epolls += proc_fd_is_epoll(fd);
+	memset(&a, 0, sizeof(a));
+	if (getsockname(fd, (struct sockaddr *)&a, &len) == 0 && a.sin_family == AF_INET &&
+	    ntohs(a.sin_port) == w->port) {
+		w->h.on_port++;
+		vl = sizeof(v);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) == 0 && v)
+			w->h.listening++;
+	}
+	return 0;
+}
+
 static held holding(uint16_t port)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	held h = { 0, 0, 0 };
+	holding_walk w;
+	memset(&w, 0, sizeof(w));
+	w.port = port;
+	(void)proc_fds_each(held_seen, &w);
+	return w.h;
+}
 
-	if (!d)
-		return h;
-	while ((e = readdir(d)) != NULL) {
-		char path[64], link[64];
-		struct sockaddr_in a;
-		socklen_t len = sizeof(a);
-		int fd = atoi(e->d_name), v = 0;
-		socklen_t vl = sizeof(v);
-		ssize_t n;
-		if (e->d_name[0] == '.' || fd == dirfd(d))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = '\0';
-			if (strstr(link, "eventpoll"))
-				h.epolls++;
-		}
-		memset(&a, 0, sizeof(a));
-		if (getsockname(fd, (struct sockaddr *)&a, &len) == 0 && a.sin_family == AF_INET &&
-		    ntohs(a.sin_port) == port) {
-			h.on_port++;
-			if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) == 0 && v)
-				h.listening++;
-		}
-	}
-	closedir(d);
-	return h;
+/* A socket that is not the server's, with its local address: the child's
+ * stop must leave it open and as it was. */
+typedef struct bystander {
+	int fd;
+	struct sockaddr_in name;
+} bystander;
+
+static int bystander_note(bystander *b, int fd)
+{
+	socklen_t len = sizeof(b->name);
+	b->fd = fd;
+	memset(&b->name, 0, sizeof(b->name));
+	return fd >= 0 && getsockname(fd, (struct sockaddr *)&b->name, &len) == 0 ? 0 : -1;
+}
+
+static int bystander_intact(const bystander *b)
+{
+	struct sockaddr_in now;
+	socklen_t len = sizeof(now);
+	memset(&now, 0, sizeof(now));
+	return fcntl(b->fd, F_GETFD) != -1 &&
+	       getsockname(b->fd, (struct sockaddr *)&now, &len) == 0 &&
+	       now.sin_family == b->name.sin_family && now.sin_port == b->name.sin_port &&
+	       now.sin_addr.s_addr == b->name.sin_addr.s_addr;
+}
+
+/* In the child: a listener of its own on another port, a connection to it
+ * and that connection's accepted end (bys[1..3]). 0, or -1. */
+static int other_sockets(bystander *bys)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(l, 4) != 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) != 0 || bystander_note(&bys[1], l) != 0)
+		return -1;
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    bystander_note(&bys[2], c) != 0)
+		return -1;
+	return bystander_note(&bys[3], accept(l, NULL, NULL));
 }
 
 /* ---- the child ----------------------------------------------------------- */
@@ -211,6 +259,8 @@ enum {
 	C_SOCKETS_LEFT,      /* a socket on the port is still open in the child */
 	C_EPOLL_LEFT,        /* an epoll set is still open in the child */
 	C_PIPE,              /* the parent's word never came */
+	C_OTHERS,            /* the child's sockets of its own could not be made */
+	C_OTHERS_CLOSED,     /* a socket not the server's was closed or changed by the stop */
 };
 
 static const char *child_says(int code)
@@ -222,24 +272,40 @@ static const char *child_says(int code)
 	case C_SOCKETS_LEFT: return "a socket on the server's port is still open in the child";
 	case C_EPOLL_LEFT: return "an epoll set is still open in the child";
 	case C_PIPE: return "the parent's word never came";
+	case C_OTHERS: return "the child's sockets of its own could not be made";
+	case C_OTHERS_CLOSED: return "the stop in the child closed (or changed) a socket that is "
+				     "not the server's: the kept connection's client side, or one "
+				     "of the child's own on another port";
 	case 99: return "valgrind found errors (or leaks) in the child";
 	}
 	return "?";
 }
 
-static int child_stops(wms_health_server *srv, uint16_t port)
+/* The stop sweeps the child's descriptors for the server's connections:
+ * it spares the client side of the kept connection (its peer is the
+ * server's port, not its own address) and the child's sockets on another
+ * port (a listener, a connection and its accepted end). */
+static int child_stops(wms_health_server *srv, uint16_t port, int kept)
 {
 	held h = holding(port);
+	bystander bys[4];
 	double t0;
+	int i;
 
 	if (h.listening != 1)
 		return C_NOTHING_HELD;
 	if (wms__health_server_connections(srv) != 0)
 		return C_CONNECTIONS;
+	if (bystander_note(&bys[0], kept) != 0 || other_sockets(bys) != 0)
+		return C_OTHERS;
 	t0 = now_ms();
 	wms_health_server_stop(srv);
 	if (now_ms() - t0 > budget_ms(1000))
 		return C_SLOW_STOP;
+	/* before anything opens a descriptor that could take a closed one's number */
+	for (i = 0; i < 4; i++)
+		if (!bystander_intact(&bys[i]))
+			return C_OTHERS_CLOSED;
 	h = holding(port);
 	if (h.on_port)
 		return C_SOCKETS_LEFT;
@@ -248,7 +314,8 @@ static int child_stops(wms_health_server *srv, uint16_t port)
 	return 0;
 }
 
-static void child_main(wms_health_server *srv, uint16_t port, int to_parent, int from_parent)
+static void child_main(wms_health_server *srv, uint16_t port, int kept, int to_parent,
+		       int from_parent)
 {
 	char word = 0;
 	int code;
@@ -256,7 +323,7 @@ static void child_main(wms_health_server *srv, uint16_t port, int to_parent, int
 	/* a crash ends the child (cmocka's handlers would run tests on in
 	 * it), and a hang fails the test within seconds instead of hanging CI */
 	child_begin(tk_build_kind() == TK_VALGRIND ? 240 : 20);
-	code = child_stops(srv, port);
+	code = child_stops(srv, port, kept);
 	(void)!write(to_parent, "d", 1);
 	/* alive (with whatever it still holds) until the parent has checked */
 	if (code == 0 && read(from_parent, &word, 1) != 1)
@@ -273,7 +340,7 @@ typedef struct kid {
 
 static kid kids[CHILDREN];
 
-static void kid_fork(kid *k, wms_health_server *srv, uint16_t port)
+static void kid_fork(kid *k, wms_health_server *srv, uint16_t port, int kept)
 {
 	int up[2], down[2];
 	struct pollfd p;
@@ -287,7 +354,7 @@ static void kid_fork(kid *k, wms_health_server *srv, uint16_t port)
 	if (k->pid == 0) {
 		close(up[0]);
 		close(down[1]);
-		child_main(srv, port, up[1], down[0]);
+		child_main(srv, port, kept, up[1], down[0]);
 	}
 	close(up[1]);
 	close(down[0]);
@@ -356,7 +423,7 @@ static void one_round(wms_client *c, uint16_t *port)
 	assert_int_equal(head_on(kept), 200);
 
 	for (i = 0; i < CHILDREN; i++) {
-		kid_fork(&kids[i], srv, *port);
+		kid_fork(&kids[i], srv, *port, kept);
 		/* the parent's server still accepts (its epoll set untouched),
 		 * answers, and keeps its connection */
 		assert_int_equal(get_health(*port), 200);
