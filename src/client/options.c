@@ -86,17 +86,16 @@ wms_status wms__client_check_process(const wms_client *c, wms_error *err)
 void wms_client_free(wms_client *c)
 {
 	size_t i;
+	int child;
 	if (!c)
 		return;
+	child = wms__forked_since(c->fork_gen);
 	/* In a child forked since, with calls_lock held at the fork by a
 	 * thread of the parent's (changing the list of async contexts or the
 	 * generic operations' breakers), nothing it guards can be trusted:
 	 * the client stays allocated there. */
-	if (wms__forked_since(c->fork_gen) && c->calls_lock_ready) {
-		if (pthread_mutex_trylock(&c->calls_lock) != 0)
-			return;
-		pthread_mutex_unlock(&c->calls_lock);
-	}
+	if (child && c->calls_lock_ready && !wms__mutex_free_at_fork(&c->calls_lock))
+		return;
 	/* calls in flight on its async contexts complete as cancelled first:
 	 * they hold its breakers' permits and its transport's handles. In a
 	 * child forked since, they are the parent's: let go of, with no
@@ -104,7 +103,7 @@ void wms_client_free(wms_client *c)
 	while (c->asyncs) {
 		struct wms_async *a = c->asyncs;
 		c->asyncs = *wms__async_next(a);
-		if (wms__forked_since(c->fork_gen))
+		if (child)
 			wms__async_client_forgotten(a);
 		else
 			wms__async_client_gone(a);
@@ -123,7 +122,7 @@ void wms_client_free(wms_client *c)
 	 * pthread_cond_destroy waits for its waiters: never. A mutex or a
 	 * condition variable holds nothing to release, so the child skips
 	 * destroying them. */
-	if (!wms__forked_since(c->fork_gen))
+	if (!child)
 		for (i = 0; i < WMS__CLIENT_SLOTS; i++)
 			wms__bulkhead_destroy(&c->bulkheads[i]);
 	for (i = 0; i < WMS_MAX_CALL_OPERATIONS; i++)
@@ -296,10 +295,7 @@ wms_status wms__client_call_slot(wms_client *c, const char *operation, size_t *o
 {
 	size_t i, n;
 	int made = 0;
-	wms_status st = wms__client_check_process(c, err);
-
-	if (st != WMS_OK)
-		return st; /* before calls_lock, which another thread may have held at the fork */
+	wms_status st = WMS_OK;
 
 	*out = 0;
 	if (atomic_load(&c->breaker_count) == 1)

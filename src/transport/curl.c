@@ -1074,26 +1074,15 @@ static wms_status curl_send(wms_transport *self, const wms_http_request *req,
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-/* Whether mutex m was free at the fork, in a child: a thread of the
- * parent's inside it may have left what it guards half changed, and no
- * thread will ever release it. Left unlocked either way. */
-static int free_at_fork(pthread_mutex_t *m)
-{
-	if (pthread_mutex_trylock(m) != 0)
-		return 0;
-	pthread_mutex_unlock(m);
-	return 1;
-}
-
 /* In a child forked since: whether t can be walked and freed, every lock
  * of its free at the fork. */
 static int intact_in_child(struct curl_transport *t)
 {
 	size_t i;
-	if (!free_at_fork(&t->pool_lock))
+	if (!wms__mutex_free_at_fork(&t->pool_lock))
 		return 0;
 	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
-		if (!free_at_fork(&t->share_locks[i]))
+		if (!wms__mutex_free_at_fork(&t->share_locks[i]))
 			return 0;
 	return 1;
 }
@@ -1107,7 +1096,7 @@ static void curl_transport_free(wms_transport *self)
 	if (wms__forked_since(t->fork_gen)) {
 		/* the parent's connections first let go of (the notes, unless
 		 * another thread was changing them at the fork) */
-		if (free_at_fork(&t->socks_lock))
+		if (wms__mutex_free_at_fork(&t->socks_lock))
 			wms__curl_forget_sockets(t);
 		/* a pool or cache another thread was changing at the fork is
 		 * not walked: the transport stays allocated in the child */

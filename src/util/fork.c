@@ -54,3 +54,11 @@ int wms__fd_forget(int fd)
 	errno = e;
 	return rc < 0 ? -1 : 0;
 }
+
+int wms__mutex_free_at_fork(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return 0;
+	pthread_mutex_unlock(m);
+	return 1;
+}

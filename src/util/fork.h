@@ -12,6 +12,7 @@
 #ifndef WMS_UTIL_FORK_H
 #define WMS_UTIL_FORK_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 extern _Atomic unsigned long wms__fork_gen;
@@ -31,5 +32,10 @@ static inline int wms__forked_since(unsigned long gen)
  * close) reaches nothing of the parent's: the connection itself is left to
  * the parent. The close-on-exec flag is set. 0, or -1 (errno). */
 int wms__fd_forget(int fd);
+
+/* In a child: whether mutex m was free at the fork (left unlocked). A
+ * thread of the parent's inside it may have left what it guards half
+ * changed, and no thread will ever release it: then that is not walked. */
+int wms__mutex_free_at_fork(pthread_mutex_t *m);
 
 #endif
