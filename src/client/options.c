@@ -493,6 +493,8 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 					 "endpoint: byte %zu is a space, control character or DEL "
 					 "(0x%02x): percent-encode it",
 					 bad, (unsigned)(unsigned char)opts->endpoint[bad]);
+		if ((st = wms__curl_endpoint_check(opts->endpoint, err)) != WMS_OK)
+			return st;
 	}
 	if (opts->soap_version != WMS_SOAP_11 && opts->soap_version != WMS_SOAP_12)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,

@@ -5,18 +5,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <curl/curl.h>
+#include "init.h"
 #include "internal.h"
 #include "wms/sys/transport.h"
 #include "transport/curl_int.h"
 
-/* Copy src to dst (size bytes), replacing every occurrence of needle with "***". */
+/* Copy src to dst (size bytes), replacing every occurrence of needle that
+ * is followed by '@' with "***" (the '@' kept). */
 static void scrub_into(char *dst, size_t size, const char *src, const char *needle, size_t nlen)
 {
 	size_t o = 0;
 	if (!size)
 		return;
 	while (*src && o + 1 < size) {
-		if (nlen && strncmp(src, needle, nlen) == 0) {
+		if (nlen && strncmp(src, needle, nlen) == 0 && src[nlen] == '@') {
 			const char *r = "***";
 			while (*r && o + 1 < size)
 				dst[o++] = *r++;
@@ -28,8 +30,13 @@ static void scrub_into(char *dst, size_t size, const char *src, const char *need
 	dst[o] = '\0';
 }
 
-/* Remove the URL's userinfo (user:password) and the password alone from msg. */
-static void scrub_credentials(char *msg, size_t size, const char *url)
+/* Remove the URL's userinfo (user:password) and the password alone from
+ * msg, where a copy of the URL would carry them: just before its '@'. A
+ * match anywhere else is the message's own text, left as it is: a short
+ * password ("or") masked inside the words of "Couldn't connect to server"
+ * would garble the message and, by where the stars fall, tell the
+ * password to whoever reads the log. */
+void wms__curl_scrub_credentials(char *msg, size_t size, const char *url)
 {
 	char tmp[CURL_ERROR_SIZE + 128];
 	const char *auth, *at = NULL, *colon, *p;
@@ -249,7 +256,7 @@ wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct ca
 	len = strlen(msg);
 	while (len && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
 		msg[--len] = '\0';
-	scrub_credentials(msg, sizeof(msg), url);
+	wms__curl_scrub_credentials(msg, sizeof(msg), url);
 	wms_transport_fail(err, st, delivery, "%s", msg);
 	if (err) {
 		err->curl_code = (int)rc;
@@ -258,4 +265,35 @@ wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct ca
 			err->http_status = http_status;
 	}
 	return st;
+}
+
+wms_status wms__curl_endpoint_check(const char *url, wms_error *err)
+{
+#if LIBCURL_VERSION_NUM >= 0x075000 /* curl_url_strerror */
+	CURLU *u;
+	CURLUcode uc;
+	int routed;
+
+	/* its allocations go where the transport's will (wms_global_init);
+	 * if libcurl cannot start, making the transport says so */
+	if (wms__curl_global_init(&routed) != WMS_OK)
+		return WMS_OK;
+	if (!(u = curl_url()))
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
+				 "out of memory: libcurl could not parse the endpoint");
+	uc = curl_url_set(u, CURLUPART_URL, url, WMS__CURL_URL_FLAGS);
+	curl_url_cleanup(u);
+	if (uc == CURLUE_OUT_OF_MEMORY)
+		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
+				 "out of memory: libcurl could not parse the endpoint");
+	/* not the URL itself: it may hold a user and password */
+	if (uc != CURLUE_OK)
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "endpoint: not a URL libcurl can send to: %s (curl URL error %d)",
+				 curl_url_strerror(uc), (int)uc);
+#else
+	(void)url;
+	(void)err;
+#endif
+	return WMS_OK;
 }

@@ -54,6 +54,17 @@ struct call {
 wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct call *c,
 			  const char *errbuf, const char *url, long http_status);
 
+/* The flags every URL is parsed with (curl_url_set): those libcurl 7.88
+ * parses a CURLOPT_URL string with itself (parseurlandfillconn), so that a
+ * URL means the same parsed once (set_url in curl.c), checked when a client
+ * is made (wms__curl_endpoint_check) and handed over as a string. */
+#define WMS__CURL_URL_FLAGS (CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)
+
+/* Mask url's userinfo (user:password), and its password alone, where msg
+ * (NUL-terminated, in a buffer of `size` bytes) carries them as a copy of
+ * the URL would: just before an '@' ("***@"). */
+void wms__curl_scrub_credentials(char *msg, size_t size, const char *url);
+
 /* Whether libcurl's allocations go through the seam (wms_global_init). */
 int wms__curl_routed(void);
 

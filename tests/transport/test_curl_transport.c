@@ -23,6 +23,7 @@
 #include <curl/curl.h>
 
 #include "internal.h"
+#include "transport/curl_int.h"
 #include "wms/wms.h"
 #include "wms/sys/transport.h"
 #include "loopback.h"
@@ -1203,6 +1204,70 @@ static void test_credentials_not_in_message(void **state)
 	assert_null(strstr(f->err.message, "s3cr3t"));
 }
 
+/* Credentials are masked where a copy of the URL would carry them, and
+ * nowhere else: a short user name or password that also spells part of
+ * libcurl's own words leaves the message whole (masking it there garbled
+ * the message and, by where the stars fell, told the secret). Twice each. */
+static void test_short_credentials_leave_the_message_whole(void **state)
+{
+	fx *f = *state;
+	char url[96];
+	uint16_t port = lb_closed_port();
+	for (int twice = 0; twice < 2; twice++) {
+		snprintf(url, sizeof(url), "http://or:or@127.0.0.1:%u/wms", (unsigned)port);
+		f->req.url = url;
+		assert_failed(f, call(f), WMS_ERR_CONNECT, WMS_DELIVERY_NOT_SENT,
+			      CURLE_COULDNT_CONNECT);
+		assert_non_null(strstr(f->err.message, "Couldn't connect to server"));
+		assert_null(strstr(f->err.message, "***"));
+		f->req.url = "http://a@/wms"; /* a user, no host */
+		assert_failed(f, call(f), WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+			      CURLE_URL_MALFORMAT);
+		assert_non_null(strstr(f->err.message, "bad/illegal format"));
+		assert_null(strstr(f->err.message, "***"));
+	}
+}
+
+/* The mask itself, on messages that do carry the URL (libcurl 7.88 writes
+ * none, a later one may): user:password@ and password@ go, the rest of the
+ * message and a bare match stay; a message is cut, never overrun. */
+static void test_scrub_credentials(void **state)
+{
+	static const struct {
+		const char *url, *msg, *want;
+	} cases[] = {
+		{ "http://alice:s3cr3t@wms.example/ws", "bad URL http://alice:s3cr3t@wms.example/ws",
+		  "bad URL http://***@wms.example/ws" },
+		{ "http://alice:s3cr3t@wms.example/ws", "as :s3cr3t@wms.example and s3cr3t",
+		  "as :***@wms.example and s3cr3t" },
+		{ "http://alice@wms.example/ws", "to alice@wms.example: alice refused",
+		  "to ***@wms.example: alice refused" },
+		{ "http://a:b@c@wms.example/ws", "at a:b@c@wms.example", "at ***@wms.example" },
+		{ "http://wms.example/ws", "alice:s3cr3t@", "alice:s3cr3t@" },
+		{ "http://or:or@127.0.0.1:1/ws", "Failed to connect to 127.0.0.1 port 1",
+		  "Failed to connect to 127.0.0.1 port 1" },
+		{ "http://x:y@h/w?q=u:p@z", "x:y@h u:p@z", "***@h u:p@z" },
+		{ NULL, "left alone", "left alone" },
+	};
+	char msg[64];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int twice = 0; twice < 2; twice++) {
+			snprintf(msg, sizeof(msg), "%s", cases[i].msg);
+			wms__curl_scrub_credentials(msg, sizeof(msg), cases[i].url);
+			if (strcmp(msg, cases[i].want) != 0)
+				fail_msg("case %zu: \"%s\", want \"%s\"", i, msg, cases[i].want);
+		}
+	}
+	/* a mask longer than what it hides is cut to the buffer, NUL-terminated */
+	memset(msg, 'x', sizeof(msg) - 1);
+	msg[sizeof(msg) - 1] = '\0';
+	memcpy(msg + sizeof(msg) - 7, "u@host", 6);
+	wms__curl_scrub_credentials(msg, sizeof(msg), "http://u@host/");
+	assert_int_equal(strlen(msg), sizeof(msg) - 1);
+	assert_string_equal(msg + sizeof(msg) - 7, "***@ho");
+}
+
 static void test_unsupported_scheme(void **state)
 {
 	fx *f = *state;
@@ -1737,6 +1802,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unresolvable_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_dns_ends_at_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credentials_not_in_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_short_credentials_leave_the_message_whole, setup,
+						teardown),
+		cmocka_unit_test(test_scrub_credentials),
 		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_url_changes_on_one_handle, setup, teardown),
