@@ -701,6 +701,24 @@ static wms_status parse_redis_url(parser *p, const key_def *d, const char *path,
 	return WMS_OK;
 }
 
+/* What a URL's first bytes say of it, for a message: "a URL with scheme
+ * SCHEME" when it starts SCHEME:// (letters, digits, + - .), "nothing
+ * after SCHEME://", else "no scheme". Nothing past the "://": a user and
+ * password may follow. */
+static const char *url_scheme(char *dst, size_t size, const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n && i < 16 &&
+	       ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		(s[i] >= '0' && s[i] <= '9') || s[i] == '+' || s[i] == '-' || s[i] == '.'))
+		i++;
+	if (i == 0 || n - i < 3 || memcmp(s + i, "://", 3) != 0)
+		return "no scheme";
+	snprintf(dst, size, n - i == 3 ? "nothing after %.*s://" : "a URL with scheme %.*s",
+		 (int)i, s);
+	return dst;
+}
+
 /* Store the value of key `d` (line `line`) from p->ev. */
 static wms_status parse_value(parser *p, const key_def *d, const char *path, size_t line)
 {
@@ -778,13 +796,22 @@ static wms_status parse_value(parser *p, const key_def *d, const char *path, siz
 				return fail_at(p, line, path, d->name,
 					       "must be at most %d bytes long (got %zu)",
 					       MAX_ENDPOINT_BYTES, n);
+			const char *why;
+			int code;
+			/* the value is not echoed: it may hold a user and password */
+			wipe(got, sizeof(got));
 			if (!(starts_with_nocase(s, n, "http://") && n > 7) &&
 			    !(starts_with_nocase(s, n, "https://") && n > 8))
 				return fail_at(p, line, path, d->name,
-					       "must be an http:// or https:// URL (got %s)", got);
+					       "must be an http:// or https:// URL (got %s)",
+					       url_scheme(got, sizeof(got), s, n));
 			if (has_space_or_control(s, n))
 				return fail_at(p, line, path, d->name,
 					       "must not contain spaces or control characters");
+			if ((why = wms__curl_url_refused(s, &code)) != NULL)
+				return fail_at(p, line, path, d->name,
+					       "not a URL libcurl can send to: %s (curl URL error %d)",
+					       why, code);
 		}
 		slot = d->type == T_NAME ? &cfg->name : &cfg->endpoint;
 		*slot = wms__strndup(s, n);

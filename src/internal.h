@@ -49,9 +49,11 @@ wms_status wms__health_clients_prometheus(char **out, struct wms_client *const *
  * options (the client makes them before it makes anything else). */
 struct wms_curl_transport_options;
 wms_status wms__curl_transport_check(const struct wms_curl_transport_options *o, wms_error *err);
-/* transport/curl_errors.c: INVALID_ARG, with libcurl's reason (not the
- * URL), for an endpoint libcurl's URL parser refuses: checked when a
- * client that makes a libcurl transport is made, not at its first call. */
-wms_status wms__curl_endpoint_check(const char *url, wms_error *err);
+/* transport/curl_errors.c: why libcurl's URL parser refuses `url` (its own
+ * words, a static string; *code its CURLUcode), NULL if it takes it or
+ * cannot be asked (no memory: the transfer says so). The client checks
+ * its endpoint with it when it makes a libcurl transport, and the SLA
+ * file its client.endpoint, rather than every call failing. */
+const char *wms__curl_url_refused(const char *url, int *code);
 
 #endif

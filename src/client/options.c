@@ -482,7 +482,9 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 	/* libcurl's endpoint (a custom transport's is its own business); the
 	 * URL itself is not repeated: it may hold a user and password */
 	if (!transport) {
+		const char *why;
 		size_t n, bad;
+		int code;
 		if (!opts->endpoint || !has_scheme(opts->endpoint))
 			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 					 "endpoint must be an http:// or https:// URL");
@@ -493,8 +495,10 @@ static wms_status check_options(const wms_client_options *opts, wms_retry_option
 					 "endpoint: byte %zu is a space, control character or DEL "
 					 "(0x%02x): percent-encode it",
 					 bad, (unsigned)(unsigned char)opts->endpoint[bad]);
-		if ((st = wms__curl_endpoint_check(opts->endpoint, err)) != WMS_OK)
-			return st;
+		if ((why = wms__curl_url_refused(opts->endpoint, &code)) != NULL)
+			return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+					 "endpoint: not a URL libcurl can send to: %s (curl URL "
+					 "error %d)", why, code);
 	}
 	if (opts->soap_version != WMS_SOAP_11 && opts->soap_version != WMS_SOAP_12)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,

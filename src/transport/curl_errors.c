@@ -267,33 +267,28 @@ wms_status wms__curl_fail(wms_error *err, CURLcode rc, int sent, const struct ca
 	return st;
 }
 
-wms_status wms__curl_endpoint_check(const char *url, wms_error *err)
+const char *wms__curl_url_refused(const char *url, int *code)
 {
 #if LIBCURL_VERSION_NUM >= 0x075000 /* curl_url_strerror */
 	CURLU *u;
 	CURLUcode uc;
 	int routed;
 
+	*code = 0;
 	/* its allocations go where the transport's will (wms_global_init);
-	 * if libcurl cannot start, making the transport says so */
-	if (wms__curl_global_init(&routed) != WMS_OK)
-		return WMS_OK;
-	if (!(u = curl_url()))
-		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
-				 "out of memory: libcurl could not parse the endpoint");
+	 * if libcurl cannot start, or parse for want of memory, the transfer
+	 * says so */
+	if (wms__curl_global_init(&routed) != WMS_OK || !(u = curl_url()))
+		return NULL;
 	uc = curl_url_set(u, CURLUPART_URL, url, WMS__CURL_URL_FLAGS);
 	curl_url_cleanup(u);
-	if (uc == CURLUE_OUT_OF_MEMORY)
-		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
-				 "out of memory: libcurl could not parse the endpoint");
-	/* not the URL itself: it may hold a user and password */
-	if (uc != CURLUE_OK)
-		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "endpoint: not a URL libcurl can send to: %s (curl URL error %d)",
-				 curl_url_strerror(uc), (int)uc);
+	if (uc == CURLUE_OK || uc == CURLUE_OUT_OF_MEMORY)
+		return NULL;
+	*code = (int)uc;
+	return curl_url_strerror(uc);
 #else
 	(void)url;
-	(void)err;
+	*code = 0;
+	return NULL;
 #endif
-	return WMS_OK;
 }

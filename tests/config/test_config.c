@@ -422,12 +422,15 @@ static const bad_value name_bad[] = {
 
 static const bad_value url_bad[] = {
 	{ "\"\"", "must not be empty" },
-	{ "ftp://wms.test/", "must be an http:// or https:// URL (got ftp://wms.test/)" },
-	{ "http://", "must be an http:// or https:// URL (got http://)" },
-	{ "wms.test:8080", "must be an http:// or https:// URL" },
-	{ "42", "must be an http:// or https:// URL (got 42)" },
+	{ "ftp://wms.test/", "must be an http:// or https:// URL (got a URL with scheme ftp)" },
+	{ "http://", "must be an http:// or https:// URL (got nothing after http://)" },
+	{ "wms.test:8080", "must be an http:// or https:// URL (got no scheme)" },
+	{ "42", "must be an http:// or https:// URL (got no scheme)" },
 	{ "\"http://wms test/\"", "must not contain spaces or control characters" },
 	{ "\"http://wms.test/\\n\"", "must not contain spaces or control characters" },
+	{ "\"http://[::1/wms\"", "not a URL libcurl can send to: Bad IPv6 address" },
+	{ "http://wms.test:65536/", "not a URL libcurl can send to: Port number was not" },
+	{ "http://:80/wms", "not a URL libcurl can send to: No host part in the URL" },
 };
 
 static const bad_value redis_bad[] = {
@@ -756,6 +759,18 @@ static void anchors_aliases_tags(void **state)
 	/* Tags are refused in our blocks, and left alone in the rest of the SLA. */
 	expect_error("client:\n  endpoint: !!str http://w/\n",
 		     "t.yaml:2: client.endpoint: explicit YAML tags are not supported");
+	/* an endpoint is never echoed: it may hold a user and password */
+	for (int twice = 0; twice < 2; twice++) {
+		expect_error("client:\n  endpoint: ftp://alice:s3cr3t@wms.test/\n",
+			     "t.yaml:2: client.endpoint: must be an http:// or https:// URL (got a "
+			     "URL with scheme ftp)");
+		expect_error("client:\n  endpoint: alice:s3cr3t@wms.test/\n",
+			     "t.yaml:2: client.endpoint: must be an http:// or https:// URL (got no "
+			     "scheme)");
+		expect_error("client:\n  endpoint: http://alice:s3cr3t@wms.test:99999/\n",
+			     "t.yaml:2: client.endpoint: not a URL libcurl can send to: Port number "
+			     "was not a decimal number between 0 and 65535 (curl URL error 4)");
+	}
 	expect_error("circuit_breaker:\n  retry: !custom {}\n",
 		     "t.yaml:2: circuit_breaker.retry: explicit YAML tags are not supported");
 	cfg = load_ok("owner: !team fulfillment\nslo: !!map {a: 1}\n", NULL);
