@@ -287,10 +287,18 @@ static int conn_idle_readable(const struct conn *k)
 		return 0;
 	pfd.fd = k->idle_fd;
 	pfd.events = POLLIN;
-	pfd.revents = 0;
 	/* > 0: something to read, or POLLHUP/POLLERR/POLLNVAL; < 0: cannot
-	 * tell, so not worth the risk. */
-	return poll(&pfd, 1, 0) != 0;
+	 * tell, so not worth the risk. EINTR is no answer: even with a zero
+	 * timeout poll() fails so when a signal is pending (a handler without
+	 * SA_RESTART), and taken as "readable" it cost a good connection (a
+	 * new handshake) per signal that landed here (test_signals). */
+	for (;;) {
+		int r;
+		pfd.revents = 0;
+		r = poll(&pfd, 1, 0);
+		if (r >= 0 || errno != EINTR)
+			return r != 0;
+	}
 }
 
 /* Close k's connections: a new multi handle (a new, empty connection cache)
