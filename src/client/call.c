@@ -208,8 +208,15 @@ wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
 			   uint64_t deadline_ns, uint64_t start, wms_error *err)
 {
 	wms_status st = sent;
-	if (st == WMS_OK)
+	if (st == WMS_OK) {
 		st = interpret(ws, k, resp, c->max_reply_bytes, deadline_ns, err);
+		/* the WMS's (or its proxy's) word on when to come back: the
+		 * caller's hint, and the least pause before a retry (call_after) */
+		if (st != WMS_OK && (resp->status == 503 || resp->status == 429))
+			err->retry_after_ms = resp->retry_after_ms > UINT32_MAX
+						      ? UINT32_MAX
+						      : (uint32_t)resp->retry_after_ms;
+	}
 	else if (err->status != st && st == WMS_ERR_TOO_LARGE)
 		too_large(err, c->max_reply_bytes); /* the bound the transport was given */
 	else if (err->status != st)
@@ -587,6 +594,7 @@ int wms__call_after(wms_client *c, const call *k, wms__attempts *at, wms_status 
 	wms_outcome outcome;
 	int recorded;
 	uint64_t now, pause;
+	uint32_t asked;
 
 	at->delivery = wms__merge_delivery(at->attempt == 1 ? WMS_DELIVERY_NOT_SENT : at->delivery,
 					   err->delivery);
@@ -600,10 +608,15 @@ int wms__call_after(wms_client *c, const call *k, wms__attempts *at, wms_status 
 		return 0;
 	/* If this attempt opened the breaker, the retry would be refused:
 	 * stop now rather than after the pause (or at the deadline check). */
+	asked = err->retry_after_ms; /* the reply's Retry-After (call_reply) */
 	if (breaker_refuses(at->b, &err->retry_after_ms))
 		return 0;
+	err->retry_after_ms = asked;
 	now = wms__now_ns();
 	pause = wms__backoff_ns(&c->retry, at->attempt, &at->rng);
+	/* never sooner than the WMS asked */
+	if ((uint64_t)asked * 1000000u > pause)
+		pause = (uint64_t)asked * 1000000u;
 	/* the next attempt needs time left after its pause: at least 1 ms */
 	if (now + pause + 1000000u >= at->deadline)
 		return 0;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -371,9 +372,43 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/* A Retry-After value (RFC 9110 10.2.3) in milliseconds, at most
+ * UINT32_MAX: delta-seconds, or an HTTP-date (curl_getdate reads its three
+ * forms) less the wall clock now; 0 for a date past, an empty value or
+ * anything else. */
+static uint64_t retry_after_ms(const char *v, size_t n)
+{
+	char date[64];
+	uint64_t secs = 0;
+	time_t when, now;
+	size_t i;
+
+	while (n && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	for (i = 0; i < n && v[i] >= '0' && v[i] <= '9'; i++)
+		if (secs <= UINT32_MAX)
+			secs = secs * 10u + (uint64_t)(v[i] - '0');
+	if (i == n && n)
+		return secs * 1000u > UINT32_MAX ? UINT32_MAX : secs * 1000u;
+	if (i || !n || n >= sizeof(date))
+		return 0;
+	memcpy(date, v, n);
+	date[n] = '\0';
+	when = curl_getdate(date, NULL);
+	now = time(NULL);
+	if (when == (time_t)-1 || when <= now)
+		return 0;
+	secs = (uint64_t)(when - now);
+	return secs * 1000u > UINT32_MAX ? UINT32_MAX : secs * 1000u;
+}
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-	static const char ct[] = "content-type:";
+	static const char ct[] = "content-type:", ra[] = "retry-after:";
 	struct call *c = userdata;
 	size_t n = size * nmemb;
 	wms_status st;
@@ -383,7 +418,13 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 		/* A new status line (after a 1xx, or a retry): forget the last one's. */
 		wms__free(c->resp->content_type);
 		c->resp->content_type = NULL;
+		c->resp->retry_after_ms = 0;
 		c->in_body = 0;
+		return n;
+	}
+	/* a trailer is not the reply's word on when to come back */
+	if (!c->in_body && n >= sizeof(ra) - 1 && strncasecmp(ptr, ra, sizeof(ra) - 1) == 0) {
+		c->resp->retry_after_ms = retry_after_ms(ptr + sizeof(ra) - 1, n - (sizeof(ra) - 1));
 		return n;
 	}
 	if (c->in_body || n < sizeof(ct) - 1 || strncasecmp(ptr, ct, sizeof(ct) - 1) != 0)

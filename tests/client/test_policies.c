@@ -181,6 +181,75 @@ static int well_under(uint64_t elapsed_ns, uint32_t backoff_ms)
 	return elapsed_ns * ratio < (uint64_t)backoff_ms * MS;
 }
 
+/* A 503 or 429 reply's Retry-After (README, "Errors and what to do"):
+ * err->retry_after_ms carries it; a retry waits at least that long, longer
+ * than its own backoff; one that would not fit in timeout_ms is not made
+ * (the call ends at once, with the hint); another status's is not read.
+ * Each twice in a row on one client. */
+static step unavailable_step(long status, uint32_t retry_after_ms)
+{
+	step s = { .fail = WMS_OK, .delivery = WMS_DELIVERY_ANSWERED, .status = status,
+		   .content_type = "text/html", .body = "<html>busy</html>",
+		   .retry_after_ms = retry_after_ms };
+	return s;
+}
+
+static void retry_after_is_honoured(void **state)
+{
+	wms_client_options o = retry_opts(2);
+	uint64_t t0, elapsed;
+	wms_submit_reply r;
+	wms_error err;
+	fx x;
+	(void)state;
+	o.timeout_ms = 5000;
+	o.breaker_options.failure_threshold = 100;
+	x = setup_client_with(&o);
+	for (int twice = 0; twice < 2; twice++) {
+		/* 150 ms asked, a 1-2 ms backoff: the retry comes after >= 150 ms */
+		x.t->sends = 0;
+		x.t->seq[0] = unavailable_step(503, 150);
+		x.t->seq[1] = ok_step(submit_ok);
+		x.t->seq_len = 2;
+		t0 = wms__now_ns();
+		assert_int_equal(submit(&x, &r, &err), WMS_OK);
+		elapsed = wms__now_ns() - t0;
+		assert_int_equal(x.t->sends, 2);
+		assert_true(elapsed >= 150 * MS);
+		assert_int_equal(err.retry_after_ms, 0); /* the answer has none */
+
+		/* 60 s asked in a 5 s budget: no retry, at once, the hint kept */
+		x.t->sends = 0;
+		x.t->seq[0] = unavailable_step(503, 60000);
+		x.t->seq_len = 2;
+		t0 = wms__now_ns();
+		assert_int_equal(submit(&x, &r, &err), WMS_ERR_HTTP);
+		assert_true(well_under(wms__now_ns() - t0, 1000));
+		assert_int_equal(x.t->sends, 1);
+		assert_int_equal(err.attempts, 1);
+		assert_int_equal(err.http_status, 503);
+		assert_int_equal(err.retry_after_ms, 60000);
+
+		/* 429 (not a failure: not retried) carries it to the caller */
+		x.t->sends = 0;
+		x.t->seq[0] = unavailable_step(429, 2000);
+		x.t->seq_len = 1;
+		assert_int_equal(submit(&x, &r, &err), WMS_ERR_HTTP);
+		assert_int_equal(x.t->sends, 1);
+		assert_int_equal(err.retry_after_ms, 2000);
+		assert_true(wms_error_is_retryable(&err));
+
+		/* another status's is not read: a 500, a 502 */
+		x.t->seq[0] = unavailable_step(500, 2000);
+		assert_int_equal(submit(&x, &r, &err), WMS_ERR_HTTP);
+		assert_int_equal(err.retry_after_ms, 0);
+		x.t->seq[0] = unavailable_step(502, 2000);
+		assert_int_equal(submit(&x, &r, &err), WMS_ERR_HTTP);
+		assert_int_equal(err.retry_after_ms, 0);
+	}
+	wms_client_free(x.c);
+}
+
 /* The first attempt's failure opens the breaker (threshold 1): the call
  * returns at once with that error and the breaker's retry-after, without
  * the 2 s pause, whether or not the pause would fit the deadline. */
@@ -722,6 +791,7 @@ int main(void)
 		cmocka_unit_test(delivery_stays_unknown_once_unknown),
 		cmocka_unit_test(not_sent_only),
 		cmocka_unit_test(retries_fit_in_the_deadline),
+		cmocka_unit_test(retry_after_is_honoured),
 		cmocka_unit_test(no_backoff_once_the_breaker_opened),
 		cmocka_unit_test(no_backoff_once_forced_open),
 		cmocka_unit_test(error_filter_reclassifies),

@@ -34,6 +34,7 @@ static wms_status fake_send(wms_transport *t, const wms_http_request *req,
 		return st;
 	}
 	resp->status = s->status;
+	resp->retry_after_ms = s->retry_after_ms;
 	if (s->content_type) {
 		wms_status st = wms_http_response_set_content_type(resp, s->content_type,
 								   strlen(s->content_type));

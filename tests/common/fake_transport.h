@@ -17,6 +17,7 @@ typedef struct step {
 	const char *body;      /* NULL: none */
 	size_t body_len;       /* 0: strlen(body) */
 	uint32_t sleep_ms;     /* real time spent before answering */
+	uint32_t retry_after_ms; /* the reply's Retry-After, as a transport read it */
 } step;
 
 typedef struct fake {

@@ -431,18 +431,23 @@ static void stall_guard_on_the_loop(void **state)
 }
 
 /* Retries: the pauses are timers, so while one call waits to try again
- * the others on the thread go on. */
+ * the others on the thread go on. The simulator's 503 says Retry-After: 1,
+ * so each pause lasts at least a second (longer than the 150 ms backoff),
+ * and the three attempts fit in a 5 s deadline. */
 static void retries_pause_on_timers(void **state)
 {
 	fx *f = *state;
 	copts o;
 	seen s, q;
 	it_order ord;
+	double t0, took;
 
 	memset(&o, 0, sizeof(o));
 	o.attempts = 3;
 	o.backoff_ms = 150;
+	o.timeout_ms = 5000 + (uint32_t)it_slack_ms();
 	use_client(f, &o, NULL);
+	t0 = it_now_ms();
 	order_of(&ord, "R-1");
 	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HTTP_503, 0),
 			 WMS_SIM_OK);
@@ -460,11 +465,14 @@ static void retries_pause_on_timers(void **state)
 	assert_int_equal(q.st, WMS_OK);
 	/* (the submit is usually still pausing here; with full jitter a pause
 	 * can be near 0, so that is not asserted) */
-	assert_int_equal(wms_async_run(f->a, 5000), WMS_OK);
+	assert_int_equal(wms_async_run(f->a, 5000 + (int)it_slack_ms()), WMS_OK);
+	took = it_now_ms() - t0;
 	assert_int_equal(s.calls, 1);
 	assert_int_equal(s.st, WMS_ERR_HTTP);
 	assert_int_equal(s.err.http_status, 503);
 	assert_int_equal(s.err.attempts, 3);
+	assert_int_equal(s.err.retry_after_ms, 1000);
+	assert_true(took >= 2000.0);
 	assert_int_equal(wms_sim_requests(f->sim, "SubmitOrder"), 3);
 	wms_sim_clear_faults(f->sim);
 }

@@ -1268,6 +1268,100 @@ static void test_scrub_credentials(void **state)
 	assert_string_equal(msg + sizeof(msg) - 7, "***@ho");
 }
 
+/* A reply's Retry-After, as resp->retry_after_ms (wms/sys/transport.h):
+ * delta-seconds, an HTTP-date in each of its three forms (less now), and
+ * what is not one (0), capped at UINT32_MAX; the last of two; reset by an
+ * interim 1xx; never a trailer's. Each on a fresh server, twice in a row
+ * on one transport (its handle and connection kept). */
+static void test_retry_after_header(void **state)
+{
+	fx *f = *state;
+	char future[3][96], head[512];
+	time_t t = time(NULL) + 120;
+	struct tm tm;
+	const struct {
+		const char *headers; /* Retry-After lines and the like, each ending \r\n */
+		uint64_t lo, hi;     /* what retry_after_ms may read */
+		int chunked;         /* the body chunked, with "Retry-After: 9" as a trailer */
+	} cases[] = {
+		{ "Retry-After: 7\r\n", 7000, 7000, 0 },
+		{ "retry-after:0\r\n", 0, 0, 0 },
+		{ "Retry-After:   30  \r\n", 30000, 30000, 0 },
+		{ "Retry-After: 4294967\r\n", 4294967000u, 4294967000u, 0 },
+		{ "Retry-After: 4294968\r\n", UINT32_MAX, UINT32_MAX, 0 },
+		{ "Retry-After: 99999999999999999999999\r\n", UINT32_MAX, UINT32_MAX, 0 },
+		{ "Retry-After: -5\r\n", 0, 0, 0 },
+		{ "Retry-After: 5s\r\n", 0, 0, 0 },
+		{ "Retry-After: soon\r\n", 0, 0, 0 },
+		{ "Retry-After:\r\n", 0, 0, 0 },
+		{ "Retry-After: Sun, 06 Nov 1994 08:49:37 GMT\r\n", 0, 0, 0 }, /* past */
+		{ future[0], 100000, 121000, 0 },
+		{ future[1], 100000, 121000, 0 },
+		{ future[2], 100000, 121000, 0 },
+		{ "Retry-After: 3\r\nRetry-After: 4\r\n", 4000, 4000, 0 },
+		{ "", 0, 0, 1 },
+		{ "Retry-After: 2\r\n", 2000, 2000, 1 },
+	};
+	static const char body[] = "<html>busy</html>";
+
+	gmtime_r(&t, &tm);
+	strftime(future[0], sizeof(future[0]), "Retry-After: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+	{ /* RFC 850's two-digit year, which -Wformat-y2k will not have from %y */
+		char day[40], rest[24];
+		strftime(day, sizeof(day), "%A, %d-%b-", &tm);
+		strftime(rest, sizeof(rest), " %H:%M:%S GMT\r\n", &tm);
+		snprintf(future[1], sizeof(future[1]), "Retry-After: %s%02d%s", day,
+			 tm.tm_year % 100, rest);
+	}
+	strftime(future[2], sizeof(future[2]), "Retry-After: %a %b %e %H:%M:%S %Y\r\n", &tm);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lb_script sc = { 0 };
+		if (cases[i].chunked)
+			snprintf(head, sizeof(head),
+				 "HTTP/1.1 503 Service Unavailable\r\n%sContent-Type: text/html\r\n"
+				 "Transfer-Encoding: chunked\r\nTrailer: Retry-After\r\n\r\n"
+				 "%zx\r\n%s\r\n0\r\nRetry-After: 9\r\n\r\n",
+				 cases[i].headers, sizeof(body) - 1, body);
+		else
+			snprintf(head, sizeof(head),
+				 "HTTP/1.1 503 Service Unavailable\r\n%sContent-Type: text/html\r\n"
+				 "Content-Length: %zu\r\n\r\n%s",
+				 cases[i].headers, sizeof(body) - 1, body);
+		sc.response = head;
+		if (f->srv)
+			lb_stop(f->srv);
+		start(f, &sc);
+		for (int twice = 0; twice < 2; twice++) {
+			wms_http_response_clear(&f->resp);
+			assert_int_equal(call(f), WMS_OK);
+			assert_int_equal(f->resp.status, 503);
+			assert_int_equal(f->resp.body_len, sizeof(body) - 1);
+			if (f->resp.retry_after_ms < cases[i].lo || f->resp.retry_after_ms > cases[i].hi)
+				fail_msg("case %zu (%s): read %llu, want %llu..%llu", i,
+					 cases[i].headers, (unsigned long long)f->resp.retry_after_ms,
+					 (unsigned long long)cases[i].lo,
+					 (unsigned long long)cases[i].hi);
+		}
+	}
+	/* a 100 Continue's is not the final reply's */
+	lb_stop(f->srv);
+	snprintf(head, sizeof(head),
+		 "HTTP/1.1 100 Continue\r\nRetry-After: 5\r\n\r\n"
+		 "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n\r\n%s",
+		 sizeof(body) - 1, body);
+	{
+		lb_script sc = { 0 };
+		sc.response = head;
+		start(f, &sc);
+	}
+	for (int twice = 0; twice < 2; twice++) {
+		wms_http_response_clear(&f->resp);
+		assert_int_equal(call(f), WMS_OK);
+		assert_int_equal(f->resp.status, 503);
+		assert_int_equal(f->resp.retry_after_ms, 0);
+	}
+}
+
 static void test_unsupported_scheme(void **state)
 {
 	fx *f = *state;
@@ -1805,6 +1899,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_short_credentials_leave_the_message_whole, setup,
 						teardown),
 		cmocka_unit_test(test_scrub_credentials),
+		cmocka_unit_test_setup_teardown(test_retry_after_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsupported_scheme, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_url, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_url_changes_on_one_handle, setup, teardown),

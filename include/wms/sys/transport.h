@@ -58,8 +58,14 @@ typedef struct wms_http_response {
 	size_t max_body;    /* set by the client from max_reply_bytes */
 	/** Set when the body hit max_body (the rest was discarded). */
 	int overflow;
+	/** The reply's Retry-After, in milliseconds (delta-seconds, or an
+	 *  HTTP-date less the time it was read), at most UINT32_MAX; 0 when
+	 *  there was none or it could not be read. A transport sets it
+	 *  directly. The client reads it on a 503 or 429 (README, "Errors and
+	 *  what to do"). Since 0.3.2. */
+	uint64_t retry_after_ms;
 	/** Room to grow (the client allocates it); zero. */
-	void *_reserved[4];
+	void *_reserved[3];
 } wms_http_response;
 
 /** Append reply bytes. WMS_ERR_TOO_LARGE past max_body (sets overflow). */
