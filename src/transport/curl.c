@@ -903,7 +903,7 @@ done:
  * a call's 130 000, measured with callgrind against the bench's server);
  * handed a parsed URL (CURLOPT_CURLU) it only copies it. It is parsed here
  * once per change of URL, with the flags libcurl itself parses CURLOPT_URL
- * with (7.88's parseurlandfillconn), so the same URLs mean the same. A URL
+ * with (WMS__CURL_URL_FLAGS), so the same URLs mean the same. A URL
  * it refuses, or a handle that cannot be made, goes as the string, and
  * libcurl reports it at the transfer as before. */
 static CURLcode set_url(struct conn *k, const char *url)
@@ -913,8 +913,7 @@ static CURLcode set_url(struct conn *k, const char *url)
 		k->u = curl_url();
 	CURLcode rc;
 	k->url_parsed = 0;
-	if (k->u && curl_url_set(k->u, CURLUPART_URL, url,
-				 CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK) {
+	if (k->u && curl_url_set(k->u, CURLUPART_URL, url, WMS__CURL_URL_FLAGS) == CURLUE_OK) {
 		rc = curl_easy_setopt(k->h, CURLOPT_CURLU, k->u);
 		k->url_parsed = rc == CURLE_OK;
 		return rc;
