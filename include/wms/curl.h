@@ -36,7 +36,9 @@ typedef struct wms_curl_transport_options {
 	 *  "sha256//BASE64[;sha256//BASE64...]" or a PEM/DER file. */
 	const char *pinned_public_key;
 	/** HTTP Basic credentials (both or neither). Never logged or put in a
-	 *  message; the password's copy is wiped when the transport is freed. */
+	 *  message; the password's copy is wiped when the transport is freed.
+	 *  No ':' in the user name (RFC 7617: the server splits there), no
+	 *  control byte in either: INVALID_ARG. */
 	const char *http_username;
 	const char *http_password;
 	/** Keep-alive connections kept idle for reuse; 0 = 8, at most 1024.

@@ -720,6 +720,15 @@ static int has_crlf(const char *s)
 	return s && strpbrk(s, "\r\n") != NULL;
 }
 
+/* A byte below 0x20, or DEL. */
+static int has_control(const char *s)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 /* Whether line is exactly prefix + value + suffix. */
 static int line_is(const char *line, const char *prefix, const char *value, const char *suffix)
 {
@@ -1235,6 +1244,17 @@ wms_status wms__curl_transport_check(const wms_curl_transport_options *o, wms_er
 	if (!o->http_username != !o->http_password)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "http_username and http_password go together");
+	/* Basic authentication (RFC 7617): the server splits user:password at
+	 * the first colon, so a user name with one would log in as someone
+	 * else; neither may hold a control character. Neither is echoed. */
+	if (o->http_username && strchr(o->http_username, ':'))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "http_username must not contain ':' (Basic authentication "
+				 "splits user and password at the first one)");
+	if (has_control(o->http_username) || has_control(o->http_password))
+		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
+				 "%s contains a control character",
+				 has_control(o->http_username) ? "http_username" : "http_password");
 	if (!o->client_cert != !o->client_key)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "client_cert and client_key go together");

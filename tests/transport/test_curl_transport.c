@@ -1501,6 +1501,13 @@ static void test_options_checked_when_made(void **state)
 		{ "client_key: cannot read", 0, 0, "/dev/null", "/nonexistent/k.pem", 0, 0, 0, 0, 0 },
 		{ "pinned_public_key: cannot read", 0, 0, 0, 0, "/nonexistent/pin.der", 0, 0, 0, 0 },
 		{ "http_username and http_password go together", 0, 0, 0, 0, 0, "u", 0, 0, 0 },
+		{ "http_username must not contain ':'", 0, 0, 0, 0, 0, "svc:ops", "s3cr3t", 0, 0 },
+		{ "http_username must not contain ':'", 0, 0, 0, 0, 0, ":", "s3cr3t", 0, 0 },
+		{ "http_username contains a control character", 0, 0, 0, 0, 0, "svc\tops", "s3cr3t",
+		  0, 0 },
+		{ "http_password contains a control character", 0, 0, 0, 0, 0, "svc", "s3cr3t\x7f", 0,
+		  0 },
+		{ "http_password contains a control character", 0, 0, 0, 0, 0, "svc", "\x01", 0, 0 },
 		{ "user_agent contains CR or LF", 0, 0, 0, 0, 0, 0, 0, "ua\r\nX-Injected: 1", 0 },
 		{ "max_idle_connections must be at most 1024 (got 1025)", 0, 0, 0, 0, 0, 0, 0, 0,
 		  1025 },
@@ -1526,6 +1533,7 @@ static void test_options_checked_when_made(void **state)
 		assert_int_equal(err.delivery, WMS_DELIVERY_NOT_SENT);
 		if (!strstr(err.message, bad[i].what))
 			fail_msg("case %zu: \"%s\", expected \"%s\"", i, err.message, bad[i].what);
+		assert_null(strstr(err.message, "s3cr3t"));
 	}
 	o.version = WMS_CURL_TRANSPORT_OPTIONS_VERSION + 1;
 	assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_ERR_INVALID_ARG);
@@ -1542,8 +1550,8 @@ static void test_options_checked_when_made(void **state)
 	 * each pair; twice on one options struct */
 	o.max_idle_connections = 1024;
 	o.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-	o.http_username = "u";
-	o.http_password = "p";
+	o.http_username = "u~ser é"; /* any other byte: a space, UTF-8 */
+	o.http_password = "p:q \x80"; /* a password may hold a colon */
 	o.client_cert = o.client_key = "/dev/null";
 	for (i = 0; i < 2; i++) {
 		assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_OK);
