@@ -364,7 +364,16 @@ static int run(demo *d, int with_breaker, double *waited_ms)
 	if (start_client(d, endpoint, with_breaker))
 		goto done;
 	if (!d->quiet) {
-		printf("\nWMS: %s%s\n", endpoint, d->endpoint ? "" : " (wms-sim, in this process)");
+		/* a user and password in the URL stay out of the output */
+		const char *host = strstr(endpoint, "://"), *at;
+		host = host ? host + 3 : endpoint;
+		at = strchr(host, '@');
+		if (at && at < host + strcspn(host, "/?#"))
+			printf("\nWMS: %.*s***%s%s\n", (int)(host - endpoint), endpoint,
+			       strrchr(host, '@'), d->endpoint ? "" : " (wms-sim, in this process)");
+		else
+			printf("\nWMS: %s%s\n", endpoint,
+			       d->endpoint ? "" : " (wms-sim, in this process)");
 		if (!d->endpoint)
 			printf("outage: '%s' from tick %u for %u ticks; every call's deadline is %u ms\n",
 			       d->outage, d->outage_from, d->sc->outage_ticks, 3 * d->tick_ms);
