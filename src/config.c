@@ -796,8 +796,6 @@ static wms_status parse_value(parser *p, const key_def *d, const char *path, siz
 				return fail_at(p, line, path, d->name,
 					       "must be at most %d bytes long (got %zu)",
 					       MAX_ENDPOINT_BYTES, n);
-			const char *why;
-			int code;
 			/* the value is not echoed: it may hold a user and password */
 			wipe(got, sizeof(got));
 			if (!(starts_with_nocase(s, n, "http://") && n > 7) &&
@@ -805,13 +803,12 @@ static wms_status parse_value(parser *p, const key_def *d, const char *path, siz
 				return fail_at(p, line, path, d->name,
 					       "must be an http:// or https:// URL (got %s)",
 					       url_scheme(got, sizeof(got), s, n));
+			/* libcurl's own parse waits for wms_client_new: the file
+			 * may feed a custom transport, and reading it must not
+			 * start libcurl before wms_global_init */
 			if (has_space_or_control(s, n))
 				return fail_at(p, line, path, d->name,
 					       "must not contain spaces or control characters");
-			if ((why = wms__curl_url_refused(s, &code)) != NULL)
-				return fail_at(p, line, path, d->name,
-					       "not a URL libcurl can send to: %s (curl URL error %d)",
-					       why, code);
 		}
 		slot = d->type == T_NAME ? &cfg->name : &cfg->endpoint;
 		*slot = wms__strndup(s, n);

@@ -52,8 +52,8 @@ wms_status wms__curl_transport_check(const struct wms_curl_transport_options *o,
 /* transport/curl_errors.c: why libcurl's URL parser refuses `url` (its own
  * words, a static string; *code its CURLUcode), NULL if it takes it or
  * cannot be asked (no memory: the transfer says so). The client checks
- * its endpoint with it when it makes a libcurl transport, and the SLA
- * file its client.endpoint, rather than every call failing. */
+ * its endpoint with it when it makes a libcurl transport (which starts
+ * libcurl anyway), rather than every call failing. */
 const char *wms__curl_url_refused(const char *url, int *code);
 
 #endif

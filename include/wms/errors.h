@@ -114,8 +114,10 @@ typedef struct wms_error {
 	 *  now in flight has ended (an upper bound; a slot may free sooner).
 	 *  For a reply with HTTP status 503 or 429 (WMS_ERR_HTTP, or a fault
 	 *  sent with it): its Retry-After in milliseconds (delta-seconds or an
-	 *  HTTP-date), 0 if it had none; a retry waits at least that long,
-	 *  and none is made that would not fit in timeout_ms. Since 0.3.2. */
+	 *  HTTP-date), 0 if it had none (the breaker's hint instead when the
+	 *  call opened it and that is later); a retry waits at least that
+	 *  long, and none is made that would not fit in timeout_ms. Since
+	 *  0.3.2. */
 	uint32_t retry_after_ms;
 	/** Name of the operation, e.g. "SubmitOrder"; empty if none. A generic
 	 *  call's name (up to 64 bytes) is cut to its first 31 here: the wire

@@ -213,9 +213,7 @@ wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
 		/* the WMS's (or its proxy's) word on when to come back: the
 		 * caller's hint, and the least pause before a retry (call_after) */
 		if (st != WMS_OK && (resp->status == 503 || resp->status == 429))
-			err->retry_after_ms = resp->retry_after_ms > UINT32_MAX
-						      ? UINT32_MAX
-						      : (uint32_t)resp->retry_after_ms;
+			err->retry_after_ms = resp->retry_after_ms;
 	}
 	else if (err->status != st && st == WMS_ERR_TOO_LARGE)
 		too_large(err, c->max_reply_bytes); /* the bound the transport was given */
@@ -609,8 +607,12 @@ int wms__call_after(wms_client *c, const call *k, wms__attempts *at, wms_status 
 	/* If this attempt opened the breaker, the retry would be refused:
 	 * stop now rather than after the pause (or at the deadline check). */
 	asked = err->retry_after_ms; /* the reply's Retry-After (call_reply) */
-	if (breaker_refuses(at->b, &err->retry_after_ms))
+	if (breaker_refuses(at->b, &err->retry_after_ms)) {
+		/* the later of the two: the WMS's word is not cut short */
+		if (asked > err->retry_after_ms)
+			err->retry_after_ms = asked;
 		return 0;
+	}
 	err->retry_after_ms = asked;
 	now = wms__now_ns();
 	pause = wms__backoff_ns(&c->retry, at->attempt, &at->rng);
@@ -634,10 +636,12 @@ int wms__call_again(wms_client *c, wms__xml_ws *ws, const call *k, wms__buf *bod
 		return 0;
 	at->timeout_ms = (uint32_t)((at->deadline - now) / 1000000u);
 	{
-		/* Never after CIRCUIT_OPEN: keep the last real error. */
+		/* Never after CIRCUIT_OPEN: keep the last real error, and the
+		 * later of its Retry-After and the breaker's hint. */
 		wms_error open_err = *err;
 		if (ask_breaker(at->b, &at->permit, &open_err) == WMS_ERR_CIRCUIT_OPEN) {
-			err->retry_after_ms = open_err.retry_after_ms;
+			if (open_err.retry_after_ms > err->retry_after_ms)
+				err->retry_after_ms = open_err.retry_after_ms;
 			return 0;
 		}
 	}

@@ -376,7 +376,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
  * UINT32_MAX: delta-seconds, or an HTTP-date (curl_getdate reads its three
  * forms) less the wall clock now; 0 for a date past, an empty value or
  * anything else. */
-static uint64_t retry_after_ms(const char *v, size_t n)
+static uint32_t retry_after_ms(const char *v, size_t n)
 {
 	char date[64];
 	uint64_t secs = 0;
@@ -393,7 +393,7 @@ static uint64_t retry_after_ms(const char *v, size_t n)
 		if (secs <= UINT32_MAX)
 			secs = secs * 10u + (uint64_t)(v[i] - '0');
 	if (i == n && n)
-		return secs * 1000u > UINT32_MAX ? UINT32_MAX : secs * 1000u;
+		return secs > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)(secs * 1000u);
 	if (i || !n || n >= sizeof(date))
 		return 0;
 	memcpy(date, v, n);
@@ -402,8 +402,8 @@ static uint64_t retry_after_ms(const char *v, size_t n)
 	now = time(NULL);
 	if (when == (time_t)-1 || when <= now)
 		return 0;
-	secs = (uint64_t)(when - now);
-	return secs * 1000u > UINT32_MAX ? UINT32_MAX : secs * 1000u;
+	secs = (uint64_t)(when - now); /* curl_getdate reads years to 2^31 */
+	return secs > UINT32_MAX / 1000u ? UINT32_MAX : (uint32_t)(secs * 1000u);
 }
 
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -414,6 +414,12 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 	wms_status st;
 
 	c->header_bytes += (curl_off_t)n;
+	/* the blank line ending the headers: what follows the body are
+	 * trailers, though no body byte came (an empty chunked body) */
+	if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) {
+		c->in_body = 1;
+		return n;
+	}
 	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
 		/* A new status line (after a 1xx, or a retry): forget the last one's. */
 		wms__free(c->resp->content_type);

@@ -15,8 +15,9 @@ struct call {
 	wms_http_response *resp;
 	/* First failure of a callback (TOO_LARGE, NOMEM), WMS_OK if none. */
 	wms_status cb_status;
-	/* Body bytes have arrived for the current response: later header lines
-	 * are trailers and must not replace the Content-Type. */
+	/* The current response's headers have ended (its blank line, or body
+	 * bytes): later header lines are trailers and must not replace the
+	 * Content-Type or the Retry-After. */
 	int in_body;
 	/* Silence guard (see on_progress). */
 	uint64_t stall_ns;

@@ -105,6 +105,18 @@ int main(int argc, char **argv)
 		CHECK(wms_curl_transport_new(&t) == WMS_OK);
 		t->free(t);
 		expect_refused(WMS_GLOBAL_ROUTE_LIBCURL, "libcurl was initialised before");
+	} else if (strcmp(c, "sla-file-first") == 0) {
+		/* Reading the SLA file starts neither library: routing both
+		 * afterwards is not too late (its endpoint is libcurl's to
+		 * parse when the client is made). */
+		static const char yaml[] = "client:\n  endpoint: http://[::1/wms\n";
+		wms_allocator a = { my_malloc, my_realloc, my_free, NULL };
+		wms_config *cfg = NULL;
+		CHECK(wms_config_parse_yaml(&cfg, yaml, sizeof(yaml) - 1, "t.yaml", &err) == WMS_OK);
+		wms_config_free(cfg);
+		go.allocator = &a;
+		go.route = WMS_GLOBAL_ROUTE_LIBCURL | WMS_GLOBAL_ROUTE_LIBXML2;
+		CHECK(wms_global_init(&go, &err) == WMS_OK);
 	} else if (strcmp(c, "app-curl-global-init") == 0) {
 		CHECK(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK);
 		expect_refused(WMS_GLOBAL_ROUTE_LIBCURL, "libcurl was initialised before");

@@ -250,6 +250,36 @@ static void retry_after_is_honoured(void **state)
 	wms_client_free(x.c);
 }
 
+/* A 503 that opens the breaker (threshold 1): the retry is not made, and
+ * of the breaker's hint (its 1 s open duration) and the WMS's Retry-After
+ * the later is the call's retry_after_ms, whichever is later. Twice each. */
+static void retry_after_beside_an_open_breaker(void **state)
+{
+	wms_submit_reply r;
+	wms_error err;
+	(void)state;
+	for (int later = 0; later < 2; later++) {
+		wms_client_options o = retry_opts(3);
+		fx x;
+		uint32_t asked = later ? 60000 : 200;
+		o.breaker_options.failure_threshold = 1;
+		o.breaker_options.open_duration_ms = 1000;
+		x = setup_client_with(&o);
+		for (int twice = 0; twice < 2; twice++) {
+			wms_breaker_reset(wms_client_breaker(x.c));
+			x.t->sends = 0;
+			x.t->next = unavailable_step(503, asked);
+			assert_int_equal(submit(&x, &r, &err), WMS_ERR_HTTP);
+			assert_int_equal(x.t->sends, 1);
+			assert_int_equal(err.attempts, 1);
+			assert_int_equal(err.retry_after_ms, later ? 60000 : 1000);
+			assert_int_equal(wms_breaker_state_get(wms_client_breaker(x.c)),
+					 WMS_BREAKER_STATE_OPEN);
+		}
+		wms_client_free(x.c);
+	}
+}
+
 /* The first attempt's failure opens the breaker (threshold 1): the call
  * returns at once with that error and the breaker's retry-after, without
  * the 2 s pause, whether or not the pause would fit the deadline. */
@@ -792,6 +822,7 @@ int main(void)
 		cmocka_unit_test(not_sent_only),
 		cmocka_unit_test(retries_fit_in_the_deadline),
 		cmocka_unit_test(retry_after_is_honoured),
+		cmocka_unit_test(retry_after_beside_an_open_breaker),
 		cmocka_unit_test(no_backoff_once_the_breaker_opened),
 		cmocka_unit_test(no_backoff_once_forced_open),
 		cmocka_unit_test(error_filter_reclassifies),

@@ -1268,6 +1268,19 @@ static void test_scrub_credentials(void **state)
 	assert_string_equal(msg + sizeof(msg) - 7, "***@ho");
 }
 
+/* "Retry-After: DATE\r\n" with tm in HTTP-date's three forms: IMF-fixdate,
+ * RFC 850, asctime. */
+static void date_forms(char future[3][96], const struct tm *tm)
+{
+	/* RFC 850's two-digit year, which -Wformat-y2k will not have from %y */
+	char day[40], rest[24];
+	strftime(future[0], 96, "Retry-After: %a, %d %b %Y %H:%M:%S GMT\r\n", tm);
+	strftime(day, sizeof(day), "%A, %d-%b-", tm);
+	strftime(rest, sizeof(rest), " %H:%M:%S GMT\r\n", tm);
+	snprintf(future[1], 96, "Retry-After: %s%02d%s", day, tm->tm_year % 100, rest);
+	strftime(future[2], 96, "Retry-After: %a %b %e %H:%M:%S %Y\r\n", tm);
+}
+
 /* A reply's Retry-After, as resp->retry_after_ms (wms/sys/transport.h):
  * delta-seconds, an HTTP-date in each of its three forms (less now), and
  * what is not one (0), capped at UINT32_MAX; the last of two; reset by an
@@ -1276,13 +1289,13 @@ static void test_scrub_credentials(void **state)
 static void test_retry_after_header(void **state)
 {
 	fx *f = *state;
-	char future[3][96], head[512];
-	time_t t = time(NULL) + 120;
+	char future[3][96], wrap[3][96], head[512];
+	time_t t;
 	struct tm tm;
 	const struct {
 		const char *headers; /* Retry-After lines and the like, each ending \r\n */
 		uint64_t lo, hi;     /* what retry_after_ms may read */
-		int chunked;         /* the body chunked, with "Retry-After: 9" as a trailer */
+		int chunked;         /* the body chunked (2: empty), "Retry-After: 9" a trailer */
 	} cases[] = {
 		{ "Retry-After: 7\r\n", 7000, 7000, 0 },
 		{ "retry-after:0\r\n", 0, 0, 0 },
@@ -1301,22 +1314,32 @@ static void test_retry_after_header(void **state)
 		{ "Retry-After: 3\r\nRetry-After: 4\r\n", 4000, 4000, 0 },
 		{ "", 0, 0, 1 },
 		{ "Retry-After: 2\r\n", 2000, 2000, 1 },
+		{ "", 0, 0, 2 },
+		{ "Retry-After: 2\r\n", 2000, 2000, 2 },
+		/* far past UINT32_MAX ms, and past what 2^64 ms would hold */
+		{ "Retry-After: Fri, 31 Dec 9999 23:59:59 GMT\r\n", UINT32_MAX, UINT32_MAX, 0 },
+		{ wrap[0], UINT32_MAX, UINT32_MAX, 0 },
 	};
 	static const char body[] = "<html>busy</html>";
 
-	gmtime_r(&t, &tm);
-	strftime(future[0], sizeof(future[0]), "Retry-After: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
-	{ /* RFC 850's two-digit year, which -Wformat-y2k will not have from %y */
-		char day[40], rest[24];
-		strftime(day, sizeof(day), "%A, %d-%b-", &tm);
-		strftime(rest, sizeof(rest), " %H:%M:%S GMT\r\n", &tm);
-		snprintf(future[1], sizeof(future[1]), "Retry-After: %s%02d%s", day,
-			 tm.tm_year % 100, rest);
-	}
-	strftime(future[2], sizeof(future[2]), "Retry-After: %a %b %e %H:%M:%S %Y\r\n", &tm);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		lb_script sc = { 0 };
-		if (cases[i].chunked)
+		/* the dates 120 s from now, as each case starts */
+		t = time(NULL) + 120;
+		gmtime_r(&t, &tm);
+		date_forms(future, &tm);
+		/* just past 2^64 ms from now: a product in ms would wrap to a
+		 * few seconds */
+		t = time(NULL) + (time_t)(UINT64_MAX / 1000u + 1u) + 5;
+		gmtime_r(&t, &tm);
+		date_forms(wrap, &tm);
+		if (cases[i].chunked == 2)
+			snprintf(head, sizeof(head),
+				 "HTTP/1.1 503 Service Unavailable\r\n%sContent-Type: text/html\r\n"
+				 "Transfer-Encoding: chunked\r\nTrailer: Retry-After\r\n\r\n"
+				 "0\r\nRetry-After: 9\r\n\r\n",
+				 cases[i].headers);
+		else if (cases[i].chunked)
 			snprintf(head, sizeof(head),
 				 "HTTP/1.1 503 Service Unavailable\r\n%sContent-Type: text/html\r\n"
 				 "Transfer-Encoding: chunked\r\nTrailer: Retry-After\r\n\r\n"
@@ -1335,7 +1358,7 @@ static void test_retry_after_header(void **state)
 			wms_http_response_clear(&f->resp);
 			assert_int_equal(call(f), WMS_OK);
 			assert_int_equal(f->resp.status, 503);
-			assert_int_equal(f->resp.body_len, sizeof(body) - 1);
+			assert_int_equal(f->resp.body_len, cases[i].chunked == 2 ? 0 : sizeof(body) - 1);
 			if (f->resp.retry_after_ms < cases[i].lo || f->resp.retry_after_ms > cases[i].hi)
 				fail_msg("case %zu (%s): read %llu, want %llu..%llu", i,
 					 cases[i].headers, (unsigned long long)f->resp.retry_after_ms,

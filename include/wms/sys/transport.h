@@ -62,8 +62,12 @@ typedef struct wms_http_response {
 	 *  HTTP-date less the time it was read), at most UINT32_MAX; 0 when
 	 *  there was none or it could not be read. A transport sets it
 	 *  directly. The client reads it on a 503 or 429 (README, "Errors and
-	 *  what to do"). Since 0.3.2. */
-	uint64_t retry_after_ms;
+	 *  what to do"). Since 0.3.2: it takes the first pointer's room, so
+	 *  the struct keeps its size and layout on every ABI. */
+	union {
+		uint32_t retry_after_ms;
+		void *_reserved0;
+	};
 	/** Room to grow (the client allocates it); zero. */
 	void *_reserved[3];
 } wms_http_response;
