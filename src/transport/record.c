@@ -291,6 +291,13 @@ static wms_status build_fixture(const recorder *rec, const char *name, const cha
 		st = wms__fx_put(out, num);
 		if (st == WMS_OK && resp->content_type)
 			st = put_header(out, "    ", "Content-Type", resp->content_type);
+		if (st == WMS_OK && resp->retry_after_ms) {
+			/* whole seconds, rounded up: the replay asks at least as long
+			 * (UINT32_MAX ms is 4294968 s, which the loader caps back) */
+			snprintf(num, sizeof(num), "%llu",
+				 ((unsigned long long)resp->retry_after_ms + 999u) / 1000u);
+			st = put_header(out, "    ", "Retry-After", num);
+		}
 		if (st == WMS_OK)
 			st = put_body(out, resp->body, resp->body ? resp->body_len : 0, "    ");
 		if (st == WMS_OK)

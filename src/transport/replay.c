@@ -94,6 +94,8 @@ static wms_status answer_with(const wms__fx_replay *r, const wms__fx_fixture *fx
 					 "reply delayed %u ms by fixture %s, past the %u ms timeout",
 					 (unsigned)delay, p, (unsigned)deadline);
 		resp->status = fx->status;
+		/* as a transport reads it; the client looks at it on a 503 or 429 */
+		resp->retry_after_ms = fx->retry_after_ms;
 		if (fx->content_type) {
 			st = wms_http_response_set_content_type(resp, fx->content_type,
 								strlen(fx->content_type));

@@ -20,7 +20,8 @@
  *
  * Checked: a fixture that does not load fails with WMS_ERR_FIXTURE naming
  * it, delivery NOT_SENT, one line; one that loads answers each request with
- * an HTTP reply (status 100-599; its body then goes through the reply
+ * an HTTP reply (status 100-599, a Retry-After of whole seconds or
+ * UINT32_MAX ms; its body then goes through the reply
  * parser with all of fuzz_parse_checked's invariants), a replayed fault
  * with its documented status and delivery, or WMS_ERR_FIXTURE - and then
  * the mismatch callback got a diff ending in a newline; hits counts the
@@ -179,6 +180,11 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 			   resp.status);
 		FUZZ_CHECK(resp.body ? resp.body[resp.body_len] == '\0' : resp.body_len == 0,
 			   "replayed body not NUL-terminated");
+		/* whole seconds, or the cap */
+		FUZZ_CHECK(resp.retry_after_ms == UINT32_MAX ||
+				   (resp.retry_after_ms < UINT32_MAX && resp.retry_after_ms % 1000u == 0),
+			   "replayed Retry-After of %llu ms",
+			   (unsigned long long)resp.retry_after_ms);
 		fuzz_parse_checked(op, resp.body, resp.body_len, resp.content_type, 0, 0, NULL);
 		break;
 	case WMS_ERR_TIMEOUT:
@@ -376,6 +382,7 @@ typedef struct fx_shape {
 
 #define REPLY "<reply status=\"200\"><header name=\"Content-Type\">text/xml</header>" \
 	      "<body encoding=\"base64\">PGE+PC9hPg==</body></reply>"
+#define RA(v) "<reply status=\"503\"><header name=\"Retry-After\">" v "</header></reply>"
 #define REP256 "\x1e\x24\x80"
 #define REP257 "\x1e\x24\x81"
 #define N63 "\x1e\x22\x7f"
@@ -428,6 +435,13 @@ static const fx_shape fx_shapes[] = {
 	{ "delay-ms 3600001", "", "", "", "<reply status=\"200\" delay-ms=\"3600001\"/>", NULL },
 	{ "after-ms 3600000", "", "", "", "<fault kind=\"reset\" after-ms=\"3600000\"/>", NULL },
 	{ "after-ms 3600001", "", "", "", "<fault kind=\"reset\" after-ms=\"3600001\"/>", NULL },
+	/* Retry-After: 10 digits, 11; the UINT32_MAX ms cap under and over; an
+	 * HTTP-date (refused); each sent, so that the replay answers */
+	{ "Retry-After of 10 digits", "", "", "", RA("9999999999"), "" },
+	{ "Retry-After of 11 digits", "", "", "", RA("00000000001"), "" },
+	{ "Retry-After 4294967 s", "", "", "", RA("4294967"), "" },
+	{ "Retry-After 4294968 s", "", "", "", RA("4294968"), "" },
+	{ "Retry-After an HTTP-date", "", "", "", RA("Wed, 21 Oct 2026 07:28:00 GMT"), "" },
 	/* a reply past the response's 1 MiB: TOO_LARGE */
 	{ "heavy: a reply body of 1 MiB + 1", "", "", "",
 	  "<reply status=\"200\"><body>\x1e\x35\x81x" E "</body></reply>", "" },
