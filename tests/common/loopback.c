@@ -116,7 +116,7 @@ static int plain_prepare(void *ctx, int fd)
 	return 1;
 }
 
-static const lb_io plain_io = { plain_prepare, NULL, plain_read, plain_write, NULL, NULL };
+const lb_io lb_plain_io = { plain_prepare, NULL, plain_read, plain_write, NULL, NULL };
 
 /* Read and discard until the peer closes or the server stops. */
 static void hold(lb_conn *c)
@@ -410,7 +410,7 @@ fail:
 
 lb_server *lb_start(const lb_script *script)
 {
-	return lb_start_io(script, &plain_io, NULL);
+	return lb_start_io(script, &lb_plain_io, NULL);
 }
 
 void lb_stop(lb_server *s)

@@ -36,6 +36,10 @@ typedef struct lb_io {
 	const char *(*reply)(lb_conn *c, lb_request *r, size_t *len);
 } lb_io;
 
+/* lb_start()'s plain socket I/O: a server of a test's own may copy it and
+ * set `reply` (or write through its `write`). */
+extern const lb_io lb_plain_io;
+
 /* lb_start() over `io` (copied; io_ctx reaches each lb_conn). */
 lb_server *lb_start_io(const lb_script *script, const lb_io *io, void *io_ctx);
 

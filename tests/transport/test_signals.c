@@ -197,37 +197,6 @@ typedef struct wms_srv {
 	char *ok, *busy;
 } wms_srv;
 
-static size_t plain_read(lb_conn *c, char *dst, size_t room, int idle)
-{
-	ssize_t n;
-	(void)idle;
-	if (lb_wait(c->server, c->fd, POLLIN, -1) != 1)
-		return 0;
-	n = recv(c->fd, dst, room, 0);
-	return n > 0 ? (size_t)n : 0;
-}
-
-static int plain_write(lb_conn *c, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return 0;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 1;
-}
-
-static int plain_prepare(void *ctx, int fd)
-{
-	(void)ctx;
-	(void)fd;
-	return 1;
-}
-
 /* Until the client closes the connection (or the server stops). */
 static void until_client_gone(lb_conn *c)
 {
@@ -254,7 +223,7 @@ static const char *srv_reply(lb_conn *c, lb_request *r, size_t *len)
 		until_client_gone(c);
 		return NULL; /* the script's: nothing */
 	case MODE_STALL:
-		if (plain_write(c, stall_head, sizeof(stall_head) - 1))
+		if (lb_plain_io.write(c, stall_head, sizeof(stall_head) - 1))
 			until_client_gone(c);
 		return NULL;
 	case MODE_503_503_OK:
@@ -276,7 +245,7 @@ static const char *srv_reply(lb_conn *c, lb_request *r, size_t *len)
 
 static wms_srv *srv_start(void)
 {
-	static const lb_io io = { plain_prepare, NULL, plain_read, plain_write, NULL, srv_reply };
+	lb_io io = lb_plain_io; /* with the mode's answers */
 	lb_script script = { 0 };
 	wms_srv *s = calloc(1, sizeof(*s));
 	assert_non_null(s);
@@ -284,6 +253,7 @@ static wms_srv *srv_start(void)
 	s->busy = lb_http_response(503, "Service Unavailable", "text/plain", "busy");
 	assert_non_null(s->ok);
 	assert_non_null(s->busy);
+	io.reply = srv_reply;
 	s->lb = lb_start_io(&script, &io, s); /* no response: the hook's, or none */
 	assert_non_null(s->lb);
 	return s;
@@ -432,6 +402,24 @@ static void blocking_calls(void **state)
 
 /* ---- 2. the deadline -------------------------------------------------------- */
 
+/* One SubmitOrder with the server in `mode`, under a storm that stops on
+ * its own cap_ms after it starts: its status, and in *ms how long it took. */
+static wms_status stormed_submit(fx *f, wms_mode mode, uint64_t cap_ms, wms_error *err,
+				 uint64_t *ms)
+{
+	wms_order order = sample_order();
+	wms_status st;
+	uint64_t t0;
+
+	atomic_store(&f->srv->mode, mode);
+	storm_begin(&f->st, cap_ms);
+	t0 = now_ms();
+	st = wms_submit_order(NULL, f->c, &order, err);
+	*ms = now_ms() - t0;
+	storm_end(&f->st);
+	return st;
+}
+
 /* A WMS that reads the request and never answers; timeout_ms 300: the call
  * ends in TIMEOUT (UNKNOWN: the request left) no earlier than 300 ms and
  * not much later, storm or not. */
@@ -447,17 +435,10 @@ static void deadline_kept(void **state)
 	o.connect_timeout_ms = (uint32_t)timeout;
 	f->c = must_client_new(&o);
 	for (int round = 1; round <= 2; round++) {
-		wms_order order = sample_order();
 		wms_error err;
-		wms_status st;
-		uint64_t t0, ms;
+		uint64_t ms;
+		wms_status st = stormed_submit(f, MODE_SILENT, bound + 2000u, &err, &ms);
 
-		atomic_store(&f->srv->mode, MODE_SILENT);
-		storm_begin(&f->st, bound + 2000u);
-		t0 = now_ms();
-		st = wms_submit_order(NULL, f->c, &order, &err);
-		ms = now_ms() - t0;
-		storm_end(&f->st);
 		if (st != WMS_ERR_TIMEOUT || ms < timeout || ms > bound)
 			fail_msg("round %d: %s after %llu ms (want TIMEOUT in [%llu, %llu]): %s",
 				 round, wms_status_name(st), (unsigned long long)ms,
@@ -489,17 +470,10 @@ static void stall_guard_kept(void **state)
 	o.stall_timeout_ms = (uint32_t)stall;
 	f->c = must_client_new(&o);
 	for (int round = 1; round <= 2; round++) {
-		wms_order order = sample_order();
 		wms_error err;
-		wms_status st;
-		uint64_t t0, ms;
+		uint64_t ms;
+		wms_status st = stormed_submit(f, MODE_STALL, bound + 2000u, &err, &ms);
 
-		atomic_store(&f->srv->mode, MODE_STALL);
-		storm_begin(&f->st, bound + 2000u);
-		t0 = now_ms();
-		st = wms_submit_order(NULL, f->c, &order, &err);
-		ms = now_ms() - t0;
-		storm_end(&f->st);
 		if (st != WMS_ERR_TIMEOUT || err.cause != WMS_CAUSE_STALL || ms < stall ||
 		    ms > bound)
 			fail_msg("round %d: %s (%s) after %llu ms (want a stall in [%llu, %llu]): %s",
