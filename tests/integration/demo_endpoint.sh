@@ -8,18 +8,22 @@
 # usage: demo_endpoint.sh WMS_DEMO
 set -u
 demo=$1
+# (No `trap`: under `meson test --setup=valgrind` this shell runs under
+# valgrind, and dash keeps a trap's text where valgrind counts it lost.)
 out=$(mktemp "${TMPDIR:-/tmp}/demo-endpoint.XXXXXX") || exit 1
-trap 'rm -f "$out"' EXIT
 timeout 120 "$demo" --endpoint 'http://alice:s3cr3t@127.0.0.1:1/wms' --tick-ms 20 --ticks 30 \
 	>"$out" 2>&1
+failed=0
 if ! grep -Fqx 'WMS: http://***@127.0.0.1:1/wms' "$out"; then
 	echo "FAIL: no line 'WMS: http://***@127.0.0.1:1/wms' in:"
 	cat "$out"
-	exit 1
-fi
-if grep -Eq 's3cr3t|alice' "$out"; then
+	failed=1
+elif grep -Eq 's3cr3t|alice' "$out"; then
 	echo "FAIL: the user or password is in the output:"
 	grep -E 's3cr3t|alice' "$out"
-	exit 1
+	failed=1
+else
+	echo "ok: the endpoint is printed without its user and password"
 fi
-echo "ok: the endpoint is printed without its user and password"
+rm -f "$out"
+exit "$failed"
