@@ -214,11 +214,11 @@ wms_status wms__call_reply(wms_client *c, wms__xml_ws *ws, const call *k,
 		 * caller's hint, and the least pause before a retry (call_after) */
 		if (st != WMS_OK && (resp->status == 503 || resp->status == 429))
 			err->retry_after_ms = resp->retry_after_ms;
-	}
-	else if (err->status != st && st == WMS_ERR_TOO_LARGE)
+	} else if (err->status != st && st == WMS_ERR_TOO_LARGE) {
 		too_large(err, c->max_reply_bytes); /* the bound the transport was given */
-	else if (err->status != st)
+	} else if (err->status != st) {
 		wms__fail(err, st, WMS_DELIVERY_UNKNOWN, "%s", wms_strerror(st));
+	}
 	if (c->cb.on_wire)
 		wire_log(c, req, resp, st, err, start);
 	wms_http_response_clear(resp);
