@@ -1,6 +1,8 @@
-/* util/heap.h: the timers' min-heap. */
+/* util/heap.h: the timers' min-heap (4-ary, due times inline). */
 #include "util/heap.h"
 #include "util/alloc.h"
+
+#define ARITY 4u
 
 void wms__timer_init(wms__timer *t)
 {
@@ -8,48 +10,48 @@ void wms__timer_init(wms__timer *t)
 	t->index = WMS__TIMER_UNSET;
 }
 
-static void place(wms__heap *h, size_t i, wms__timer *t)
+static void place(wms__heap *h, size_t i, wms__heap_slot s)
 {
-	h->items[i] = t;
-	t->index = i;
+	h->items[i] = s;
+	s.t->index = i;
 }
 
 static void up(wms__heap *h, size_t i)
 {
-	wms__timer *t = h->items[i];
+	wms__heap_slot s = h->items[i];
 	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-		if (h->items[parent]->due_ns <= t->due_ns)
+		size_t parent = (i - 1) / ARITY;
+		if (h->items[parent].due_ns <= s.due_ns)
 			break;
 		place(h, i, h->items[parent]);
 		i = parent;
 	}
-	place(h, i, t);
+	place(h, i, s);
 }
 
 static void down(wms__heap *h, size_t i)
 {
-	wms__timer *t = h->items[i];
+	wms__heap_slot s = h->items[i];
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		uint64_t best = t->due_ns;
-		if (l < h->count && h->items[l]->due_ns < best) {
-			m = l;
-			best = h->items[l]->due_ns;
-		}
-		if (r < h->count && h->items[r]->due_ns < best)
-			m = r;
-		if (m == i)
+		size_t first = ARITY * i + 1, end, c, m;
+		if (first >= h->count)
+			break;
+		end = h->count - first > ARITY ? first + ARITY : h->count;
+		m = first;
+		for (c = first + 1; c < end; c++)
+			if (h->items[c].due_ns < h->items[m].due_ns)
+				m = c;
+		if (h->items[m].due_ns >= s.due_ns)
 			break;
 		place(h, i, h->items[m]);
 		i = m;
 	}
-	place(h, i, t);
+	place(h, i, s);
 }
 
 int wms__heap_reserve(wms__heap *h, size_t n)
 {
-	wms__timer **grown;
+	wms__heap_slot *grown;
 	size_t cap = h->cap ? h->cap : 16;
 	if (n <= h->cap)
 		return 0;
@@ -65,36 +67,40 @@ int wms__heap_reserve(wms__heap *h, size_t n)
 
 int wms__heap_set(wms__heap *h, wms__timer *t, uint64_t due_ns)
 {
-	if (t->index != WMS__TIMER_UNSET) {
-		uint64_t was = t->due_ns;
+	size_t i = t->index;
+	if (i != WMS__TIMER_UNSET) {
+		uint64_t was = h->items[i].due_ns;
 		t->due_ns = due_ns;
+		h->items[i].due_ns = due_ns;
 		if (due_ns < was)
-			up(h, t->index);
+			up(h, i);
 		else
-			down(h, t->index);
+			down(h, i);
 		return 0;
 	}
 	if (h->count == h->cap && wms__heap_reserve(h, h->count + 1) != 0)
 		return -1;
 	t->due_ns = due_ns;
-	h->count++;
-	place(h, h->count - 1, t);
-	up(h, h->count - 1);
+	i = h->count++;
+	h->items[i].due_ns = due_ns;
+	h->items[i].t = t;
+	t->index = i;
+	up(h, i);
 	return 0;
 }
 
 void wms__heap_remove(wms__heap *h, wms__timer *t)
 {
 	size_t i = t->index;
-	wms__timer *last;
-	if (i == WMS__TIMER_UNSET || i >= h->count || h->items[i] != t)
+	wms__heap_slot last;
+	if (i == WMS__TIMER_UNSET || i >= h->count || h->items[i].t != t)
 		return;
 	t->index = WMS__TIMER_UNSET;
 	last = h->items[--h->count];
 	if (i == h->count)
 		return;
 	place(h, i, last);
-	if (i > 0 && h->items[(i - 1) / 2]->due_ns > last->due_ns)
+	if (i > 0 && h->items[(i - 1) / ARITY].due_ns > last.due_ns)
 		up(h, i);
 	else
 		down(h, i);
@@ -102,7 +108,7 @@ void wms__heap_remove(wms__heap *h, wms__timer *t)
 
 wms__timer *wms__heap_top(const wms__heap *h)
 {
-	return h->count ? h->items[0] : NULL;
+	return h->count ? h->items[0].t : NULL;
 }
 
 void wms__heap_free(wms__heap *h)

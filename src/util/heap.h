@@ -1,7 +1,10 @@
-/* A binary min-heap of timers, for an event loop's many deadlines (each
+/* A min-heap of timers, for an event loop's many deadlines (each
  * asynchronous call's pause and guard): O(log n) to add, remove or move
  * one, O(1) to read the next. The nodes live in their owners; the heap
- * holds pointers and keeps each node's index for removal. */
+ * keeps each node's due time beside its pointer, four children to a
+ * parent (a parent's children share a cache line, and a sift compares
+ * them without reading the nodes: with a thousand calls in flight their
+ * structs are far apart), and keeps each node's index for removal. */
 #ifndef WMS_UTIL_HEAP_H
 #define WMS_UTIL_HEAP_H
 
@@ -9,12 +12,17 @@
 #include <stdint.h>
 
 typedef struct wms__timer {
-	uint64_t due_ns;
-	size_t index; /* in the heap; (size_t)-1 when not in one */
+	uint64_t due_ns; /* as set; read it, set it through the heap */
+	size_t index;    /* in the heap; (size_t)-1 when not in one */
 } wms__timer;
 
+typedef struct wms__heap_slot {
+	uint64_t due_ns;
+	wms__timer *t;
+} wms__heap_slot;
+
 typedef struct wms__heap {
-	wms__timer **items;
+	wms__heap_slot *items;
 	size_t count, cap;
 } wms__heap;
 

@@ -16,10 +16,12 @@
 #include "util/alloc.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/heap.h"
 #include "util/json.h"
 #include "util/num.h"
 #include "util/str.h"
 #include "util/utf8.h"
+#include "wms/sys/alloc.h"
 
 static void numbers(void **state)
 {
@@ -382,6 +384,174 @@ static void affine_stacks(void **state)
 	}
 }
 
+/* ---- the timers' heap ---------------------------------------------------- */
+
+static uint64_t heap_rng = 88172645463325252u;
+static uint64_t heap_rand(void)
+{
+	heap_rng ^= heap_rng << 13;
+	heap_rng ^= heap_rng >> 7;
+	heap_rng ^= heap_rng << 17;
+	return heap_rng;
+}
+
+/* Every slot no earlier than its parent, names its node, which knows its
+ * index and time; the nodes marked in are exactly the ones in it. */
+static void heap_check(const wms__heap *h, wms__timer *nodes, const int *in, size_t n)
+{
+	size_t i, members = 0;
+	assert_true(h->count <= h->cap);
+	for (i = 0; i < h->count; i++) {
+		assert_int_equal(h->items[i].t->index, i);
+		assert_true(h->items[i].t->due_ns == h->items[i].due_ns);
+		if (i > 0)
+			assert_true(h->items[(i - 1) / 4].due_ns <= h->items[i].due_ns);
+	}
+	for (i = 0; i < n; i++) {
+		if (in[i]) {
+			members++;
+			assert_true(nodes[i].index < h->count);
+			assert_ptr_equal(h->items[nodes[i].index].t, &nodes[i]);
+		} else {
+			assert_int_equal(nodes[i].index, WMS__TIMER_UNSET);
+		}
+	}
+	assert_int_equal(members, h->count);
+	if (h->count) {
+		uint64_t min = UINT64_MAX;
+		for (i = 0; i < n; i++)
+			if (in[i] && nodes[i].due_ns < min)
+				min = nodes[i].due_ns;
+		assert_true(wms__heap_top(h)->due_ns == min);
+	} else {
+		assert_null(wms__heap_top(h));
+	}
+}
+
+/* Random sets (new, earlier, later, the same time), removals (of the top,
+ * of any, of one not in) and drains, over sizes on both sides of a full
+ * level of four and of the first allocation (16), with ties; twice on one
+ * heap. */
+static void heap_against_a_model(void **state)
+{
+	static const size_t sizes[] = { 1, 2, 4, 5, 6, 16, 17, 21, 22, 85, 86, 1000 };
+	(void)state;
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		size_t n = sizes[z];
+		wms__timer *nodes = calloc(n, sizeof(*nodes));
+		int *in = calloc(n, sizeof(*in));
+		wms__heap h = { 0 };
+		assert_non_null(nodes);
+		assert_non_null(in);
+		for (size_t i = 0; i < n; i++)
+			wms__timer_init(&nodes[i]);
+		for (int round = 0; round < 2; round++) {
+			uint64_t span = round ? 8 : UINT64_MAX; /* round 1: ties */
+			for (size_t step = 0; step < 20 * n + 50; step++) {
+				size_t i = heap_rand() % n;
+				unsigned op = (unsigned)(heap_rand() % 8);
+				if (op < 4) {
+					uint64_t due = op == 3 && in[i] ? nodes[i].due_ns
+						     : heap_rand() % span;
+					assert_int_equal(wms__heap_set(&h, &nodes[i], due), 0);
+					in[i] = 1;
+				} else if (op < 6) {
+					wms__heap_remove(&h, &nodes[i]); /* in or not */
+					in[i] = 0;
+				} else if (h.count) {
+					wms__timer *t = wms__heap_top(&h);
+					wms__heap_remove(&h, t);
+					in[t - nodes] = 0;
+				}
+				heap_check(&h, nodes, in, n);
+			}
+			/* drained in order */
+			uint64_t last = 0;
+			while (h.count) {
+				wms__timer *t = wms__heap_top(&h);
+				assert_true(t->due_ns >= last);
+				last = t->due_ns;
+				wms__heap_remove(&h, t);
+				in[t - nodes] = 0;
+				heap_check(&h, nodes, in, n);
+			}
+		}
+		wms__heap_free(&h);
+		assert_null(h.items);
+		free(nodes);
+		free(in);
+	}
+}
+
+static int heap_fail_realloc;
+static void *heap_malloc(size_t size, void *payload)
+{
+	(void)payload;
+	return malloc(size);
+}
+static void *heap_realloc(void *p, size_t size, void *payload)
+{
+	(void)payload;
+	return heap_fail_realloc ? NULL : realloc(p, size);
+}
+static void heap_free(void *p, void *payload)
+{
+	(void)payload;
+	free(p);
+}
+
+/* Growth past the first 16 and past a reserve: a set that cannot grow says
+ * -1 and leaves the node out and the heap whole; reserve(n) is room for n,
+ * so sets up to it cannot fail; twice, the heap freed between. */
+static void heap_growth_fails_cleanly(void **state)
+{
+	wms_allocator a = { heap_malloc, heap_realloc, heap_free, NULL };
+	wms__timer nodes[40];
+	int in[40] = { 0 };
+	wms__heap h = { 0 };
+	(void)state;
+	assert_int_equal(wms_set_allocator(&a), WMS_OK);
+	for (size_t i = 0; i < 40; i++)
+		wms__timer_init(&nodes[i]);
+	for (int round = 0; round < 2; round++) {
+		heap_fail_realloc = 1;
+		assert_int_equal(wms__heap_set(&h, &nodes[0], 5), -1);
+		heap_check(&h, nodes, in, 40);
+		heap_fail_realloc = 0;
+		assert_int_equal(wms__heap_reserve(&h, 16), 0);
+		heap_fail_realloc = 1;
+		for (size_t i = 0; i < 16; i++) {
+			assert_int_equal(wms__heap_set(&h, &nodes[i], 100 - i), 0);
+			in[i] = 1;
+		}
+		assert_int_equal(h.cap, 16);
+		assert_int_equal(wms__heap_set(&h, &nodes[16], 1), -1); /* the 17th */
+		heap_check(&h, nodes, in, 40);
+		assert_int_equal(wms__heap_set(&h, &nodes[3], 1), 0); /* a move: no room needed */
+		assert_int_equal(wms__heap_reserve(&h, 17), -1);
+		assert_int_equal(wms__heap_reserve(&h, 16), 0);
+		heap_fail_realloc = 0;
+		assert_int_equal(wms__heap_reserve(&h, 33), 0);
+		assert_int_equal(h.cap, 64);
+		heap_fail_realloc = 1;
+		for (size_t i = 16; i < 33; i++) {
+			assert_int_equal(wms__heap_set(&h, &nodes[i], i), 0);
+			in[i] = 1;
+		}
+		heap_check(&h, nodes, in, 40);
+		heap_fail_realloc = 0;
+		for (size_t i = 0; i < 40; i++) {
+			wms__heap_remove(&h, &nodes[i]);
+			in[i] = 0;
+		}
+		heap_check(&h, nodes, in, 40);
+		wms__heap_free(&h); /* the second round grows it again */
+		assert_null(h.items);
+		assert_int_equal(h.cap, 0);
+	}
+	assert_int_equal(wms_set_allocator(NULL), WMS_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +563,8 @@ int main(void)
 		cmocka_unit_test(base64),
 		cmocka_unit_test(base64_across_a_chunk),
 		cmocka_unit_test(affine_stacks),
+		cmocka_unit_test(heap_against_a_model),
+		cmocka_unit_test(heap_growth_fails_cleanly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
