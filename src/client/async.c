@@ -127,6 +127,11 @@ struct wms_async {
 	struct wms_async *next_in_client;
 };
 
+struct wms__engine *wms__async_engine(struct wms_async *a)
+{
+	return a->engine;
+}
+
 struct wms_async **wms__async_next(struct wms_async *a)
 {
 	return &a->next_in_client;

@@ -210,6 +210,8 @@ void wms__async_client_gone(struct wms_async *a);
 void wms__async_client_forgotten(struct wms_async *a);
 /* The context's place in its client's list (async.c owns the struct). */
 struct wms_async **wms__async_next(struct wms_async *a);
+/* Tests: the context's engine (NULL: its transport has none). */
+struct wms__engine *wms__async_engine(struct wms_async *a);
 
 /* generic.c: what wms_call checks and makes before its call starts: g
  * filled (options, body, content type, out), or err says why not. */

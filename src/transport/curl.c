@@ -850,7 +850,7 @@ static CURLcode setup(struct curl_transport *t, struct conn *k)
 		goto done;
 	}
 
-	SETOPT(CURLOPT_SHARE, t->share);
+	SETOPT(CURLOPT_SHARE, k->share ? k->share : t->share);
 	SETOPT(CURLOPT_PRIVATE, (void *)k); /* an engine finds k by its handle */
 #if LIBCURL_VERSION_NUM >= 0x075500
 	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");

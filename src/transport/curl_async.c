@@ -3,9 +3,20 @@
  * run by one multi handle on the caller's event loop, through libcurl's
  * multi-socket interface. The handles are set up exactly as a blocking
  * send's (curl.c's prepare and finish); what differs is the loop: one
- * multi for every transfer of the engine, so its connection cache is
- * shared by them and capped by max_connections. Single-threaded: the
- * engine's loop thread calls everything here.
+ * multi for every transfer of the engine. Single-threaded: the engine's
+ * loop thread calls everything here.
+ *
+ * Connections. With max_connections, they are the multi's cache, which
+ * libcurl caps. Without, they are kept in shards: each a share of
+ * libcurl's holding a connection cache (and TLS sessions) for the
+ * transfers it is given. libcurl 7.88 walks every connection of a
+ * transfer's cache each time the transfer leaves the multi (to close
+ * CONNECT_ONLY ones): with a thousand connections in one cache that walk
+ * was a tenth of an asynchronous call's CPU. A shard holds a few dozen.
+ * A transfer goes to the shard of the last connection left idle (a
+ * stack of them, so a connection is reused as before), or, with none,
+ * to the shard with the fewest transfers running (a new one while each
+ * has SHARD_FULL running, up to SHARDS).
  */
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +28,11 @@
 /* Idle handles kept for the next transfers: as many as were ever in
  * flight at once, up to this (a handle is ~20 KiB with its buffer). */
 #define IDLE_MAX 4096u
+
+/* Shards (see the top): at most SHARDS, a new one while every shard has
+ * SHARD_FULL transfers running. */
+#define SHARDS 16u
+#define SHARD_FULL 32u
 
 struct wms__xfer {
 	struct conn *k;
@@ -33,6 +49,8 @@ struct wms__xfer {
 	 * eyeballs race an IPv6 and an IPv4 connect) */
 	curl_socket_t socks[2];
 	int nsocks;
+	unsigned shard; /* its shard while running (shards only) */
+	int kept;       /* ended well: its connection waits in its shard */
 	struct wms__xfer *next, *prev; /* running; or ended (next only) */
 };
 
@@ -58,6 +76,14 @@ struct wms__engine {
 	int timer_moved; /* libcurl called on_timer since we looked */
 	/* the transfers' clock (struct call's), read as each action starts */
 	uint64_t now_ns;
+	/* connection shards (none with max_connections: the multi's cache) */
+	int sharded;
+	unsigned nshards;
+	CURLSH *shard[SHARDS];
+	unsigned shard_running[SHARDS];
+	/* the shards of connections left idle, latest last */
+	unsigned char *tokens;
+	size_t ntokens, tokens_cap;
 };
 
 /* A loop callback's status, as libcurl wants it (-1 fails the multi call). */
@@ -177,15 +203,72 @@ static wms_status engine_create(wms_transport *self, const wms__engine_loop *loo
 	     * connection at a time, kept for the next */
 	    curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING) != CURLM_OK ||
 	    (max_connections &&
-	     (curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_connections) !=
-		      CURLM_OK ||
-	      curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)max_connections) != CURLM_OK))) {
+	     curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_connections) !=
+		     CURLM_OK) ||
+	    /* Connections kept (each cache's). libcurl's default keeps four
+	     * for each handle in the multi: as the calls in flight dipped it
+	     * closed kept connections, to open them again in the next burst.
+	     * Uncapped, as many as the handles kept idle. */
+	    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS,
+			      (long)(max_connections ? max_connections : IDLE_MAX)) != CURLM_OK) {
 		curl_multi_cleanup(m);
 		wms__free(e);
 		return WMS_ERR_INTERNAL;
 	}
+	e->sharded = max_connections == 0;
 	*out = e;
 	return WMS_OK;
+}
+
+/* A new shard: a share holding a connection cache and TLS sessions (no
+ * lock: the engine's thread alone uses it; names resolve through the
+ * multi's cache). NULL without memory. */
+static CURLSH *shard_new(void)
+{
+	CURLSH *sh = curl_share_init();
+	if (sh && (curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+		   curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) !=
+			   CURLSHE_OK)) {
+		curl_share_cleanup(sh);
+		sh = NULL;
+	}
+	return sh;
+}
+
+/* The shard for a new transfer: the latest idle connection's, or the
+ * least busy, or a new one while every shard is full. -1 without memory
+ * for a first shard. */
+static int shard_pick(struct wms__engine *e)
+{
+	unsigned i, best = 0;
+	if (e->ntokens)
+		return e->tokens[--e->ntokens];
+	for (i = 1; i < e->nshards; i++)
+		if (e->shard_running[i] < e->shard_running[best])
+			best = i;
+	if ((!e->nshards || e->shard_running[best] >= SHARD_FULL) && e->nshards < SHARDS &&
+	    (e->shard[e->nshards] = shard_new()) != NULL)
+		return (int)e->nshards++;
+	return e->nshards ? (int)best : -1;
+}
+
+/* A connection of shard j left idle: the next transfer goes there. A
+ * token goes with each transfer that ended well and comes off with each
+ * start, so tokens and running transfers together never outnumber the
+ * most transfers ever running at once (the context's max_in_flight). One
+ * that finds no memory is dropped: a token only says where a connection
+ * may be waiting. */
+static void shard_token(struct wms__engine *e, unsigned j)
+{
+	if (e->ntokens == e->tokens_cap) {
+		size_t cap = e->tokens_cap ? e->tokens_cap * 2 : 64;
+		unsigned char *grown = wms__realloc(e->tokens, cap);
+		if (!grown)
+			return;
+		e->tokens = grown;
+		e->tokens_cap = cap;
+	}
+	e->tokens[e->ntokens++] = (unsigned char)j;
 }
 
 static void xfer_free(struct wms__xfer *x)
@@ -224,6 +307,14 @@ static void engine_destroy(wms__engine *e)
 	curl_multi_cleanup(e->m);
 	for (i = 0; i < e->idle_count; i++)
 		xfer_free(e->idle[i]);
+	/* the shards last, every handle gone: their caches close their
+	 * connections (through on_close, so the loop still hears of it) */
+	for (i = 0; i < e->nshards; i++)
+		curl_share_cleanup(e->shard[i]);
+	e->nshards = 0;
+	wms__free(e->tokens);
+	e->tokens = NULL;
+	e->ntokens = e->tokens_cap = 0;
 	wms__free(e->idle);
 	wms__free(e->by_fd);
 	e->m = NULL;
@@ -261,6 +352,7 @@ static void give(struct wms__engine *e, struct wms__xfer *x)
 	x->err = NULL;
 	x->arg = NULL;
 	x->nsocks = 0;
+	x->kept = 0;
 	x->k->c.resp = NULL;
 	if (!x->k->broken && e->idle_count < IDLE_MAX) {
 		if (e->idle_count == e->idle_cap) {
@@ -298,6 +390,8 @@ static wms_status retire(struct wms__engine *e, struct wms__xfer *x, CURLcode rc
 	struct conn *k = x->k;
 	k->xfer = NULL;
 	unlink_running(e, x);
+	if (e->sharded)
+		e->shard_running[x->shard]--;
 	/* removed mid-transfer, its connection is closed, never reused */
 	if (curl_multi_remove_handle(e->m, k->h) != CURLM_OK)
 		k->broken = 1;
@@ -319,6 +413,20 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 	if (!x)
 		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
 					  "cannot create a libcurl handle");
+	if (e->sharded) {
+		int j = shard_pick(e);
+		if (j < 0) {
+			give(e, x);
+			return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
+						  "cannot create a connection cache");
+		}
+		x->shard = (unsigned)j;
+		if (x->k->share != e->shard[j]) {
+			/* a handle set up for another shard: set up afresh */
+			x->k->share = e->shard[j];
+			x->k->configured = 0;
+		}
+	}
 	st = wms__curl_prepare(e->t, x->k, req, resp, err);
 	x->k->c.clock = &e->now_ns;
 	/* (a handle set up afresh lost these: set every time, as cheap) */
@@ -346,6 +454,8 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 					  curl_multi_strerror(mc));
 	}
 	x->k->xfer = x;
+	if (e->sharded)
+		e->shard_running[x->shard]++;
 	x->next = e->running;
 	x->prev = NULL;
 	if (e->running)
@@ -422,6 +532,7 @@ static void collect_done(struct wms__engine *e, struct wms__xfer ***tail)
 	CURLMsg *msg;
 	int pending;
 	while ((msg = curl_multi_info_read(e->m, &pending)) != NULL) {
+		CURLcode rc;
 		struct conn *k = NULL;
 		struct wms__xfer *x;
 		if (msg->msg != CURLMSG_DONE)
@@ -429,8 +540,10 @@ static void collect_done(struct wms__engine *e, struct wms__xfer ***tail)
 		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&k) != CURLE_OK ||
 		    !k || !(x = k->xfer))
 			continue;
+		rc = msg->data.result;
 		k->c.transferred = 1;
-		end_xfer(e, tail, x, retire(e, x, msg->data.result));
+		end_xfer(e, tail, x, retire(e, x, rc));
+		x->kept = rc == CURLE_OK && !k->broken;
 	}
 }
 
@@ -477,6 +590,11 @@ static void action_end(struct wms__engine *e, CURLMcode mc)
 		e->ended = x->next;
 		x->next = NULL;
 		x->retired = 0;
+		/* the token as the handle goes back: both stacks' tops then
+		 * name the same shard, and the next start reuses the handle
+		 * set up for it */
+		if (e->sharded && x->kept)
+			shard_token(e, x->shard);
 		give(e, x);
 		e->loop.done(e->loop.ctx, arg, st);
 	}
@@ -515,6 +633,14 @@ static void engine_timeout(wms__engine *e)
 			note(e, e->loop.timer(e->loop.ctx, ms < 0 ? -1 : ms < 1 ? 1 : ms));
 	}
 	action_end(e, mc);
+}
+
+unsigned wms__curl_engine_shards(const wms__engine *e, unsigned *running, unsigned n)
+{
+	unsigned i;
+	for (i = 0; i < n && i < e->nshards; i++)
+		running[i] = e->shard_running[i];
+	return e->nshards;
 }
 
 static const wms__engine_ops curl_engine = {

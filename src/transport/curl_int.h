@@ -113,6 +113,9 @@ struct conn {
 	struct curl_slist *corr_tail; /* the node corr_node hangs from, NULL: none */
 	unsigned long lib_failures;   /* wms__alloc_lib_failures() at the start */
 	void *xfer;                   /* an engine's transfer running on it */
+	/* The share h is set up with: an engine shard's (its connection cache
+	 * and TLS sessions), or NULL: the transport's (DNS and TLS sessions) */
+	CURLSH *share;
 	long connect_ms;
 	long total_ms;
 	long stall_s;

@@ -43,4 +43,9 @@ typedef struct wms__engine_ops {
 /* The engine of transport t, or NULL if t has none (curl.c). */
 const wms__engine_ops *wms__transport_engine(const wms_transport *t);
 
+/* Tests' view of a libcurl engine (curl_async.c): the connection shards it
+ * has made (0: its connections are the multi's cache) and, into running,
+ * up to n of them, the transfers each runs now. */
+unsigned wms__curl_engine_shards(const wms__engine *e, unsigned *running, unsigned n);
+
 #endif

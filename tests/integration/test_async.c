@@ -33,6 +33,8 @@
 #include "itest.h"
 #include "async_seen.h"
 #include "build_kind.h"
+#include "client/client.h"
+#include "transport/engine.h"
 
 typedef struct fx {
 	wms_sim *sim;
@@ -2318,6 +2320,117 @@ static void max_connections_caps_and_reuses(void **state)
 	wms_sim_clear_faults(f->sim);
 }
 
+/* ---- connection shards (curl_async.c) ----------------------------------------- */
+
+#define SHARD_FULL 32 /* curl_async.c's: a shard's transfers before a new shard */
+#define SHARDS 16     /* and its most shards */
+#define SHARD_WAVE_MAX (SHARDS * SHARD_FULL + 1)
+
+/* n calls started at once on f's uncapped context, then run: each answered
+ * once; the shards made and each one's transfers, as the starts left
+ * them, into *shards and running; the connections the sim saw opened. */
+static uint64_t shard_wave(fx *f, size_t n, unsigned *shards, unsigned running[SHARDS])
+{
+	static seen s[SHARD_WAVE_MAX];
+	static it_order o[SHARD_WAVE_MAX];
+	uint64_t before = wms_sim_connections(f->sim, NULL);
+	unsigned after[SHARDS];
+	wms__engine *e = wms__async_engine(f->a);
+	size_t i;
+
+	assert_non_null(e);
+	assert_true(n <= SHARD_WAVE_MAX);
+	memset(s, 0, n * sizeof(s[0]));
+	memset(running, 0, SHARDS * sizeof(running[0]));
+	for (i = 0; i < n; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "SH-%zu", i);
+		order_of(&o[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	}
+	*shards = wms__curl_engine_shards(e, running, SHARDS);
+	assert_int_equal(wms_async_run(f->a, 600000), WMS_OK);
+	for (i = 0; i < n; i++) {
+		if (s[i].calls != 1 || s[i].st != WMS_OK)
+			fail_msg("wave of %zu: call %zu: %d completions, %s: %s", n, i, s[i].calls,
+				 wms_status_name(s[i].st), s[i].err.message);
+	}
+	/* every transfer left its shard */
+	assert_int_equal(wms__curl_engine_shards(e, after, SHARDS), *shards);
+	for (i = 0; i < *shards; i++)
+		assert_int_equal(after[i], 0);
+	return wms_sim_connections(f->sim, NULL) - before;
+}
+
+/* Without max_connections, the engine keeps its connections in shards of
+ * SHARD_FULL transfers, at most SHARDS of them (libcurl 7.88 walks a
+ * transfer's whole connection cache as the transfer leaves the multi).
+ * Each bound from both sides, each wave twice on one context: a new shard
+ * only past a full one, none past SHARDS (the least busy takes the call);
+ * and every connection kept is reused, wherever it waits, so that the
+ * connections opened never outnumber the largest wave (a wave of 33 after
+ * one of 32: 32 idle in the first shard, the 33rd call in a second; a
+ * start going to the least busy shard instead of to an idle connection
+ * would open 15 more), also after a lone call. A reply can come back
+ * before the wave's last connects, so a wave may open fewer than it
+ * needs, never more. With max_connections the multi's one cache stays (no
+ * shard). */
+static void shards_keep_and_reuse_every_connection(void **state)
+{
+	fx *f = *state;
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	static const unsigned waves[] = { SHARD_FULL, SHARD_FULL + 1, SHARDS * SHARD_FULL,
+					  SHARD_WAVE_MAX };
+	unsigned shards, run[SHARDS], i, w;
+	uint64_t opened = 0;
+	copts o;
+	int round;
+
+	memset(&o, 0, sizeof(o));
+	o.timeout_ms = 600000;
+	o.stall_ms = 600000;
+	use_client(f, &o, &ao);
+	assert_int_equal(wms__curl_engine_shards(wms__async_engine(f->a), run, SHARDS), 0);
+	for (w = 0; w < sizeof(waves) / sizeof(waves[0]); w++) {
+		unsigned n = waves[w];
+		/* the sim serves each connection on a thread: past valgrind's 500 */
+		if (n > SHARD_FULL + 1 && tk_build_kind() == TK_VALGRIND)
+			break;
+		for (round = 0; round < 2; round++) {
+			unsigned full = 0, over = 0;
+			opened += shard_wave(f, n, &shards, run);
+			if (opened > n || opened < 1)
+				fail_msg("a wave of %u, round %d: %llu connections opened so far",
+					 n, round, (unsigned long long)opened);
+			/* the shards as the starts left them */
+			assert_int_equal(shards, n <= SHARD_FULL ? 1 : n == SHARD_FULL + 1 ? 2 : SHARDS);
+			for (i = 0; i < shards; i++) {
+				full += run[i] == SHARD_FULL;
+				over += run[i] == SHARD_FULL + 1;
+			}
+			if (n == SHARD_FULL + 1)
+				assert_int_equal(run[1], 1);
+			assert_int_equal(full, n == SHARD_WAVE_MAX ? SHARDS - 1
+					       : n == SHARD_FULL + 1 ? 1
+								     : shards);
+			assert_int_equal(over, n == SHARD_WAVE_MAX);
+			/* a lone call between: libcurl's default (four connections
+			 * kept for each transfer in the multi) closed kept ones as
+			 * calls ended, for the next wave to open again */
+			opened += shard_wave(f, 1, &shards, run);
+			if (opened > n)
+				fail_msg("a lone call after a wave of %u: %llu connections opened so far",
+					 n, (unsigned long long)opened);
+		}
+	}
+	/* capped: the multi's cache */
+	ao.max_connections = 64;
+	use_client(f, &o, &ao);
+	(void)shard_wave(f, SHARD_FULL + 1, &shards, run);
+	assert_int_equal(shards, 0);
+}
+
 /* ---- more sockets ready than one wait takes ---------------------------------- */
 
 /* Events the own loop takes from the kernel per wait (async.c's
@@ -4323,6 +4436,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(max_in_flight_on_both_sides, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(shards_keep_and_reuse_every_connection, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(more_ready_than_one_wait_takes, setup, teardown),
 		cmocka_unit_test_setup_teardown(stock_query_copy_in_the_room_or_a_block, setup_tallied,
 						teardown_tallied),
