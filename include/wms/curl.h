@@ -22,7 +22,8 @@ typedef struct wms_transport wms_transport; /* see wms/sys/transport.h */
 /** What libcurl's transport is configured with. Every string is copied. */
 typedef struct wms_curl_transport_options {
 	unsigned version;
-	/** User-Agent header; NULL = "libwms/VERSION", "" = none. */
+	/** User-Agent header; NULL = "libwms/VERSION", "" = none. A control
+	 *  byte but a tab (CR, LF, others below 0x20, DEL) is INVALID_ARG. */
 	const char *user_agent;
 	/** TLS: CA bundle file / directory; NULL = the system's. Verification
 	 *  of the server's certificate and host name is always on. */

@@ -726,13 +726,23 @@ static int has_crlf(const char *s)
 	return s && strpbrk(s, "\r\n") != NULL;
 }
 
-/* A byte below 0x20, or DEL. */
-static int has_control(const char *s)
+/* A byte below 0x20, or DEL; with tab_ok, a tab is not one. */
+static int has_control_in(const char *s, int tab_ok)
 {
 	for (; s && *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+		if (((unsigned char)*s < 0x20 && !(tab_ok && *s == '\t')) || *s == 0x7f)
 			return 1;
 	return 0;
+}
+
+static int has_control(const char *s)
+{
+	return has_control_in(s, 0);
+}
+
+static int has_control_but_tab(const char *s)
+{
+	return has_control_in(s, 1);
 }
 
 /* Whether line is exactly prefix + value + suffix. */
@@ -1244,9 +1254,12 @@ wms_status wms__curl_transport_check(const wms_curl_transport_options *o, wms_er
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "max_idle_connections must be at most %u (got %u)", POOL_MAX_IDLE,
 				 (unsigned)o->max_idle_connections);
-	if (has_crlf(o->user_agent))
+	/* a header's value: a tab, visible bytes and any byte past DEL (RFC
+	 * 9110 field-value); CR or LF would start a header of their own */
+	if (has_control_but_tab(o->user_agent))
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
-				 "user_agent contains CR or LF");
+				 "user_agent contains a control character (CR, LF or another "
+				 "byte below 0x20 but a tab, or DEL)");
 	if (!o->http_username != !o->http_password)
 		return wms__fail(err, WMS_ERR_INVALID_ARG, WMS_DELIVERY_NOT_SENT,
 				 "http_username and http_password go together");

@@ -1531,7 +1531,12 @@ static void test_options_checked_when_made(void **state)
 		{ "http_password contains a control character", 0, 0, 0, 0, 0, "svc", "s3cr3t\x7f", 0,
 		  0 },
 		{ "http_password contains a control character", 0, 0, 0, 0, 0, "svc", "\x01", 0, 0 },
-		{ "user_agent contains CR or LF", 0, 0, 0, 0, 0, 0, 0, "ua\r\nX-Injected: 1", 0 },
+		{ "user_agent contains a control character", 0, 0, 0, 0, 0, 0, 0,
+		  "ua\r\nX-Injected: 1", 0 },
+		{ "user_agent contains a control character", 0, 0, 0, 0, 0, 0, 0, "ua\n", 0 },
+		{ "user_agent contains a control character", 0, 0, 0, 0, 0, 0, 0, "ua\x01", 0 },
+		{ "user_agent contains a control character", 0, 0, 0, 0, 0, 0, 0, "\x1f", 0 },
+		{ "user_agent contains a control character", 0, 0, 0, 0, 0, 0, 0, "ua\x7f", 0 },
 		{ "max_idle_connections must be at most 1024 (got 1025)", 0, 0, 0, 0, 0, 0, 0, 0,
 		  1025 },
 	};
@@ -1575,6 +1580,7 @@ static void test_options_checked_when_made(void **state)
 	o.pinned_public_key = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 	o.http_username = "u~ser é"; /* any other byte: a space, UTF-8 */
 	o.http_password = "p:q \x80"; /* a password may hold a colon */
+	o.user_agent = "ua\t~ \x80 \x20"; /* a tab, the last visible byte, past DEL */
 	o.client_cert = o.client_key = "/dev/null";
 	for (i = 0; i < 2; i++) {
 		assert_int_equal(wms_curl_transport_create(&t, &o, &err), WMS_OK);
