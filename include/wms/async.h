@@ -151,7 +151,11 @@ typedef struct wms_async_options {
 	uint32_t max_in_flight;
 	/** Connections to the WMS open at once (calls over it wait for one,
 	 *  their deadline running); 0: no cap (one per call in flight).
-	 *  Connections are kept and reused between calls. At most 65536. */
+	 *  Connections are kept and reused between calls (with no cap, each
+	 *  kept in one of up to 16 caches, which share no TLS session; a
+	 *  cache no call has gone to for 5 s is closed with its connections
+	 *  as the next call starts).
+	 *  At most 65536. */
 	uint32_t max_connections;
 	/** Room to grow; zero. */
 	void *_reserved[4];

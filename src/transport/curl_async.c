@@ -16,7 +16,11 @@
  * A transfer goes to the shard of the last connection left idle (a
  * stack of them, so a connection is reused as before), or, with none,
  * to the shard with the fewest transfers running (a new one while each
- * has SHARD_FULL running, up to SHARDS).
+ * has SHARD_FULL running, up to SHARDS). libcurl looks for dead idle
+ * connections only in the cache a transfer is set up in: a shard no
+ * transfer has gone to for wms__shard_idle_ns is closed with its
+ * connections (the server has likely closed them; their sockets would
+ * wait in CLOSE_WAIT until the next burst).
  */
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +37,10 @@
  * SHARD_FULL transfers running. */
 #define SHARDS 16u
 #define SHARD_FULL 32u
+/* idle shards are looked for at most this often */
+#define SHARD_SWEEP_NS 1000000000u
+
+uint64_t wms__shard_idle_ns = 5000000000u;
 
 struct wms__xfer {
 	struct conn *k;
@@ -76,11 +84,14 @@ struct wms__engine {
 	int timer_moved; /* libcurl called on_timer since we looked */
 	/* the transfers' clock (struct call's), read as each action starts */
 	uint64_t now_ns;
-	/* connection shards (none with max_connections: the multi's cache) */
+	/* connection shards (none with max_connections: the multi's cache):
+	 * slots 0..nslots-1, NULL where a shard was closed; live of them */
 	int sharded;
-	unsigned nshards;
+	unsigned nslots, live;
 	CURLSH *shard[SHARDS];
 	unsigned shard_running[SHARDS];
+	uint64_t shard_used_ns[SHARDS]; /* its last transfer's start */
+	uint64_t swept_ns;
 	/* the shards of connections left idle, latest last */
 	unsigned char *tokens;
 	size_t ntokens, tokens_cap;
@@ -235,21 +246,75 @@ static CURLSH *shard_new(void)
 	return sh;
 }
 
-/* The shard for a new transfer: the latest idle connection's, or the
- * least busy, or a new one while every shard is full. -1 without memory
- * for a first shard. */
-static int shard_pick(struct wms__engine *e)
+/* The shard for a new transfer: the latest idle connection's (*token
+ * set: the caller takes the token off once the transfer is running), or
+ * the least busy, or a new one while every shard is full. -1 without
+ * memory for a first shard. */
+static int shard_pick(struct wms__engine *e, int *token)
 {
-	unsigned i, best = 0;
-	if (e->ntokens)
-		return e->tokens[--e->ntokens];
-	for (i = 1; i < e->nshards; i++)
-		if (e->shard_running[i] < e->shard_running[best])
+	unsigned i, best = SHARDS, empty = SHARDS;
+	*token = e->ntokens > 0;
+	if (*token)
+		return e->tokens[e->ntokens - 1];
+	for (i = 0; i < e->nslots || (empty == SHARDS && i < SHARDS); i++) {
+		if (!e->shard[i]) {
+			if (empty == SHARDS)
+				empty = i;
+		} else if (best == SHARDS || e->shard_running[i] < e->shard_running[best]) {
 			best = i;
-	if ((!e->nshards || e->shard_running[best] >= SHARD_FULL) && e->nshards < SHARDS &&
-	    (e->shard[e->nshards] = shard_new()) != NULL)
-		return (int)e->nshards++;
-	return e->nshards ? (int)best : -1;
+		}
+	}
+	if ((best == SHARDS || e->shard_running[best] >= SHARD_FULL) && empty < SHARDS &&
+	    (e->shard[empty] = shard_new()) != NULL) {
+		e->shard_running[empty] = 0;
+		e->live++;
+		if (empty >= e->nslots)
+			e->nslots = empty + 1;
+		return (int)empty;
+	}
+	return best < SHARDS ? (int)best : -1;
+}
+
+/* Close shard j (no transfer running in it): its tokens go, the idle
+ * handles set up for it let go of it, and its cache closes its
+ * connections (on_close: the loop hears of each). */
+static void shard_close(struct wms__engine *e, unsigned j)
+{
+	size_t i, n = 0;
+	for (i = 0; i < e->ntokens; i++)
+		if (e->tokens[i] != j)
+			e->tokens[n++] = e->tokens[i];
+	e->ntokens = n;
+	for (i = 0; i < e->idle_count; i++) {
+		struct conn *k = e->idle[i]->k;
+		if (k->share == e->shard[j]) {
+			k->share = NULL;
+			k->configured = 0;
+			if (curl_easy_setopt(k->h, CURLOPT_SHARE, NULL) != CURLE_OK)
+				k->broken = 1;
+		}
+	}
+	/* (still in use only if a handle above would not let go: kept) */
+	if (curl_share_cleanup(e->shard[j]) != CURLSHE_OK)
+		return;
+	e->shard[j] = NULL;
+	e->live--;
+	while (e->nslots && !e->shard[e->nslots - 1])
+		e->nslots--;
+}
+
+/* Every shard no transfer has gone to for wms__shard_idle_ns, closed;
+ * looked at once a second at most. */
+static void shard_sweep(struct wms__engine *e, uint64_t now)
+{
+	unsigned j;
+	if (now - e->swept_ns < SHARD_SWEEP_NS)
+		return;
+	e->swept_ns = now;
+	for (j = 0; j < e->nslots; j++)
+		if (e->shard[j] && !e->shard_running[j] &&
+		    now - e->shard_used_ns[j] >= wms__shard_idle_ns)
+			shard_close(e, j);
 }
 
 /* A connection of shard j left idle: the next transfer goes there. A
@@ -309,9 +374,10 @@ static void engine_destroy(wms__engine *e)
 		xfer_free(e->idle[i]);
 	/* the shards last, every handle gone: their caches close their
 	 * connections (through on_close, so the loop still hears of it) */
-	for (i = 0; i < e->nshards; i++)
-		curl_share_cleanup(e->shard[i]);
-	e->nshards = 0;
+	for (i = 0; i < e->nslots; i++)
+		if (e->shard[i])
+			curl_share_cleanup(e->shard[i]);
+	e->nslots = e->live = 0;
 	wms__free(e->tokens);
 	e->tokens = NULL;
 	e->ntokens = e->tokens_cap = 0;
@@ -404,6 +470,8 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 	struct wms__xfer *x;
 	wms_status st;
 	CURLMcode mc;
+	int token = 0;
+	uint64_t now = 0;
 
 	*out = NULL;
 	if ((st = wms__curl_check_request(req, err)) != WMS_OK)
@@ -414,7 +482,10 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
 					  "cannot create a libcurl handle");
 	if (e->sharded) {
-		int j = shard_pick(e);
+		int j;
+		now = wms__now_ns();
+		shard_sweep(e, now);
+		j = shard_pick(e, &token);
 		if (j < 0) {
 			give(e, x);
 			return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
@@ -454,8 +525,11 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 					  curl_multi_strerror(mc));
 	}
 	x->k->xfer = x;
-	if (e->sharded)
+	if (e->sharded) {
+		e->ntokens -= token != 0; /* its connection is this transfer's now */
 		e->shard_running[x->shard]++;
+		e->shard_used_ns[x->shard] = now;
+	}
 	x->next = e->running;
 	x->prev = NULL;
 	if (e->running)
@@ -499,6 +573,8 @@ static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 		x->next = NULL;
 		x->retired = 0;
 		d = x->delivery;
+		if (e->sharded && x->kept) /* its connection waits all the same */
+			shard_token(e, x->shard);
 		give(e, x);
 		return d;
 	}
@@ -638,9 +714,9 @@ static void engine_timeout(wms__engine *e)
 unsigned wms__curl_engine_shards(const wms__engine *e, unsigned *running, unsigned n)
 {
 	unsigned i;
-	for (i = 0; i < n && i < e->nshards; i++)
-		running[i] = e->shard_running[i];
-	return e->nshards;
+	for (i = 0; i < n && i < e->nslots; i++)
+		running[i] = e->shard[i] ? e->shard_running[i] : 0;
+	return e->live;
 }
 
 static const wms__engine_ops curl_engine = {

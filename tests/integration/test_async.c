@@ -87,6 +87,19 @@ static void order_of(it_order *o, const char *id)
 	it_order_init(o, id, "SKU-1", 1);
 }
 
+/* n orders named PREFIX-0.. started on f's context, each reporting to s[i]. */
+static void submit_orders(fx *f, it_order *o, seen *s, size_t n, const char *prefix)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "%s-%zu", prefix, i);
+		order_of(&o[i], id);
+		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
+				 WMS_OK);
+	}
+}
+
 /* ---- every operation -------------------------------------------------------- */
 
 static void every_operation(void **state)
@@ -281,13 +294,7 @@ static void many_in_flight_from_one_thread(void **state)
 	use_client(f, &co, NULL);
 
 	memset(s, 0, sizeof(s));
-	for (i = 0; i < many; i++) {
-		char id[32];
-		snprintf(id, sizeof(id), "M-%zu", i);
-		order_of(&o[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, o, s, many, "M");
 	assert_int_equal(wms_async_in_flight(f->a), many);
 	assert_int_equal(wms_async_run(f->a, 60000), WMS_OK);
 	for (i = 0; i < many; i++) {
@@ -634,13 +641,7 @@ static void cancel_all_and_free_with_calls_in_flight(void **state)
 	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
 			 WMS_SIM_OK);
 	memset(s, 0, sizeof(s));
-	for (i = 0; i < SOME; i++) {
-		char id[16];
-		snprintf(id, sizeof(id), "F-%zu", i);
-		order_of(&o[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, o, s, SOME, "F");
 	while (wms_sim_requests(f->sim, "SubmitOrder") < SOME / 2)
 		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
 	assert_int_equal(wms_async_cancel_all(f->a), SOME);
@@ -677,13 +678,7 @@ static void client_freed_with_calls_in_flight(void **state)
 	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
 			 WMS_SIM_OK);
 	memset(s, 0, sizeof(s));
-	for (i = 0; i < SOME; i++) {
-		char id[16];
-		snprintf(id, sizeof(id), "G-%zu", i);
-		order_of(&o[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, o, s, SOME, "G");
 	while (wms_sim_requests(f->sim, "SubmitOrder") < 1)
 		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
 	wms_client_free(f->c);
@@ -868,13 +863,7 @@ static void callback_frees_the_client(void **state)
 	fr.f = f;
 	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
 			 WMS_SIM_OK);
-	for (i = 0; i < SOME; i++) {
-		char id[16];
-		snprintf(id, sizeof(id), "FC-%zu", i);
-		order_of(&o[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &hung[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, o, hung, SOME, "FC");
 	while (wms_sim_requests(f->sim, "SubmitOrder") < SOME)
 		assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
 	assert_int_equal(wms_async_get_order_status(NULL, f->a, "NO-SUCH", free_client_cb, &fr),
@@ -2263,13 +2252,7 @@ static void client_bulkhead_caps_async_calls(void **state)
 	o.bulkhead = 3;
 	use_client(f, &o, NULL);
 	memset(s, 0, sizeof(s));
-	for (i = 0; i < 4; i++) {
-		char id[16];
-		snprintf(id, sizeof(id), "K-%zu", i);
-		order_of(&ord[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit, &s[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, ord, s, 4, "K");
 	assert_int_equal(s[3].calls, 1);
 	assert_int_equal(s[3].st, WMS_ERR_BULKHEAD_FULL);
 	assert_int_equal(wms_async_in_flight(f->a), 3);
@@ -2303,13 +2286,7 @@ static void max_connections_caps_and_reuses(void **state)
 			 WMS_SIM_OK);
 	before = wms_sim_connections(f->sim, NULL);
 	memset(s, 0, sizeof(s));
-	for (i = 0; i < CONN_CALLS; i++) {
-		char id[16];
-		snprintf(id, sizeof(id), "N-%zu", i);
-		order_of(&ord[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &ord[i].order, on_submit, &s[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, ord, s, CONN_CALLS, "N");
 	assert_int_equal(wms_async_run(f->a, 20000), WMS_OK);
 	for (i = 0; i < CONN_CALLS; i++) {
 		assert_int_equal(s[i].calls, 1);
@@ -2342,13 +2319,7 @@ static uint64_t shard_wave(fx *f, size_t n, unsigned *shards, unsigned running[S
 	assert_true(n <= SHARD_WAVE_MAX);
 	memset(s, 0, n * sizeof(s[0]));
 	memset(running, 0, SHARDS * sizeof(running[0]));
-	for (i = 0; i < n; i++) {
-		char id[16];
-		snprintf(id, sizeof(id), "SH-%zu", i);
-		order_of(&o[i], id);
-		assert_int_equal(wms_async_submit_order(NULL, f->a, &o[i].order, on_submit, &s[i]),
-				 WMS_OK);
-	}
+	submit_orders(f, o, s, n, "SH");
 	*shards = wms__curl_engine_shards(e, running, SHARDS);
 	assert_int_equal(wms_async_run(f->a, 600000), WMS_OK);
 	for (i = 0; i < n; i++) {
@@ -2361,6 +2332,19 @@ static uint64_t shard_wave(fx *f, size_t n, unsigned *shards, unsigned running[S
 	for (i = 0; i < *shards; i++)
 		assert_int_equal(after[i], 0);
 	return wms_sim_connections(f->sim, NULL) - before;
+}
+
+/* An uncapped context (shards), every call's timeout and stall guard
+ * `ms`, the shards' idle time the default. */
+static void use_sharded_client(fx *f, uint32_t ms)
+{
+	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
+	copts o;
+	memset(&o, 0, sizeof(o));
+	o.timeout_ms = ms;
+	o.stall_ms = ms;
+	wms__shard_idle_ns = 5000000000u;
+	use_client(f, &o, &ao);
 }
 
 /* Without max_connections, the engine keeps its connections in shards of
@@ -2387,10 +2371,7 @@ static void shards_keep_and_reuse_every_connection(void **state)
 	copts o;
 	int round;
 
-	memset(&o, 0, sizeof(o));
-	o.timeout_ms = 600000;
-	o.stall_ms = 600000;
-	use_client(f, &o, &ao);
+	use_sharded_client(f, 600000);
 	assert_int_equal(wms__curl_engine_shards(wms__async_engine(f->a), run, SHARDS), 0);
 	for (w = 0; w < sizeof(waves) / sizeof(waves[0]); w++) {
 		unsigned n = waves[w];
@@ -2425,10 +2406,82 @@ static void shards_keep_and_reuse_every_connection(void **state)
 		}
 	}
 	/* capped: the multi's cache */
+	memset(&o, 0, sizeof(o));
 	ao.max_connections = 64;
 	use_client(f, &o, &ao);
 	(void)shard_wave(f, SHARD_FULL + 1, &shards, run);
 	assert_int_equal(shards, 0);
+}
+
+/* The engine's shard count now, and its connections open at the sim. */
+static unsigned shards_now(fx *f)
+{
+	unsigned run[SHARDS];
+	return wms__curl_engine_shards(wms__async_engine(f->a), run, SHARDS);
+}
+
+/* Lone calls 50 ms apart until the engine has `want` shards or `ms` went
+ * by: the shards then. */
+static unsigned lone_calls_until(fx *f, unsigned want, unsigned ms)
+{
+	unsigned shards, run[SHARDS];
+	double end = it_now_ms() + ms;
+	do {
+		(void)shard_wave(f, 1, &shards, run);
+		if (shards_now(f) == want)
+			break;
+		it_sleep_ms(50);
+	} while (it_now_ms() < end);
+	return shards_now(f);
+}
+
+/* The sim's open connections, once they are `want` (waited for up to 5 s:
+ * the sim sees a close when its thread reads the end). */
+static uint64_t sim_open_becomes(fx *f, uint64_t want)
+{
+	uint64_t open = 0;
+	double end = it_now_ms() + 5000;
+	do {
+		(void)wms_sim_connections(f->sim, &open);
+		if (open == want)
+			break;
+		it_sleep_ms(20);
+	} while (it_now_ms() < end);
+	return open;
+}
+
+/* libcurl looks for dead idle connections only in the cache a transfer is
+ * set up in, so a shard no call goes to would keep its connections (and,
+ * once the WMS closes them, their sockets in CLOSE_WAIT) until the next
+ * burst: a shard no call has gone to for wms__shard_idle_ns is closed with
+ * them. Both sides: lone calls for 1.5 s (the sweep runs once a second)
+ * close nothing with the 5 s default; with 300 ms the unused shard goes,
+ * its 32 connections closed at the sim. Twice on one context: a wave
+ * makes the shard again, opening no more connections than it lost. */
+static void idle_shards_close_their_connections(void **state)
+{
+	fx *f = *state;
+	unsigned shards, run[SHARDS];
+	uint64_t opened, open;
+	int round;
+
+	use_sharded_client(f, 60000);
+	for (round = 0; round < 2; round++) {
+		opened = shard_wave(f, 2 * SHARD_FULL, &shards, run);
+		assert_int_equal(shards, 2);
+		assert_true(opened <= (round ? SHARD_FULL : 2 * SHARD_FULL));
+		assert_int_equal(sim_open_becomes(f, 2 * SHARD_FULL), 2 * SHARD_FULL);
+		wms__shard_idle_ns = 5000000000u;
+		assert_int_equal(lone_calls_until(f, 1, 1500), 2);
+		assert_int_equal(sim_open_becomes(f, 2 * SHARD_FULL), 2 * SHARD_FULL);
+		wms__shard_idle_ns = 300000000u;
+		assert_int_equal(lone_calls_until(f, 1, 5000), 1);
+		open = sim_open_becomes(f, SHARD_FULL);
+		if (open != SHARD_FULL)
+			fail_msg("round %d: %llu connections open at the sim after a shard closed, "
+				 "expected %d", round, (unsigned long long)open, SHARD_FULL);
+	}
+	wms__shard_idle_ns = 5000000000u;
 }
 
 /* ---- more sockets ready than one wait takes ---------------------------------- */
@@ -4437,6 +4490,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(client_bulkhead_caps_async_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(max_connections_caps_and_reuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(shards_keep_and_reuse_every_connection, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(idle_shards_close_their_connections, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(more_ready_than_one_wait_takes, setup, teardown),
 		cmocka_unit_test_setup_teardown(stock_query_copy_in_the_room_or_a_block, setup_tallied,
