@@ -719,6 +719,11 @@ unsigned wms__curl_engine_shards(const wms__engine *e, unsigned *running, unsign
 	return e->live;
 }
 
+size_t wms__curl_engine_idle_tokens(const wms__engine *e)
+{
+	return e->ntokens;
+}
+
 static const wms__engine_ops curl_engine = {
 	engine_create, engine_destroy, engine_start, engine_cancel, engine_socket, engine_timeout,
 };

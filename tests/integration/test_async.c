@@ -3948,7 +3948,8 @@ static void start_from_a_step_completing_at_once(void **state)
  * socket action ends both transfers. The first report's callback cancels
  * the other: the WMS read and answered that one's request, so its delivery
  * is UNKNOWN, not NOT_SENT (async.h: NOT_SENT only if no byte of the
- * request left). */
+ * request left), and its connection, kept, is still one the engine will
+ * hand the next call (its idle-connection token). */
 #define ML_FDS 1024
 typedef struct mloop {
 	int what[ML_FDS];
@@ -4016,7 +4017,8 @@ static void cancel_after_the_transfer_ended_says_answered(void **state)
 	wms_error err;
 	pair p;
 	double end;
-	int i, held[2], nheld;
+	int i, held[2], nheld, attempt;
+	uint64_t sent;
 
 	wms_async_free(f->a); /* the fixture's are not used */
 	wms_client_free(f->c);
@@ -4030,48 +4032,77 @@ static void cancel_after_the_transfer_ended_says_answered(void **state)
 	ao.timer = ml_timer;
 	ao.loop_payload = &ml;
 	assert_int_equal(wms_async_new(&f->a, f->c, &ao, &err), WMS_OK);
-	p.a = f->a;
-	assert_int_equal(wms_async_get_order_status(&p.h[0], f->a, "NO-SUCH-1", pair_done0, &p),
-			 WMS_OK);
-	assert_int_equal(wms_async_get_order_status(&p.h[1], f->a, "NO-SUCH-2", pair_done1, &p),
-			 WMS_OK);
-	/* Phase 1: connect and send both requests (OUT events and timers),
-	 * never reading a reply (an fd watched for IN only is held). */
-	end = it_now_ms() + 5000.0;
-	for (;;) {
-		struct pollfd pf[ML_FDS];
-		int n = 0, wait = 20;
-		nheld = 0;
-		for (i = 0; i < ML_FDS; i++) {
-			if (ml.what[i] == WMS_POLL_IN) {
-				if (nheld < 2)
-					held[nheld] = i;
-				nheld++;
-			} else if (ml.what[i]) {
-				pf[n].fd = i;
-				pf[n].events = (short)(((ml.what[i] & WMS_POLL_IN) ? POLLIN : 0) |
-						       ((ml.what[i] & WMS_POLL_OUT) ? POLLOUT : 0));
-				pf[n].revents = 0;
-				n++;
-			}
-		}
-		if (nheld == 2 && wms_sim_requests(f->sim, "GetOrderStatus") >= 2)
-			break;
-		assert_true(it_now_ms() < end);
-		if (ml.armed) {
-			double left = ml.due_ms - it_now_ms();
-			wait = left <= 0 ? 0 : left < 20 ? (int)left : 20;
-		}
-		if (poll(pf, (nfds_t)n, wait) > 0)
-			for (i = 0; i < n; i++)
-				if (pf[i].revents) {
-					int ev = ((pf[i].revents & (POLLOUT)) ? WMS_EV_OUT : 0) |
-						 ((pf[i].revents & (POLLIN | POLLHUP)) ? WMS_EV_IN : 0) |
-						 ((pf[i].revents & POLLERR) ? WMS_EV_ERR : 0);
-					(void)wms_async_socket_action(f->a, pf[i].fd, ev);
+	/* Phase 1 must be over before libcurl's 1 s speed-check timers fire:
+	 * a timer action reads a reply that is there whatever the loop holds
+	 * back, and both calls then end in phase 1 (valgrind's pace, 1 run in
+	 * 8 here): the scenario did not happen, so it is tried again, on the
+	 * connections the last attempt left. */
+	for (attempt = 0;; attempt++) {
+		int ended = 0;
+		assert_true(attempt < 5);
+		memset(&p, 0, sizeof(p));
+		sent = wms_sim_requests(f->sim, "GetOrderStatus");
+		p.a = f->a;
+		assert_int_equal(wms_async_get_order_status(&p.h[0], f->a, "NO-SUCH-1", pair_done0, &p),
+				 WMS_OK);
+		assert_int_equal(wms_async_get_order_status(&p.h[1], f->a, "NO-SUCH-2", pair_done1, &p),
+				 WMS_OK);
+		/* Phase 1: connect and send both requests (OUT events and timers),
+		 * never reading a reply (an fd watched for IN only is held). */
+		end = it_now_ms() + 5000.0;
+		for (;;) {
+			struct pollfd pf[ML_FDS];
+			int n = 0, wait = 20;
+			nheld = 0;
+			for (i = 0; i < ML_FDS; i++) {
+				if (ml.what[i] == WMS_POLL_IN) {
+					if (nheld < 2)
+						held[nheld] = i;
+					nheld++;
+				} else if (ml.what[i]) {
+					pf[n].fd = i;
+					pf[n].events = (short)(((ml.what[i] & WMS_POLL_IN) ? POLLIN : 0) |
+							       ((ml.what[i] & WMS_POLL_OUT) ? POLLOUT : 0));
+					pf[n].revents = 0;
+					n++;
 				}
-		if (ml.armed && it_now_ms() >= ml.due_ms)
+			}
+			if (nheld == 2 && wms_sim_requests(f->sim, "GetOrderStatus") >= sent + 2)
+				break;
+			if (p.calls[0] + p.calls[1] > 0) {
+				ended = 1;
+				break;
+			}
+			assert_true(it_now_ms() < end);
+			if (ml.armed) {
+				double left = ml.due_ms - it_now_ms();
+				wait = left <= 0 ? 0 : left < 20 ? (int)left : 20;
+			}
+			if (poll(pf, (nfds_t)n, wait) > 0)
+				for (i = 0; i < n; i++)
+					if (pf[i].revents) {
+						int ev = ((pf[i].revents & (POLLOUT)) ? WMS_EV_OUT : 0) |
+							 ((pf[i].revents & (POLLIN | POLLHUP)) ? WMS_EV_IN : 0) |
+							 ((pf[i].revents & POLLERR) ? WMS_EV_ERR : 0);
+						(void)wms_async_socket_action(f->a, pf[i].fd, ev);
+					}
+			if (ml.armed && it_now_ms() >= ml.due_ms)
+				(void)wms_async_timeout(f->a);
+		}
+		if (!ended)
+			break;
+		print_message("attempt %d: both calls ended in phase 1 (a speed-check timer "
+			      "read the replies): again\n", attempt);
+		/* both end (the first's callback cancels the other if it is not) */
+		end = it_now_ms() + 5000.0;
+		while (p.calls[0] + p.calls[1] < 2) {
+			assert_true(it_now_ms() < end);
+			for (i = 0; i < ML_FDS; i++)
+				if (ml.what[i])
+					(void)wms_async_socket_action(f->a, i, WMS_EV_IN);
 			(void)wms_async_timeout(f->a);
+			it_sleep_ms(10);
+		}
 	}
 	assert_int_equal(p.calls[0] + p.calls[1], 0);
 	/* Phase 2: both replies are in their sockets, libcurl's speed-check
@@ -4088,7 +4119,11 @@ static void cancel_after_the_transfer_ended_says_answered(void **state)
 	}
 	assert_int_equal(p.calls[0], 1);
 	assert_int_equal(p.calls[1], 1);
-	assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), 2);
+	/* (a cancelled earlier attempt's request may reach the sim late) */
+	if (attempt == 0)
+		assert_int_equal(wms_sim_requests(f->sim, "GetOrderStatus"), 2);
+	else
+		assert_true(wms_sim_requests(f->sim, "GetOrderStatus") >= sent + 2);
 	/* exactly one was cancelled by the other's callback */
 	assert_int_equal(p.cancel_rc, WMS_OK);
 	i = p.st[0] == WMS_ERR_CANCELLED ? 0 : 1;
@@ -4099,6 +4134,9 @@ static void cancel_after_the_transfer_ended_says_answered(void **state)
 	if (p.delivery[i] != WMS_DELIVERY_UNKNOWN)
 		fail_msg("call %d cancelled after its transfer ended (the WMS answered it) "
 			 "reports delivery %s", i, wms_delivery_name(p.delivery[i]));
+	/* both connections wait, kept, in the engine's shard: the cancelled
+	 * call's as much as the other's */
+	assert_int_equal(wms__curl_engine_idle_tokens(wms__async_engine(f->a)), 2);
 }
 
 /* ---- a loop run from a completion while other calls are marked ----------------- */
