@@ -90,7 +90,7 @@ struct wms__engine {
 	unsigned nslots, live;
 	CURLSH *shard[SHARDS];
 	unsigned shard_running[SHARDS];
-	uint64_t shard_used_ns[SHARDS]; /* its last transfer's start */
+	uint64_t shard_used_ns[SHARDS]; /* its last transfer's start or end */
 	uint64_t swept_ns;
 	/* the shards of connections left idle, latest last */
 	unsigned char *tokens;
@@ -303,8 +303,8 @@ static void shard_close(struct wms__engine *e, unsigned j)
 		e->nslots--;
 }
 
-/* Every shard no transfer has gone to for wms__shard_idle_ns, closed;
- * looked at once a second at most. */
+/* Every shard no transfer has started or ended in for wms__shard_idle_ns,
+ * closed; looked at once a second at most. */
 static void shard_sweep(struct wms__engine *e, uint64_t now)
 {
 	unsigned j;
@@ -456,8 +456,13 @@ static wms_status retire(struct wms__engine *e, struct wms__xfer *x, CURLcode rc
 	struct conn *k = x->k;
 	k->xfer = NULL;
 	unlink_running(e, x);
-	if (e->sharded)
+	if (e->sharded) {
+		/* a shard is idle from its last transfer's end, not its start
+		 * (e->now_ns: this action's clock; a cancel's may be older) */
 		e->shard_running[x->shard]--;
+		if (e->now_ns > e->shard_used_ns[x->shard])
+			e->shard_used_ns[x->shard] = e->now_ns;
+	}
 	/* removed mid-transfer, its connection is closed, never reused */
 	if (curl_multi_remove_handle(e->m, k->h) != CURLM_OK)
 		k->broken = 1;
