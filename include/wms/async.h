@@ -153,8 +153,8 @@ typedef struct wms_async_options {
 	 *  their deadline running); 0: no cap (one per call in flight).
 	 *  Connections are kept and reused between calls (with no cap, each
 	 *  kept in one of up to 16 caches, which share no TLS session; a
-	 *  cache no call has gone to for 5 s is closed with its connections
-	 *  as the next call starts).
+	 *  cache where no call started or ended for 5 s is closed with its
+	 *  connections as the next call starts).
 	 *  At most 65536. */
 	uint32_t max_connections;
 	/** Room to grow; zero. */

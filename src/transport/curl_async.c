@@ -17,8 +17,8 @@
  * stack of them, so a connection is reused as before), or, with none,
  * to the shard with the fewest transfers running (a new one while each
  * has SHARD_FULL running, up to SHARDS). libcurl looks for dead idle
- * connections only in the cache a transfer is set up in: a shard no
- * transfer has gone to for wms__shard_idle_ns is closed with its
+ * connections only in the cache a transfer is set up in: a shard where
+ * no transfer started or ended for wms__shard_idle_ns is closed with its
  * connections (the server has likely closed them; their sockets would
  * wait in CLOSE_WAIT until the next burst).
  */

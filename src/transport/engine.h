@@ -49,8 +49,8 @@ const wms__engine_ops *wms__transport_engine(const wms_transport *t);
 unsigned wms__curl_engine_shards(const wms__engine *e, unsigned *running, unsigned n);
 /* and the idle connections it knows of in them (its tokens) */
 size_t wms__curl_engine_idle_tokens(const wms__engine *e);
-/* How long a shard no transfer goes to keeps its connections (5 s; tests
- * shorten it before they make an engine). */
+/* How long a shard where no transfer starts or ends keeps its
+ * connections (5 s; tests change it). */
 extern uint64_t wms__shard_idle_ns;
 
 #endif
