@@ -33,6 +33,8 @@
 #include "soap/soap.h" /* wms__xml_doc_free */
 #include "count_alloc.h"
 #include "async_seen.h"
+#include "client/client.h"    /* wms__async_engine */
+#include "transport/engine.h" /* wms__curl_engine_idle_tokens */
 
 /* ---- the counting, failing allocator ----------------------------------- */
 
@@ -627,6 +629,87 @@ static void test_async_memory_per_call(void **state)
 	lb_stop(srv);
 }
 
+/* A start that fails after the asynchronous engine picked the shard of a
+ * kept connection leaves that connection the engine's to hand out: its
+ * idle token stays. The handle the start takes is one whose call was
+ * cancelled (so it is set up afresh, allocating, after the pick); each of
+ * the start's allocations is failed in turn. Two calls at once leave two
+ * connections idle (two tokens), the cancelled call takes one; a start
+ * that fails must leave the other. */
+static void test_async_start_failure_keeps_the_idle_token(void **state)
+{
+	wms_client_options o = WMS_CLIENT_OPTIONS_INIT;
+	wms_order order = sample_order();
+	char *resp = NULL;
+	lb_server *srv = start_server(&async_sc, &resp);
+	wms_client *client = NULL;
+	wms_async *a = NULL;
+	wms_async_call *d = NULL;
+	wms__engine *e;
+	wms_error err;
+	seen s[2];
+	long n, base, failed_starts = 0, misses = 0;
+	(void)state;
+
+	arm(0, 0);
+	base = live_now();
+	o.endpoint = lb_url(srv);
+	o.timeout_ms = 10000;
+	assert_int_equal(wms_client_new(&client, &o, &err), WMS_OK);
+	assert_int_equal(wms_async_new(&a, client, NULL, &err), WMS_OK);
+	e = wms__async_engine(a);
+	for (n = 1; n < 1000 && misses < MISSES_TO_STOP; n++) {
+		wms_status st;
+		int injected;
+		/* two connections left idle */
+		memset(s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, on_submit, &s[0]), WMS_OK);
+		assert_int_equal(wms_async_submit_order(NULL, a, &order, on_submit, &s[1]), WMS_OK);
+		assert_int_equal(wms_async_run(a, 20000), WMS_OK);
+		assert_int_equal(s[0].st, WMS_OK);
+		assert_int_equal(s[1].st, WMS_OK);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 2);
+		/* a call that takes one and is cancelled before it ran: its
+		 * handle goes back to be set up afresh */
+		memset(s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(&d, a, &order, on_submit, &s[0]), WMS_OK);
+		assert_int_equal(wms_async_cancel(a, d), WMS_OK);
+		assert_int_equal(s[0].st, WMS_ERR_CANCELLED);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 1);
+		/* the start, with its n-th allocation failed */
+		arm(n, 0);
+		st = wms_async_submit_order(&d, a, &order, on_submit, &s[1]);
+		injected = atomic_load(&cnt.failed) > 0;
+		arm(0, 0);
+		if (st != WMS_OK || (s[1].calls == 1 && s[1].st != WMS_OK)) {
+			/* it failed at once: nothing runs */
+			const char *msg = st != WMS_OK ? "(returned)" : s[1].err.message;
+			assert_true(injected);
+			assert_int_equal(s[1].calls, st != WMS_OK ? 0 : 1);
+			assert_int_equal(wms_async_in_flight(a), 0);
+			if (wms__curl_engine_idle_tokens(e) != 1)
+				fail_msg("N=%ld: a start that failed (%s: %s) took the idle "
+					 "connection's token", n, wms_status_name(st != WMS_OK ? st : s[1].st), msg);
+			failed_starts++;
+			misses = 0;
+			continue;
+		}
+		/* it started (or the failure came later, or not at all): run it */
+		assert_int_equal(wms_async_run(a, 20000), WMS_OK);
+		assert_int_equal(s[1].calls, 1);
+		misses = injected ? 0 : misses + 1;
+	}
+	printf("# a start after a cancelled call, each allocation failed in turn: %ld N, "
+	       "%ld starts failed, each leaving the idle token\n", n - 1, failed_starts);
+	/* not vacuous: the start allocates, and some of its failures end it */
+	assert_true(failed_starts > 0);
+	wms_async_free(a);
+	wms_client_free(client);
+	assert_int_equal(live_now(), base);
+	lb_stop(srv);
+	free(resp);
+}
+
 static void test_soap_fault(void **state)
 {
 	(void)state;
@@ -695,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_async_submit),
 		cmocka_unit_test(test_async_stock_and_generic),
 		cmocka_unit_test(test_async_memory_per_call),
+		cmocka_unit_test(test_async_start_failure_keeps_the_idle_token),
 		cmocka_unit_test(test_not_vacuous),
 	};
 
