@@ -2453,8 +2453,8 @@ static uint64_t sim_open_becomes(fx *f, uint64_t want)
 /* libcurl looks for dead idle connections only in the cache a transfer is
  * set up in, so a shard no call goes to would keep its connections (and,
  * once the WMS closes them, their sockets in CLOSE_WAIT) until the next
- * burst: a shard no call has gone to for wms__shard_idle_ns is closed with
- * them. Both sides: lone calls for 1.5 s (the sweep runs once a second)
+ * burst: a shard where no call started or ended for wms__shard_idle_ns
+ * is closed with them. Both sides: lone calls for 1.5 s (the sweep runs once a second)
  * close nothing with the 5 s default; with 300 ms the unused shard goes,
  * its 32 connections closed at the sim. Twice on one context: a wave
  * makes the shard again, opening no more connections than it lost. A
