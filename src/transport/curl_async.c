@@ -37,6 +37,8 @@
  * SHARD_FULL transfers running. */
 #define SHARDS 16u
 #define SHARD_FULL 32u
+/* tokens name shards in a byte */
+_Static_assert(SHARDS <= 256u, "a token is an unsigned char");
 /* idle shards are looked for at most this often */
 #define SHARD_SWEEP_NS 1000000000u
 
@@ -59,6 +61,11 @@ struct wms__xfer {
 	int nsocks;
 	unsigned shard; /* its shard while running (shards only) */
 	int kept;       /* ended well: its connection waits in its shard */
+	/* it took its shard's token at the start, with e->actions then: until
+	 * the next action libcurl has not looked at it, so an idle connection
+	 * it was to take still waits */
+	int took_token;
+	uint64_t started_action;
 	struct wms__xfer *next, *prev; /* running; or ended (next only) */
 };
 
@@ -82,6 +89,9 @@ struct wms__engine {
 	unsigned busy;
 	int dead;
 	int timer_moved; /* libcurl called on_timer since we looked */
+	/* socket and timeout actions begun: libcurl runs a transfer (takes a
+	 * connection for it) only in one */
+	uint64_t actions;
 	/* the transfers' clock (struct call's), read as each action starts */
 	uint64_t now_ns;
 	/* connection shards (none with max_connections: the multi's cache):
@@ -294,7 +304,10 @@ static void shard_close(struct wms__engine *e, unsigned j)
 				k->broken = 1;
 		}
 	}
-	/* (still in use only if a handle above would not let go: kept) */
+	/* still in use (kept, to be closed by a later sweep) only while a
+	 * handle holds it: one that would not let go above, or one on
+	 * `ended` whose report is being made (a completion callback running
+	 * longer than the idle time) */
 	if (curl_share_cleanup(e->shard[j]) != CURLSHE_OK)
 		return;
 	e->shard[j] = NULL;
@@ -419,6 +432,7 @@ static void give(struct wms__engine *e, struct wms__xfer *x)
 	x->arg = NULL;
 	x->nsocks = 0;
 	x->kept = 0;
+	x->took_token = 0;
 	x->k->c.resp = NULL;
 	if (!x->k->broken && e->idle_count < IDLE_MAX) {
 		if (e->idle_count == e->idle_cap) {
@@ -482,15 +496,18 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 	if ((st = wms__curl_check_request(req, err)) != WMS_OK)
 		return st;
 	wms_http_response_clear(resp);
+	if (e->sharded) {
+		/* before take(): the handle it would take lets go of an idle
+		 * shard too (a shard a handle holds cannot close) */
+		now = wms__now_ns();
+		shard_sweep(e, now);
+	}
 	x = take(e);
 	if (!x)
 		return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
 					  "cannot create a libcurl handle");
 	if (e->sharded) {
-		int j;
-		now = wms__now_ns();
-		shard_sweep(e, now);
-		j = shard_pick(e, &token);
+		int j = shard_pick(e, &token);
 		if (j < 0) {
 			give(e, x);
 			return wms_transport_fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT,
@@ -532,6 +549,8 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 	x->k->xfer = x;
 	if (e->sharded) {
 		e->ntokens -= token != 0; /* its connection is this transfer's now */
+		x->took_token = token;
+		x->started_action = e->actions;
 		e->shard_running[x->shard]++;
 		e->shard_used_ns[x->shard] = now;
 	}
@@ -584,6 +603,9 @@ static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 		return d;
 	}
 	d = delivery_so_far(x->k);
+	/* libcurl never ran it: the connection it took the token of waits */
+	if (e->sharded && x->took_token && x->started_action == e->actions)
+		shard_token(e, x->shard);
 	let_go(e, x);
 	(void)retire(e, x, CURLE_OK);
 	x->k->configured = 0;
@@ -691,6 +713,7 @@ static void engine_socket(wms__engine *e, int fd, int events)
 	if ((events & CURL_CSELECT_IN) && fd >= 0 && (size_t)fd < e->by_fd_cap && e->by_fd[fd])
 		e->by_fd[fd]->c.last_move_ns = e->now_ns;
 	e->busy++;
+	e->actions++;
 	action_end(e, curl_multi_socket_action(e->m, (curl_socket_t)fd, events, &running));
 }
 
@@ -699,6 +722,7 @@ static void engine_timeout(wms__engine *e)
 	int running = 0;
 	CURLMcode mc;
 	e->busy++;
+	e->actions++;
 	e->timer_moved = 0;
 	e->now_ns = wms__now_ns();
 	mc = curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);

@@ -2497,7 +2497,80 @@ static void idle_shards_close_their_connections(void **state)
 			fail_msg("round %d: %llu connections open at the sim after a shard closed, "
 				 "expected %d", round, (unsigned long long)open, SHARD_FULL);
 	}
+	/* every shard idle: the next call closes them all, also the one whose
+	 * idle handle it is about to take (a shard a handle holds cannot
+	 * close: the sweep comes first), and runs in a new shard on a new
+	 * connection (taking the handle first left that shard and its
+	 * connections open, the call reusing one) */
+	for (round = 0; round < 2; round++) {
+		wms__shard_idle_ns = 5000000000u;
+		(void)shard_wave(f, 2 * SHARD_FULL, &shards, run);
+		assert_int_equal(shards, 2);
+		/* (fewer than 64 when replies came back before the last connects) */
+		(void)wms_sim_connections(f->sim, &open);
+		assert_true(open >= 2);
+		wms__shard_idle_ns = 300000000u;
+		it_sleep_ms(1500); /* past the idle time and the sweep's second */
+		opened = shard_wave(f, 1, &shards, run);
+		open = sim_open_becomes(f, 1);
+		if (shards != 1 || opened != 1 || open != 1)
+			fail_msg("every shard idle, round %d: the next call made %u shards, opened "
+				 "%llu connections, %llu open at the sim (expected 1, 1, 1)",
+				 round, shards, (unsigned long long)opened, (unsigned long long)open);
+	}
 	wms__shard_idle_ns = 5000000000u;
+}
+
+/* A call that took a kept connection's token and is cancelled before
+ * libcurl ran it (no socket or timer action since its start) never took
+ * the connection: the token comes back (it was lost: 1 of 2 after the
+ * cancel). The other side: cancelled once libcurl has sent its request on
+ * that connection (held by the sim), the connection closes and its token
+ * stays gone. Twice on one context. */
+static void cancel_before_it_ran_keeps_the_idle_token(void **state)
+{
+	fx *f = *state;
+	wms__engine *e;
+	unsigned shards, run[SHARDS];
+	wms_async_call *d = NULL;
+	it_order o;
+	seen s;
+	uint64_t before;
+	int round, polls;
+
+	use_sharded_client(f, 60000);
+	e = wms__async_engine(f->a);
+	for (round = 0; round < 2; round++) {
+		(void)shard_wave(f, 2, &shards, run);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 2);
+		memset(&s, 0, sizeof(s));
+		order_of(&o, round ? "CB-2" : "CB-1");
+		assert_int_equal(wms_async_submit_order(&d, f->a, &o.order, on_submit, &s), WMS_OK);
+		assert_non_null(d);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 1);
+		assert_int_equal(wms_async_cancel(f->a, d), WMS_OK);
+		assert_int_equal(s.calls, 1);
+		assert_int_equal(s.st, WMS_ERR_CANCELLED);
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_NOT_SENT);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 2);
+		/* now one libcurl runs: its request out, no reply */
+		assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_HANG, 0),
+				 WMS_SIM_OK);
+		before = wms_sim_requests(f->sim, "SubmitOrder");
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(wms_async_submit_order(&d, f->a, &o.order, on_submit, &s), WMS_OK);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 1);
+		for (polls = 0; polls < 1000 && wms_sim_requests(f->sim, "SubmitOrder") == before;
+		     polls++)
+			assert_int_equal(wms_async_poll(f->a, 50), WMS_OK);
+		assert_true(wms_sim_requests(f->sim, "SubmitOrder") > before);
+		assert_int_equal(s.calls, 0);
+		assert_int_equal(wms_async_cancel(f->a, d), WMS_OK);
+		assert_int_equal(s.st, WMS_ERR_CANCELLED);
+		assert_int_equal(s.err.delivery, WMS_DELIVERY_UNKNOWN);
+		assert_int_equal(wms__curl_engine_idle_tokens(e), 1);
+		wms_sim_clear_faults(f->sim);
+	}
 }
 
 /* ---- more sockets ready than one wait takes ---------------------------------- */
@@ -4546,6 +4619,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shards_keep_and_reuse_every_connection, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(idle_shards_close_their_connections, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(cancel_before_it_ran_keeps_the_idle_token, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(more_ready_than_one_wait_takes, setup, teardown),
 		cmocka_unit_test_setup_teardown(stock_query_copy_in_the_room_or_a_block, setup_tallied,
