@@ -229,7 +229,10 @@ static wms_status engine_create(wms_transport *self, const wms__engine_loop *loo
 	    /* Connections kept (each cache's). libcurl's default keeps four
 	     * for each handle in the multi: as the calls in flight dipped it
 	     * closed kept connections, to open them again in the next burst.
-	     * Uncapped, as many as the handles kept idle. */
+	     * Uncapped, IDLE_MAX in each shard's cache (libcurl 7.88 holds
+	     * each cache to it on its own), as many as the handles kept idle
+	     * in all: connections past those are never more than a burst's,
+	     * and go with their shard once it is idle. */
 	    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS,
 			      (long)(max_connections ? max_connections : IDLE_MAX)) != CURLM_OK) {
 		curl_multi_cleanup(m);
