@@ -60,17 +60,24 @@ wms_sim *it_sim_start(uint32_t tick_ms)
 	return sim;
 }
 
-void it_wait_sim_closed(wms_sim *sim)
+uint64_t it_sim_open_becomes(wms_sim *sim, uint64_t want, uint32_t ms)
 {
 	double t0 = it_now_ms();
-	uint64_t open_now = 1;
-	while (it_now_ms() - t0 < 2000.0 + it_slack_ms()) {
+	uint64_t open_now = 0;
+	do {
 		wms_sim_connections(sim, &open_now);
-		if (!open_now)
-			return;
+		if (open_now == want)
+			break;
 		it_sleep_ms(1);
-	}
-	fail_msg("the sim still has %llu connection(s) open", (unsigned long long)open_now);
+	} while (it_now_ms() - t0 < (double)ms + it_slack_ms());
+	return open_now;
+}
+
+void it_wait_sim_closed(wms_sim *sim)
+{
+	uint64_t open_now = it_sim_open_becomes(sim, 0, 2000);
+	if (open_now)
+		fail_msg("the sim still has %llu connection(s) open", (unsigned long long)open_now);
 }
 
 wms_client *it_client(const wms_sim *sim, const it_client_opts *o)

@@ -26,6 +26,9 @@ wms_sim *it_sim_start(uint32_t tick_ms);
  * out before): a client's next call then finds its idle connection closed
  * instead of racing the close. Fails the test after 2 s (plus slack). */
 void it_wait_sim_closed(wms_sim *sim);
+/* The sim's open connections, once they are `want` or `ms` (plus slack)
+ * went by (the sim sees a close when its thread reads the end). */
+uint64_t it_sim_open_becomes(wms_sim *sim, uint64_t want, uint32_t ms);
 
 typedef struct it_client_opts {
 	wms_soap_version soap_version;

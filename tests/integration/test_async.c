@@ -2435,21 +2435,6 @@ static unsigned lone_calls_until(fx *f, unsigned want, unsigned ms)
 	return shards_now(f);
 }
 
-/* The sim's open connections, once they are `want` (waited for up to 5 s:
- * the sim sees a close when its thread reads the end). */
-static uint64_t sim_open_becomes(fx *f, uint64_t want)
-{
-	uint64_t open = 0;
-	double end = it_now_ms() + 5000;
-	do {
-		(void)wms_sim_connections(f->sim, &open);
-		if (open == want)
-			break;
-		it_sleep_ms(20);
-	} while (it_now_ms() < end);
-	return open;
-}
-
 /* libcurl looks for dead idle connections only in the cache a transfer is
  * set up in, so a shard no call goes to would keep its connections (and,
  * once the WMS closes them, their sockets in CLOSE_WAIT) until the next
@@ -2486,13 +2471,13 @@ static void idle_shards_close_their_connections(void **state)
 		opened = shard_wave(f, 2 * SHARD_FULL, &shards, run);
 		assert_int_equal(shards, 2);
 		assert_true(opened <= SHARD_FULL);
-		assert_int_equal(sim_open_becomes(f, 2 * SHARD_FULL), 2 * SHARD_FULL);
+		assert_int_equal(it_sim_open_becomes(f->sim, 2 * SHARD_FULL, 5000), 2 * SHARD_FULL);
 		wms__shard_idle_ns = 5000000000u;
 		assert_int_equal(lone_calls_until(f, 1, 1500), 2);
-		assert_int_equal(sim_open_becomes(f, 2 * SHARD_FULL), 2 * SHARD_FULL);
+		assert_int_equal(it_sim_open_becomes(f->sim, 2 * SHARD_FULL, 5000), 2 * SHARD_FULL);
 		wms__shard_idle_ns = 300000000u;
 		assert_int_equal(lone_calls_until(f, 1, 5000), 1);
-		open = sim_open_becomes(f, SHARD_FULL);
+		open = it_sim_open_becomes(f->sim, SHARD_FULL, 5000);
 		if (open != SHARD_FULL)
 			fail_msg("round %d: %llu connections open at the sim after a shard closed, "
 				 "expected %d", round, (unsigned long long)open, SHARD_FULL);
@@ -2512,7 +2497,7 @@ static void idle_shards_close_their_connections(void **state)
 		wms__shard_idle_ns = 300000000u;
 		it_sleep_ms(1500); /* past the idle time and the sweep's second */
 		opened = shard_wave(f, 1, &shards, run);
-		open = sim_open_becomes(f, 1);
+		open = it_sim_open_becomes(f->sim, 1, 5000);
 		if (shards != 1 || opened != 1 || open != 1)
 			fail_msg("every shard idle, round %d: the next call made %u shards, opened "
 				 "%llu connections, %llu open at the sim (expected 1, 1, 1)",
