@@ -154,7 +154,12 @@ typedef struct wms_async_options {
 	 *  Connections are kept and reused between calls (with no cap, each
 	 *  kept in one of up to 16 caches, which share no TLS session; a
 	 *  cache where no call started or ended for 5 s is closed with its
-	 *  connections as the next call starts).
+	 *  connections: by the context's timer, and as the next call starts.
+	 *  On libwms's own loop the timer stays set for it with no call in
+	 *  flight, so a wms_async_poll of a quiet service closes them; a
+	 *  caller's loop is left with no timer once no call is in flight, so
+	 *  that it can end, and its idle caches close as the next call
+	 *  starts).
 	 *  At most 65536. */
 	uint32_t max_connections;
 	/** Room to grow; zero. */

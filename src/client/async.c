@@ -1432,6 +1432,7 @@ wms_status wms_async_new(wms_async **out, wms_client *c, const wms_async_options
 		loop.done = engine_done;
 		loop.closing = engine_closing;
 		loop.ctx = a;
+		loop.idle_timer = !a->o.watch;
 		st = a->ops->create(c->transport, &loop, a->o.max_connections, &a->engine);
 		if (st != WMS_OK) {
 			if (a->epfd >= 0)

@@ -20,8 +20,13 @@
  * connections only in the cache a transfer is set up in: a shard where
  * no transfer started or ended for wms__shard_idle_ns is closed with its
  * connections (the server has likely closed them; their sockets would
- * wait in CLOSE_WAIT until the next burst).
+ * wait in CLOSE_WAIT until the next burst): at a start, and by the loop's
+ * timer, which is libcurl's or, if sooner, the next idle shard's close
+ * (on libwms's own loop also with no transfer running, so a service gone
+ * quiet after a burst lets go of them too; a caller's loop is left with
+ * no timer then, so that it can end).
  */
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 #include <curl/curl.h>
@@ -39,8 +44,11 @@
 #define SHARD_FULL 32u
 /* tokens name shards in a byte */
 _Static_assert(SHARDS <= 256u, "a token is an unsigned char");
-/* idle shards are looked for at most this often */
+/* idle shards are looked for at most this often by a start (the timer
+ * comes when one is due) */
 #define SHARD_SWEEP_NS 1000000000u
+/* no deadline */
+#define NO_DUE UINT64_MAX
 
 uint64_t wms__shard_idle_ns = 5000000000u;
 
@@ -89,6 +97,9 @@ struct wms__engine {
 	unsigned busy;
 	int dead;
 	int timer_moved; /* libcurl called on_timer since we looked */
+	/* libcurl's deadline, and the one the loop's timer is set to (the
+	 * sooner of it and the next idle shard's close); NO_DUE: none */
+	uint64_t curl_due_ns, armed_ns;
 	/* socket and timeout actions begun: libcurl runs a transfer (takes a
 	 * connection for it) only in one */
 	uint64_t actions;
@@ -102,6 +113,7 @@ struct wms__engine {
 	unsigned shard_running[SHARDS];
 	uint64_t shard_used_ns[SHARDS]; /* its last transfer's start or end */
 	uint64_t swept_ns;
+	int shard_idled; /* a shard's last transfer ended since the timer was set */
 	/* the shards of connections left idle, latest last */
 	unsigned char *tokens;
 	size_t ntokens, tokens_cap;
@@ -192,12 +204,68 @@ static int on_close(void *clientp, curl_socket_t fd)
 	return close(fd);
 }
 
+/* When the next shard with no transfer running is due to close (NO_DUE:
+ * none is). */
+static uint64_t sweep_due(const struct wms__engine *e)
+{
+	uint64_t due = NO_DUE;
+	unsigned j;
+	for (j = 0; j < e->nslots; j++)
+		if (e->shard[j] && !e->shard_running[j] &&
+		    e->shard_used_ns[j] + wms__shard_idle_ns < due)
+			due = e->shard_used_ns[j] + wms__shard_idle_ns;
+	return due;
+}
+
+/* Set the loop's timer to libcurl's deadline, or to the next idle shard's
+ * close if that is sooner (left as it is if that is what it is set to):
+ * the loop's status. A caller's loop gets the close only while transfers
+ * run (with none, the timer is cleared: its loop may stop). */
+static wms_status arm(struct wms__engine *e, uint64_t now)
+{
+	wms_status st;
+	uint64_t due = e->curl_due_ns;
+	long ms;
+	if (e->sharded && (e->running || e->loop.idle_timer)) {
+		uint64_t s = sweep_due(e);
+		if (s < due)
+			due = s;
+	}
+	if (due == e->armed_ns)
+		return WMS_OK;
+	ms = due == NO_DUE ? -1 : due <= now ? 0 : (long)((due - now + 999999u) / 1000000u);
+	st = e->loop.timer(e->loop.ctx, ms);
+	e->armed_ns = st == WMS_OK ? due : 0; /* (0: set again at the next change) */
+	return st;
+}
+
+/* libcurl's deadline moved to timeout_ms from now (-1: none): a libcurl
+ * callback's status. */
+static int curl_due(struct wms__engine *e, long timeout_ms)
+{
+	uint64_t now = wms__now_ns();
+	e->curl_due_ns = timeout_ms < 0 ? NO_DUE : now + (uint64_t)timeout_ms * 1000000u;
+	return note(e, arm(e, now));
+}
+
+/* A shard's last transfer ended: the timer comes for its close too (or,
+ * on a caller's loop with no transfer left, goes). Out of libcurl's
+ * callbacks: a timer the loop refuses (its heap's room, reserved for each
+ * call admitted) leaves the close to the next start's sweep. */
+static void arm_idled(struct wms__engine *e)
+{
+	if (!e->shard_idled)
+		return;
+	e->shard_idled = 0;
+	(void)arm(e, wms__now_ns());
+}
+
 static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 {
 	struct wms__engine *e = userp;
 	(void)multi;
 	e->timer_moved = 1;
-	return note(e, e->loop.timer(e->loop.ctx, timeout_ms));
+	return curl_due(e, timeout_ms);
 }
 
 static wms_status engine_create(wms_transport *self, const wms__engine_loop *loop,
@@ -240,6 +308,7 @@ static wms_status engine_create(wms_transport *self, const wms__engine_loop *loo
 		return WMS_ERR_INTERNAL;
 	}
 	e->sharded = max_connections == 0;
+	e->curl_due_ns = e->armed_ns = NO_DUE;
 	*out = e;
 	return WMS_OK;
 }
@@ -320,11 +389,12 @@ static void shard_close(struct wms__engine *e, unsigned j)
 }
 
 /* Every shard no transfer has started or ended in for wms__shard_idle_ns,
- * closed; looked at once a second at most. */
-static void shard_sweep(struct wms__engine *e, uint64_t now)
+ * closed; looked at once a second at most, unless the timer says one is
+ * due (`due`). */
+static void shard_sweep(struct wms__engine *e, uint64_t now, int due)
 {
 	unsigned j;
-	if (now - e->swept_ns < SHARD_SWEEP_NS)
+	if (!due && now - e->swept_ns < SHARD_SWEEP_NS)
 		return;
 	e->swept_ns = now;
 	for (j = 0; j < e->nslots; j++)
@@ -476,7 +546,8 @@ static wms_status retire(struct wms__engine *e, struct wms__xfer *x, CURLcode rc
 	if (e->sharded) {
 		/* a shard is idle from its last transfer's end, not its start
 		 * (e->now_ns: this action's clock; a cancel's may be older) */
-		e->shard_running[x->shard]--;
+		if (--e->shard_running[x->shard] == 0)
+			e->shard_idled = 1; /* its close is a time for the timer */
 		if (e->now_ns > e->shard_used_ns[x->shard])
 			e->shard_used_ns[x->shard] = e->now_ns;
 	}
@@ -503,7 +574,7 @@ static wms_status engine_start(wms__engine *e, const wms_http_request *req,
 		/* before take(): the handle it would take lets go of an idle
 		 * shard too (a shard a handle holds cannot close) */
 		now = wms__now_ns();
-		shard_sweep(e, now);
+		shard_sweep(e, now, 0);
 	}
 	x = take(e);
 	if (!x)
@@ -613,6 +684,7 @@ static wms_delivery engine_cancel(wms__engine *e, wms__xfer *x)
 	(void)retire(e, x, CURLE_OK);
 	x->k->configured = 0;
 	give(e, x);
+	arm_idled(e);
 	return d;
 }
 
@@ -690,6 +762,7 @@ static void action_end(struct wms__engine *e, CURLMcode mc)
 	collect_done(e, &tail);
 	if (mc != CURLM_OK)
 		fail_running(e, mc, &tail);
+	arm_idled(e);
 	while (!e->dead && (x = e->ended) != NULL) {
 		void *arg = x->arg;
 		wms_status st = x->st;
@@ -727,7 +800,10 @@ static void engine_timeout(wms__engine *e)
 	e->busy++;
 	e->actions++;
 	e->timer_moved = 0;
+	e->armed_ns = NO_DUE; /* the loop fired it and forgot it */
 	e->now_ns = wms__now_ns();
+	if (e->sharded)
+		shard_sweep(e, e->now_ns, 1);
 	mc = curl_multi_socket_action(e->m, CURL_SOCKET_TIMEOUT, 0, &running);
 	/* The loop fired the timer and forgot it. libcurl calls on_timer only
 	 * when its deadline changes: fired before it was due by libcurl's
@@ -738,7 +814,7 @@ static void engine_timeout(wms__engine *e)
 	if (!e->timer_moved && mc == CURLM_OK) {
 		long ms = -1;
 		if (curl_multi_timeout(e->m, &ms) == CURLM_OK)
-			note(e, e->loop.timer(e->loop.ctx, ms < 0 ? -1 : ms < 1 ? 1 : ms));
+			(void)curl_due(e, ms < 0 ? -1 : ms < 1 ? 1 : ms);
 	}
 	action_end(e, mc);
 }

@@ -22,6 +22,11 @@ typedef struct wms__engine_loop {
 	/* fd is about to be closed (still open now): a watch of it is to go */
 	void (*closing)(void *ctx, int fd);
 	void *ctx;
+	/* the timer may be set with no transfer running (for the close of
+	 * idle connections): libwms's own loop, which stops for no timer. A
+	 * caller's loop is left without one then, so that it can end (libuv's
+	 * uv_run returns once no call is in flight). */
+	int idle_timer;
 } wms__engine_loop;
 
 typedef struct wms__engine_ops {
