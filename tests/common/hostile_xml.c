@@ -26,6 +26,21 @@ void hx_bytes(hx_buf *b, const void *p, size_t n)
 	b->data[b->len] = '\0';
 }
 
+void hx_fill(hx_buf *b, const char *unit, size_t upto)
+{
+	size_t n = strlen(unit);
+	if (!n)
+		abort();
+	if (b->len >= upto)
+		return;
+	reserve(b, (upto - b->len + n - 1) / n * n);
+	while (b->len < upto) {
+		memcpy(b->data + b->len, unit, n);
+		b->len += n;
+	}
+	b->data[b->len] = '\0';
+}
+
 void hx_put(hx_buf *b, const char *fmt, ...)
 {
 	va_list ap;

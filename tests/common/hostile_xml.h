@@ -23,6 +23,10 @@ void hx_put(hx_buf *b, const char *fmt, ...)
 #endif
 	;
 void hx_bytes(hx_buf *b, const void *p, size_t n);
+/* Whole copies of `unit` until b holds at least `upto` bytes (as a loop of
+ * hx_put(b, unit) would, without a printf per copy: megabytes of them are
+ * slow under valgrind). */
+void hx_fill(hx_buf *b, const char *unit, size_t upto);
 void hx_free(hx_buf *b);
 
 /* n attributes ` NAMEi=''` with distinct names (name "a" gives a0, a1...). */

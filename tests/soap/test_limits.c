@@ -779,8 +779,8 @@ static void what_a_workspace_keeps(void **state)
 		hx_free(&b);
 		/* text */
 		hx_put(&x, "<t>");
-		while (x.len < (big ? WMS__PARSE_KEEP_TEXT + 100 : WMS__PARSE_KEEP_TEXT - 2000))
-			hx_put(&x, "0123456789");
+		hx_fill(&x, "0123456789",
+			big ? WMS__PARSE_KEEP_TEXT + 100 : WMS__PARSE_KEEP_TEXT - 2000);
 		hx_put(&x, "</t>");
 		pt.resp_before = x.data;
 		hx_submit_reply(&b, "H-1", &pt);
@@ -882,8 +882,7 @@ static void deadline_in_the_scan(void **state)
 		size_t k, at;
 		for (k = 0; k < 3; k++) {
 			hx_put(&x, "<t>%s", opens[k]);
-			while (x.len < 3u * WMS__XML_SCAN_CLOCK_BYTES)
-				hx_put(&x, "-x?y]z");
+			hx_fill(&x, "-x?y]z", 3u * WMS__XML_SCAN_CLOCK_BYTES);
 			hx_put(&x, "%s<e/></t>", closes[k]);
 			assert_int_equal(wms__xml_scan_limits(&s, x.data, x.len, 1), WMS__XML_SCAN_LATE);
 			assert_true(s.offset >= WMS__XML_SCAN_CLOCK_BYTES &&
@@ -894,8 +893,7 @@ static void deadline_in_the_scan(void **state)
 			 * (what follows it is then scanned: 257 attributes) */
 			for (at = WMS__XML_SCAN_CLOCK_BYTES - 3; at <= WMS__XML_SCAN_CLOCK_BYTES + 1; at++) {
 				hx_put(&x, "<t>%s", opens[k]);
-				while (x.len < 4 + strlen(opens[k]) + at - strlen(closes[k]))
-					hx_put(&x, "a");
+				hx_fill(&x, "a", 4 + strlen(opens[k]) + at - strlen(closes[k]));
 				x.len = 3 + strlen(opens[k]) + at - strlen(closes[k]);
 				x.data[x.len] = '\0';
 				hx_put(&x, "%s<e", closes[k]);
@@ -1010,11 +1008,9 @@ static void cost_is_linear(void **state)
 	double t_ends, t_tags, t_bad, t_good;
 	(void)state;
 	hx_put(&ends, "<a>");
-	while (ends.len < SIZE)
-		hx_put(&ends, "</");
+	hx_fill(&ends, "</", SIZE);
 	hx_put(&tags, "<a>");
-	while (tags.len < SIZE)
-		hx_put(&tags, "<b></b>");
+	hx_fill(&tags, "<b></b>", SIZE);
 	hx_put(&tags, "</a>");
 	t_ends = median_ms(scan_it, &ends);
 	t_tags = median_ms(scan_it, &tags);
@@ -1024,12 +1020,10 @@ static void cost_is_linear(void **state)
 	/* "UTF_8" is a name only ICU knows (a header's charset libwms ignores
 	 * since it does not read it), and "\xff" no UTF-8 at all. */
 	hx_put(&bad, "<a>");
-	while (bad.len < SIZE)
-		hx_put(&bad, "\xffx");
+	hx_fill(&bad, "\xffx", SIZE);
 	hx_put(&good, "<?xml version='1.0' encoding='UTF-8'?>");
 	hx_submit_reply(&good, "H-1", NULL);
-	while (good.len < SIZE)
-		hx_put(&good, " ");
+	hx_fill(&good, " ", SIZE);
 	pb = (parse_arg){ &bad, "text/xml; charset=UTF_8", WMS_ERR_NOT_XML };
 	pg = (parse_arg){ &good, "text/xml", WMS_OK };
 	t_bad = median_ms(parse_it, &pb);
@@ -1159,8 +1153,7 @@ static void opening_pi(void **state)
 		{
 			shape bad = { "a PI of 2 MiB", WMS_ERR_NOT_XML, "goes on past 511", cts[c] };
 			hx_put(&b, "<?pi ");
-			while (b.len < (2u << 20))
-				hx_put(&b, "xxxxxxxxxxxxxxxx");
+			hx_fill(&b, "xxxxxxxxxxxxxxxx", 2u << 20);
 			expect(&bad, &b, &ws);
 			hx_put(&b, "?><r/>");
 			expect(&bad, &b, &ws);
@@ -1289,8 +1282,7 @@ static void refusal_costs_less_than_a_parse(void **state)
 	hx_free(&x);
 	memset(&pt, 0, sizeof(pt));
 	hx_put(&x, "<t>");
-	while (x.len < hostile.len)
-		hx_put(&x, "a=''a=''a=''");
+	hx_fill(&x, "a=''a=''a=''", hostile.len);
 	hx_put(&x, "</t>");
 	pt.resp_before = x.data;
 	hx_submit_reply(&plain, "H-1", &pt);
