@@ -112,6 +112,9 @@ struct wms__engine {
 	CURLSH *shard[SHARDS];
 	unsigned shard_running[SHARDS];
 	uint64_t shard_used_ns[SHARDS]; /* its last transfer's start or end */
+	/* a close that could not be done (a handle still held the shard) is
+	 * not tried again before this: the timer never spins on it */
+	uint64_t shard_retry_ns[SHARDS];
 	uint64_t swept_ns;
 	int shard_idled; /* a shard's last transfer ended since the timer was set */
 	/* the shards of connections left idle, latest last */
@@ -210,10 +213,13 @@ static uint64_t sweep_due(const struct wms__engine *e)
 {
 	uint64_t due = NO_DUE;
 	unsigned j;
-	for (j = 0; j < e->nslots; j++)
-		if (e->shard[j] && !e->shard_running[j] &&
-		    e->shard_used_ns[j] + wms__shard_idle_ns < due)
-			due = e->shard_used_ns[j] + wms__shard_idle_ns;
+	for (j = 0; j < e->nslots; j++) {
+		uint64_t at = e->shard_used_ns[j] + wms__shard_idle_ns;
+		if (at < e->shard_retry_ns[j])
+			at = e->shard_retry_ns[j];
+		if (e->shard[j] && !e->shard_running[j] && at < due)
+			due = at;
+	}
 	return due;
 }
 
@@ -349,6 +355,7 @@ static int shard_pick(struct wms__engine *e, int *token)
 	if ((best == SHARDS || e->shard_running[best] >= SHARD_FULL) && empty < SHARDS &&
 	    (e->shard[empty] = shard_new()) != NULL) {
 		e->shard_running[empty] = 0;
+		e->shard_retry_ns[empty] = 0;
 		e->live++;
 		if (empty >= e->nslots)
 			e->nslots = empty + 1;
@@ -358,9 +365,11 @@ static int shard_pick(struct wms__engine *e, int *token)
 }
 
 /* Close shard j (no transfer running in it): its tokens go, the idle
- * handles set up for it let go of it, and its cache closes its
- * connections (on_close: the loop hears of each). */
-static void shard_close(struct wms__engine *e, unsigned j)
+ * handles set up for it let go of it (and those not set up, whose last
+ * set-up may have failed before it gave them their new shard), and its
+ * cache closes its connections (on_close: the loop hears of each). 0, or
+ * -1 if a handle still holds it. */
+static int shard_close(struct wms__engine *e, unsigned j)
 {
 	size_t i, n = 0;
 	for (i = 0; i < e->ntokens; i++)
@@ -369,7 +378,7 @@ static void shard_close(struct wms__engine *e, unsigned j)
 	e->ntokens = n;
 	for (i = 0; i < e->idle_count; i++) {
 		struct conn *k = e->idle[i]->k;
-		if (k->share == e->shard[j]) {
+		if (k->share == e->shard[j] || !k->configured) {
 			k->share = NULL;
 			k->configured = 0;
 			if (curl_easy_setopt(k->h, CURLOPT_SHARE, NULL) != CURLE_OK)
@@ -381,11 +390,12 @@ static void shard_close(struct wms__engine *e, unsigned j)
 	 * `ended` whose report is being made (a completion callback running
 	 * longer than the idle time) */
 	if (curl_share_cleanup(e->shard[j]) != CURLSHE_OK)
-		return;
+		return -1;
 	e->shard[j] = NULL;
 	e->live--;
 	while (e->nslots && !e->shard[e->nslots - 1])
 		e->nslots--;
+	return 0;
 }
 
 /* Every shard no transfer has started or ended in for wms__shard_idle_ns,
@@ -398,9 +408,9 @@ static void shard_sweep(struct wms__engine *e, uint64_t now, int due)
 		return;
 	e->swept_ns = now;
 	for (j = 0; j < e->nslots; j++)
-		if (e->shard[j] && !e->shard_running[j] &&
-		    now - e->shard_used_ns[j] >= wms__shard_idle_ns)
-			shard_close(e, j);
+		if (e->shard[j] && !e->shard_running[j] && now >= e->shard_retry_ns[j] &&
+		    now - e->shard_used_ns[j] >= wms__shard_idle_ns && shard_close(e, j) != 0)
+			e->shard_retry_ns[j] = now + SHARD_SWEEP_NS;
 }
 
 /* A connection of shard j left idle: the next transfer goes there. A
