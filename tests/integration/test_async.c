@@ -2511,6 +2511,24 @@ static void idle_shards_close_their_connections(void **state)
 	wms__shard_idle_ns = 5000000000u;
 }
 
+/* f's context replaced by one on a caller's epoll loop, tl; and the end
+ * of a test on one (the idle time back to its default). */
+static tloop *use_caller_loop(fx *f, tloop *tl)
+{
+	memset(tl, 0, sizeof(*tl));
+	wms_async_free(f->a);
+	f->a = tl_new(f, tl, tl_watch, tl_timer, tl);
+	return tl;
+}
+
+static void end_caller_loop(fx *f, tloop *tl)
+{
+	wms__shard_idle_ns = 5000000000u;
+	wms_async_free(f->a);
+	f->a = NULL;
+	close(tl->epfd);
+}
+
 /* One wait of f's context, on libwms's loop or on the caller's (tl). */
 static void quiet_step(fx *f, tloop *tl, int ms)
 {
@@ -2541,13 +2559,7 @@ static void quiet_loop_closes_idle_shards(void **state)
 
 	for (own = 1; own >= 0; own--) {
 		use_sharded_client(f, 60000);
-		loop = NULL;
-		if (!own) {
-			memset(&tl, 0, sizeof(tl));
-			wms_async_free(f->a);
-			f->a = tl_new(f, &tl, tl_watch, tl_timer, &tl);
-			loop = &tl;
-		}
+		loop = own ? NULL : use_caller_loop(f, &tl);
 		wms__shard_idle_ns = 2000000000u;
 		for (round = 0; round < 2; round++) {
 			uint64_t opened, open, open_now;
@@ -2626,10 +2638,7 @@ static void quiet_loop_closes_idle_shards(void **state)
 					 (unsigned long long)(wms_sim_connections(f->sim, NULL) - opened));
 		}
 	}
-	wms__shard_idle_ns = 5000000000u;
-	wms_async_free(f->a);
-	f->a = NULL;
-	close(tl.epfd);
+	end_caller_loop(f, &tl);
 }
 
 /* A shard whose calls ended closes on the timer while another shard's
@@ -2659,12 +2668,8 @@ static void idle_shard_closes_while_another_runs(void **state)
 		if (round == 0 || round == 2) {
 			use_sharded_client(f, 60000);
 			wms__shard_idle_ns = 1500000000u;
-			if (round == 2) {
-				memset(&tl, 0, sizeof(tl));
-				wms_async_free(f->a);
-				f->a = tl_new(f, &tl, tl_watch, tl_timer, &tl);
-				loop = &tl;
-			}
+			if (round == 2)
+				loop = use_caller_loop(f, &tl);
 		}
 		memset(s, 0, sizeof(s));
 		memset(&q, 0, sizeof(q));
@@ -2725,10 +2730,7 @@ static void idle_shard_closes_while_another_runs(void **state)
 		assert_int_equal(shards_now(f), 0);
 		assert_int_equal(it_sim_open_becomes(f->sim, 0, 5000), 0);
 	}
-	wms__shard_idle_ns = 5000000000u;
-	wms_async_free(f->a);
-	f->a = NULL;
-	close(tl.epfd);
+	end_caller_loop(f, &tl);
 }
 
 /* A call that took a kept connection's token and is cancelled before
