@@ -104,6 +104,16 @@ static int starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/* A loader's refusal (the part after its fixed prefix) that came before
+ * the scan for the document's encoding: one libwms does not read, a name
+ * it could not read, a declaration too long to read ("refused: its XML
+ * declaration ...", sniff.c), or none the scan could name. */
+static int refused_for_encoding(const char *m)
+{
+	return m && (starts(m, "an encoding libwms does not read") ||
+		     starts(m, "refused: its XML declaration"));
+}
+
 /* The loader's and the replay's refusals for a limit, against what libxml2
  * reads of the document: `tail` is the part of the message after its fixed
  * prefix when the message has one, else NULL; `prescan` says the refusal
@@ -172,7 +182,7 @@ static int send_one(wms_transport *t, mismatch_log *log, wms__op op, wms_soap_ve
 		m = m ? m + strlen(cannot) : NULL;
 		check_limit(body, len, st == WMS_ERR_FIXTURE ? err.message : "",
 			    m && *m == '<' ? m : NULL,
-			    m && starts(m, "an encoding libwms does not read"), "the request");
+			    refused_for_encoding(m), "the request");
 	}
 	switch (st) {
 	case WMS_OK:
@@ -297,7 +307,7 @@ static void one(const uint8_t *data, size_t size)
 		const char *m = st != WMS_OK && starts(err.message, top) ? err.message + strlen(top) : NULL;
 		check_limit(fixture, fixture_len, st != WMS_OK ? err.message : "",
 			    m && *m == '<' ? m : NULL,
-			    m && (starts(m, "larger than") || starts(m, "an encoding libwms does not read")),
+			    m && (starts(m, "larger than") || refused_for_encoding(m)),
 			    "the fixture file");
 		FUZZ_CHECK((fixture_len > FIXTURE_MAX) == (m && starts(m, "larger than")),
 			   "a fixture of %zu bytes: \"%.200s\"", fixture_len, err.message);
