@@ -207,19 +207,25 @@ static int on_close(void *clientp, curl_socket_t fd)
 	return close(fd);
 }
 
-/* When the next shard with no transfer running is due to close (NO_DUE:
- * none is). */
+/* When shard j is due to close: its idle time after its last transfer,
+ * or a refused close's retry if later; NO_DUE while it has a transfer
+ * running (or is no shard). */
+static uint64_t shard_close_at(const struct wms__engine *e, unsigned j)
+{
+	uint64_t at = e->shard_used_ns[j] + wms__shard_idle_ns;
+	if (!e->shard[j] || e->shard_running[j])
+		return NO_DUE;
+	return at < e->shard_retry_ns[j] ? e->shard_retry_ns[j] : at;
+}
+
+/* When the next shard is due to close (NO_DUE: none is). */
 static uint64_t sweep_due(const struct wms__engine *e)
 {
-	uint64_t due = NO_DUE;
+	uint64_t due = NO_DUE, at;
 	unsigned j;
-	for (j = 0; j < e->nslots; j++) {
-		uint64_t at = e->shard_used_ns[j] + wms__shard_idle_ns;
-		if (at < e->shard_retry_ns[j])
-			at = e->shard_retry_ns[j];
-		if (e->shard[j] && !e->shard_running[j] && at < due)
+	for (j = 0; j < e->nslots; j++)
+		if ((at = shard_close_at(e, j)) < due)
 			due = at;
-	}
 	return due;
 }
 
@@ -398,9 +404,9 @@ static int shard_close(struct wms__engine *e, unsigned j)
 	return 0;
 }
 
-/* Every shard no transfer has started or ended in for wms__shard_idle_ns,
- * closed; looked at once a second at most, unless the timer says one is
- * due (`due`). */
+/* Every shard due to close (shard_close_at), closed; looked at once a
+ * second at most, unless the timer says one is due (`due`). A close
+ * refused is tried again a second later. */
 static void shard_sweep(struct wms__engine *e, uint64_t now, int due)
 {
 	unsigned j;
@@ -408,8 +414,7 @@ static void shard_sweep(struct wms__engine *e, uint64_t now, int due)
 		return;
 	e->swept_ns = now;
 	for (j = 0; j < e->nslots; j++)
-		if (e->shard[j] && !e->shard_running[j] && now >= e->shard_retry_ns[j] &&
-		    now - e->shard_used_ns[j] >= wms__shard_idle_ns && shard_close(e, j) != 0)
+		if (shard_close_at(e, j) <= now && shard_close(e, j) != 0)
 			e->shard_retry_ns[j] = now + SHARD_SWEEP_NS;
 }
 
