@@ -44,13 +44,11 @@
 #define SHARD_FULL 32u
 /* tokens name shards in a byte */
 _Static_assert(SHARDS <= 256u, "a token is an unsigned char");
-/* idle shards are looked for at most this often by a start (the timer
- * comes when one is due) */
-#define SHARD_SWEEP_NS 1000000000u
 /* no deadline */
 #define NO_DUE UINT64_MAX
 
 uint64_t wms__shard_idle_ns = 5000000000u;
+uint64_t wms__shard_sweep_ns = 1000000000u;
 
 struct wms__xfer {
 	struct conn *k;
@@ -405,17 +403,17 @@ static int shard_close(struct wms__engine *e, unsigned j)
 }
 
 /* Every shard due to close (shard_close_at), closed; looked at once a
- * second at most, unless the timer says one is due (`due`). A close
- * refused is tried again a second later. */
+ * second (wms__shard_sweep_ns) at most, unless the timer says one is due
+ * (`due`). A close refused is tried again a second later. */
 static void shard_sweep(struct wms__engine *e, uint64_t now, int due)
 {
 	unsigned j;
-	if (!due && now - e->swept_ns < SHARD_SWEEP_NS)
+	if (!due && now - e->swept_ns < wms__shard_sweep_ns)
 		return;
 	e->swept_ns = now;
 	for (j = 0; j < e->nslots; j++)
 		if (shard_close_at(e, j) <= now && shard_close(e, j) != 0)
-			e->shard_retry_ns[j] = now + SHARD_SWEEP_NS;
+			e->shard_retry_ns[j] = now + wms__shard_sweep_ns;
 }
 
 /* A connection of shard j left idle: the next transfer goes there. A

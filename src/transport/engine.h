@@ -57,5 +57,9 @@ size_t wms__curl_engine_idle_tokens(const wms__engine *e);
 /* How long a shard where no transfer starts or ends keeps its
  * connections (5 s; tests change it). */
 extern uint64_t wms__shard_idle_ns;
+/* How often a start looks for idle shards at most, and how long a shard
+ * whose close was refused waits to be tried again (1 s; tests shorten
+ * it). */
+extern uint64_t wms__shard_sweep_ns;
 
 #endif

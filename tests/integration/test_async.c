@@ -2336,8 +2336,29 @@ static uint64_t shard_wave(fx *f, size_t n, unsigned *shards, unsigned running[S
 	return wms_sim_connections(f->sim, NULL) - before;
 }
 
+/* The shard tests' times, in ms as written for valgrind (where a wave's
+ * 64 completions take seconds); half of them elsewhere, and the engine's
+ * sweep period (1 s) with them: what the tests compare are the times'
+ * order, not their size. */
+static unsigned sh_ms(unsigned ms)
+{
+	return tk_build_kind() == TK_VALGRIND ? ms : ms / 2;
+}
+
+static uint64_t sh_ns(unsigned ms)
+{
+	return (uint64_t)sh_ms(ms) * 1000000u;
+}
+
+/* The engine's shard times back to their defaults (5 s idle, 1 s sweep). */
+static void shard_defaults(void)
+{
+	wms__shard_idle_ns = 5000000000u;
+	wms__shard_sweep_ns = 1000000000u;
+}
+
 /* An uncapped context (shards), every call's timeout and stall guard
- * `ms`, the shards' idle time the default. */
+ * `ms`, the shards' idle time the default, their sweep sh_ms(1000). */
 static void use_sharded_client(fx *f, uint32_t ms)
 {
 	wms_async_options ao = WMS_ASYNC_OPTIONS_INIT;
@@ -2345,7 +2366,8 @@ static void use_sharded_client(fx *f, uint32_t ms)
 	memset(&o, 0, sizeof(o));
 	o.timeout_ms = ms;
 	o.stall_ms = ms;
-	wms__shard_idle_ns = 5000000000u;
+	shard_defaults();
+	wms__shard_sweep_ns = sh_ns(1000);
 	use_client(f, &o, &ao);
 }
 
@@ -2448,7 +2470,8 @@ static unsigned lone_calls_until(fx *f, unsigned want, unsigned ms)
  * its 32 connections closed at the sim. Twice on one context: a wave
  * makes the shard again, opening no more connections than it lost. A
  * shard is idle from its last call's end: waves of calls longer than the
- * idle time keep their connections. */
+ * idle time keep their connections. The times are valgrind's; half of
+ * them elsewhere (sh_ms), the sweep's second too. */
 static void idle_shards_close_their_connections(void **state)
 {
 	fx *f = *state;
@@ -2463,8 +2486,8 @@ static void idle_shards_close_their_connections(void **state)
 	 * keep their shards and connections (2 s: valgrind takes a while over
 	 * a wave's 64 completions, between a shard's last end and the next
 	 * wave) */
-	wms__shard_idle_ns = 2000000000u;
-	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, 3000),
+	wms__shard_idle_ns = sh_ns(2000);
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, sh_ms(3000)),
 			 WMS_SIM_OK);
 	for (round = 0; round < 2; round++) {
 		opened = shard_wave(f, 2 * SHARD_FULL, &shards, run);
@@ -2481,7 +2504,7 @@ static void idle_shards_close_their_connections(void **state)
 		assert_int_equal(shards, 2);
 		assert_true(opened <= SHARD_FULL);
 		assert_int_equal(it_sim_open_becomes(f->sim, 2 * SHARD_FULL, 5000), 2 * SHARD_FULL);
-		assert_int_equal(lone_calls_until(f, 1, 1500), 2);
+		assert_int_equal(lone_calls_until(f, 1, sh_ms(1500)), 2);
 		assert_int_equal(it_sim_open_becomes(f->sim, 2 * SHARD_FULL, 5000), 2 * SHARD_FULL);
 		wms__shard_idle_ns = (uint64_t)short_ms * 1000000u;
 		assert_int_equal(lone_calls_until(f, 1, 5000 + it_slack_ms()), 1);
@@ -2503,7 +2526,7 @@ static void idle_shards_close_their_connections(void **state)
 		(void)wms_sim_connections(f->sim, &open);
 		assert_true(open >= 2);
 		wms__shard_idle_ns = (uint64_t)short_ms * 1000000u;
-		it_sleep_ms(short_ms + 1200); /* past the idle time and the sweep's second */
+		it_sleep_ms(short_ms + sh_ms(1000) + 200); /* past the idle time and a sweep */
 		opened = shard_wave(f, 1, &shards, run);
 		open = it_sim_open_becomes(f->sim, 1, 5000);
 		if (shards != 1 || opened != 1 || open != 1)
@@ -2511,7 +2534,7 @@ static void idle_shards_close_their_connections(void **state)
 				 "%llu connections, %llu open at the sim (expected 1, 1, 1)",
 				 round, shards, (unsigned long long)opened, (unsigned long long)open);
 	}
-	wms__shard_idle_ns = 5000000000u;
+	shard_defaults();
 }
 
 /* f's context replaced by one on a caller's epoll loop, tl; and the end
@@ -2526,7 +2549,7 @@ static tloop *use_caller_loop(fx *f, tloop *tl)
 
 static void end_caller_loop(fx *f, tloop *tl)
 {
-	wms__shard_idle_ns = 5000000000u;
+	shard_defaults();
 	wms_async_free(f->a);
 	f->a = NULL;
 	close(tl->epfd);
@@ -2549,7 +2572,8 @@ static void quiet_step(fx *f, tloop *tl, int ms)
  * passed since the burst started); after it, none, and the sim saw no
  * connection opened meanwhile. Twice on one context. On a caller's loop
  * the timer is cleared once no call is in flight, so that the loop can
- * end (libuv's uv_run returns): its shards wait for the next call. */
+ * end (libuv's uv_run returns): its shards wait for the next call.
+ * (Times as under valgrind: half of them elsewhere, sh_ms.) */
 static void quiet_loop_closes_idle_shards(void **state)
 {
 	fx *f = *state;
@@ -2563,7 +2587,7 @@ static void quiet_loop_closes_idle_shards(void **state)
 	for (own = 1; own >= 0; own--) {
 		use_sharded_client(f, 60000);
 		loop = own ? NULL : use_caller_loop(f, &tl);
-		wms__shard_idle_ns = 2000000000u;
+		wms__shard_idle_ns = sh_ns(2000);
 		for (round = 0; round < 2; round++) {
 			uint64_t opened, open, open_now;
 			double t0 = it_now_ms(), end;
@@ -2590,7 +2614,7 @@ static void quiet_loop_closes_idle_shards(void **state)
 					fail_msg("round %d: the caller's timer is set (%.0f ms) "
 						 "with no call in flight", round,
 						 tl.due_ms - it_now_ms());
-				end = it_now_ms() + 2500;
+				end = it_now_ms() + sh_ms(2500);
 				while (it_now_ms() < end)
 					quiet_step(f, loop, 50);
 				assert_int_equal(shards_now(f), 2);
@@ -2620,7 +2644,7 @@ static void quiet_loop_closes_idle_shards(void **state)
 					fail_msg("round %d: %u waits in 300 ms of a quiet loop: the "
 						 "timer spins", round, waits);
 			}
-			if (it_now_ms() - t0 < 1700) {
+			if (it_now_ms() - t0 < sh_ms(1700)) {
 				if (shards_now(f) != 2 ||
 				    wms_sim_connections(f->sim, &open_now) != opened || open_now != open)
 					fail_msg("%s loop, round %d: before the idle time, %u shards and "
@@ -2650,7 +2674,7 @@ static void quiet_loop_closes_idle_shards(void **state)
  * its call ended, and, where the run leaves room, before the slow calls
  * (3 s) end. 32 slow calls fill the first shard, a fast status query runs
  * in the second. Twice on one context, on libwms's loop and on the
- * caller's. */
+ * caller's. (Times as under valgrind: half of them elsewhere, sh_ms.) */
 static void idle_shard_closes_while_another_runs(void **state)
 {
 	fx *f = *state;
@@ -2662,7 +2686,7 @@ static void idle_shard_closes_while_another_runs(void **state)
 	seen q;
 	int round;
 
-	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, 3000),
+	assert_int_equal(wms_sim_set_fault(f->sim, "SubmitOrder", WMS_SIM_FAULT_SLOW, sh_ms(3000)),
 			 WMS_SIM_OK);
 	for (round = 0; round < 4; round++) {
 		double t0 = it_now_ms(), t_fast = 0, t_one = 0, t_slow = 0, now;
@@ -2670,7 +2694,7 @@ static void idle_shard_closes_while_another_runs(void **state)
 
 		if (round == 0 || round == 2) {
 			use_sharded_client(f, 60000);
-			wms__shard_idle_ns = 1500000000u;
+			wms__shard_idle_ns = sh_ns(1500);
 			if (round == 2)
 				loop = use_caller_loop(f, &tl);
 		}
@@ -2697,20 +2721,20 @@ static void idle_shard_closes_while_another_runs(void **state)
 			if (s[i].calls != 1 || s[i].st != WMS_OK)
 				fail_msg("round %d: call %zu: %d completions, %s: %s", round, i,
 					 s[i].calls, wms_status_name(s[i].st), s[i].err.message);
-		if (t_one && t_one - t0 < 1500)
+		if (t_one && t_one - t0 < sh_ms(1500))
 			fail_msg("round %d: a shard closed %.0f ms after its call started, before "
-				 "the idle time (1500 ms)", round, t_one - t0);
-		/* its close is due 1.5 s after the fast call ended (seen by t_fast),
-		 * the timer's step and a poll's 20 ms after: 0.5 s of room, and the
-		 * tools' slack */
-		if (t_fast + 2000 + it_slack_ms() < t_slow && (!t_one || t_one >= t_slow))
+				 "the idle time (%u ms)", round, t_one - t0, sh_ms(1500));
+		/* its close is due its idle time after the fast call ended (seen
+		 * by t_fast), the timer's step and a poll's 20 ms after: 0.5 s of
+		 * room, and the tools' slack */
+		if (t_fast + sh_ms(1500) + 500 + it_slack_ms() < t_slow && (!t_one || t_one >= t_slow))
 			fail_msg("round %d: the idle shard was still open when the slow calls "
 				 "ended, %.0f ms after the fast one", round, t_slow - t_fast);
 		if (loop) {
 			/* nothing in flight: the caller's loop has no timer; the
 			 * next call's start closes the idle shard */
 			unsigned kept = shards_now(f);
-			double until = it_now_ms() + 1600;
+			double until = it_now_ms() + sh_ms(1600);
 			assert_false(tl.armed);
 			while (it_now_ms() < until)
 				quiet_step(f, loop, 20);
