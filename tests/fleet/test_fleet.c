@@ -815,12 +815,13 @@ static void manual_change_lost_midway_is_sent_on_the_reconnect(void **state)
 		else
 			wms_breaker_force_open(f.r[0].b);
 		wait_store(&f, WMS_STORE_STATE_DEGRADED, limit(2000));
-		/* given up on while Redis was still paused, or the command may
-		 * have run at the pause's end: not the case under test */
+		/* given up on well before the pause ends (its close reaches
+		 * Redis after it is seen here), or the command may have run at
+		 * the pause's end: not the case under test */
 		gone = now_ms() - t0;
 		print_message("round %d: Redis given up on %.0f ms into a %d ms pause\n", round, gone,
 			      pause_ms);
-		if (gone >= pause_ms)
+		if (gone >= pause_ms / 2)
 			fail_msg("round %d: the store gave Redis up %.0f ms into a %d ms pause", round,
 				 gone, pause_ms);
 		wait_store(&f, WMS_STORE_STATE_CONNECTED, limit(5000));
