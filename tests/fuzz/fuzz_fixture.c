@@ -104,14 +104,13 @@ static int starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
-/* A loader's refusal (the part after its fixed prefix) that came before
- * the scan for the document's encoding: one libwms does not read, a name
- * it could not read, a declaration too long to read ("refused: its XML
- * declaration ...", sniff.c), or none the scan could name. */
+/* A loader's refusal (the part after its fixed prefix) of the document's
+ * XML declaration, before the scan (soap/tree.c words it "refused: " and
+ * sniff.c's reason): an encoding libwms does not read, one over 40 bytes
+ * long or none, a declaration too long to read. */
 static int refused_for_encoding(const char *m)
 {
-	return m && (starts(m, "an encoding libwms does not read") ||
-		     starts(m, "refused: its XML declaration"));
+	return m && starts(m, "refused: its XML declaration");
 }
 
 /* The loader's and the replay's refusals for a limit, against what libxml2
