@@ -27,4 +27,11 @@ typedef struct wms__redis_addr {
  * repeating the URL (it may hold a password). */
 wms_status wms__redis_url_parse(wms__redis_addr *out, const char *url, wms_error *err);
 
+/* After Redis answers a breaker's script with an error or a state out of
+ * range, how long that breaker's engine decides before its link tries to
+ * join again (redis_store.c): 1 s. A test hook, like the async engine's
+ * wms__shard_idle_ns: set it before the store is made, never while one
+ * runs. */
+extern uint64_t wms__redis_rejoin_ns;
+
 #endif

@@ -1304,11 +1304,13 @@ static void hand_to_engine(rlink *l)
 /* Redis answered this breaker's script with an error (OOM, READONLY, a
  * key of another type, ...) while the connection is fine: this breaker's
  * engine decides, the others stay shared; it tries to join again in a
- * second. */
+ * second (wms__redis_rejoin_ns). */
+uint64_t wms__redis_rejoin_ns = 1000 * NS_PER_MS;
+
 static void link_refused(rlink *l, uint64_t now)
 {
 	hand_to_engine(l);
-	l->retry_join_ns = now + 1000 * NS_PER_MS;
+	l->retry_join_ns = now + wms__redis_rejoin_ns;
 	if (l->told != WMS_STORE_STATE_DEGRADED)
 		tell_link_degraded(l, "shared store answered this breaker with an error (OOM, "
 				      "READONLY, a key of another type) or a state out of range: "
