@@ -651,12 +651,14 @@ wms_status wms_client_new(wms_client **out, const wms_client_options *opts, wms_
 	if ((st = check_options(opts, &retry, err)) != WMS_OK)
 		goto fail;
 	c = wms__calloc(1, sizeof(*c));
+	/* first: a client freed on a failure below is this process's */
+	if (c)
+		c->fork_gen = wms__fork_gen_now();
 	if (!c || copy_options(c, opts, &retry) != WMS_OK) {
 		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
 		goto fail;
 	}
 	make_id_prefix(c);
-	c->fork_gen = wms__fork_gen_now();
 	c->pid = (long)getpid();
 	if (pthread_mutex_init(&c->calls_lock, NULL) != 0) {
 		st = wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");

@@ -1321,6 +1321,9 @@ wms_status wms_curl_transport_create(wms_transport **out, const wms_curl_transpo
 	t = wms__calloc(1, sizeof(*t));
 	if (!t)
 		return wms__fail(err, WMS_ERR_NOMEM, WMS_DELIVERY_NOT_SENT, "out of memory");
+	/* first: a transport freed on a failure below is this process's (its
+	 * free does not take it for a parent's, locks never initialised) */
+	t->fork_gen = wms__fork_gen_now();
 	t->idle_max = opts->max_idle_connections ? opts->max_idle_connections : POOL_DEFAULT_IDLE;
 	if (!(t->idle = wms__calloc(t->idle_max, sizeof(*t->idle))) ||
 	    !copy_opt(&t->user_agent, !opts->user_agent     ? "libwms/" WMS_VERSION
@@ -1339,7 +1342,6 @@ wms_status wms_curl_transport_create(wms_transport **out, const wms_curl_transpo
 	t->parent.send = curl_send;
 	t->parent.free = curl_transport_free;
 
-	t->fork_gen = wms__fork_gen_now();
 	if (pthread_mutex_init(&t->pool_lock, NULL) != 0) {
 		st = WMS_ERR_INTERNAL;
 		goto done;
