@@ -29,9 +29,11 @@ wms_status wms__redis_url_parse(wms__redis_addr *out, const char *url, wms_error
 
 /* After Redis answers a breaker's script with an error or a state out of
  * range, how long that breaker's engine decides before its link tries to
- * join again (redis_store.c): 1 s. A test hook, like the async engine's
- * wms__shard_idle_ns: set it before the store is made, never while one
- * runs. */
-extern uint64_t wms__redis_rejoin_ns;
+ * join again, and a change made by hand that Redis refused waits before
+ * it is sent again (redis_store.c): 1 s. A test hook, like the async
+ * engine's wms__shard_idle_ns, set before a store is made (atomic: a
+ * test failing midway may leave a store's thread running). */
+#define WMS__REDIS_REJOIN_NS_DEFAULT 1000000000ull
+extern _Atomic uint64_t wms__redis_rejoin_ns;
 
 #endif

@@ -1305,12 +1305,12 @@ static void hand_to_engine(rlink *l)
  * key of another type, ...) while the connection is fine: this breaker's
  * engine decides, the others stay shared; it tries to join again in a
  * second (wms__redis_rejoin_ns). */
-uint64_t wms__redis_rejoin_ns = 1000 * NS_PER_MS;
+_Atomic uint64_t wms__redis_rejoin_ns = WMS__REDIS_REJOIN_NS_DEFAULT;
 
 static void link_refused(rlink *l, uint64_t now)
 {
 	hand_to_engine(l);
-	l->retry_join_ns = now + wms__redis_rejoin_ns;
+	l->retry_join_ns = now + atomic_load_explicit(&wms__redis_rejoin_ns, memory_order_relaxed);
 	if (l->told != WMS_STORE_STATE_DEGRADED)
 		tell_link_degraded(l, "shared store answered this breaker with an error (OOM, "
 				      "READONLY, a key of another type) or a state out of range: "

@@ -2281,7 +2281,7 @@ static void replies_out_of_range_are_refused(void **state)
 static int rejoin_default(void **state)
 {
 	(void)state;
-	wms__redis_rejoin_ns = 1000000000u;
+	wms__redis_rejoin_ns = WMS__REDIS_REJOIN_NS_DEFAULT;
 	return 0;
 }
 
