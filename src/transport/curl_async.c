@@ -47,8 +47,8 @@ _Static_assert(SHARDS <= 256u, "a token is an unsigned char");
 /* no deadline */
 #define NO_DUE UINT64_MAX
 
-uint64_t wms__shard_idle_ns = 5000000000u;
-uint64_t wms__shard_sweep_ns = 1000000000u;
+uint64_t wms__shard_idle_ns = WMS__SHARD_IDLE_NS_DEFAULT;
+uint64_t wms__shard_sweep_ns = WMS__SHARD_SWEEP_NS_DEFAULT;
 
 struct wms__xfer {
 	struct conn *k;
@@ -404,7 +404,7 @@ static int shard_close(struct wms__engine *e, unsigned j)
 
 /* Every shard due to close (shard_close_at), closed; looked at once a
  * second (wms__shard_sweep_ns) at most, unless the timer says one is due
- * (`due`). A close refused is tried again a second later. */
+ * (`due`). A close refused is tried again a sweep period later. */
 static void shard_sweep(struct wms__engine *e, uint64_t now, int due)
 {
 	unsigned j;

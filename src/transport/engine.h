@@ -56,10 +56,12 @@ unsigned wms__curl_engine_shards(const wms__engine *e, unsigned *running, unsign
 size_t wms__curl_engine_idle_tokens(const wms__engine *e);
 /* How long a shard where no transfer starts or ends keeps its
  * connections (5 s; tests change it). */
+#define WMS__SHARD_IDLE_NS_DEFAULT 5000000000ull
 extern uint64_t wms__shard_idle_ns;
 /* How often a start looks for idle shards at most, and how long a shard
  * whose close was refused waits to be tried again (1 s; tests shorten
  * it). */
+#define WMS__SHARD_SWEEP_NS_DEFAULT 1000000000ull
 extern uint64_t wms__shard_sweep_ns;
 
 #endif

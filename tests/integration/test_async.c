@@ -71,13 +71,12 @@ static int setup(void **state)
 	return 0;
 }
 
-/* The engine's shard times back to their defaults (5 s idle, 1 s sweep):
- * at the end of each test, so that one failing midway leaves the next its
- * defaults. */
+/* The engine's shard times back to their defaults (engine.h): at the end
+ * of each test, so that one failing midway leaves the next its defaults. */
 static void shard_defaults(void)
 {
-	wms__shard_idle_ns = 5000000000u;
-	wms__shard_sweep_ns = 1000000000u;
+	wms__shard_idle_ns = WMS__SHARD_IDLE_NS_DEFAULT;
+	wms__shard_sweep_ns = WMS__SHARD_SWEEP_NS_DEFAULT;
 }
 
 static int teardown(void **state)
@@ -2504,7 +2503,7 @@ static void idle_shards_close_their_connections(void **state)
 		/* (the timer closes a shard idle meanwhile: the wave's 64
 		 * completions take seconds under valgrind, past round 0's
 		 * 300 ms) */
-		wms__shard_idle_ns = 5000000000u;
+		wms__shard_idle_ns = WMS__SHARD_IDLE_NS_DEFAULT;
 		opened = shard_wave(f, 2 * SHARD_FULL, &shards, run);
 		assert_int_equal(shards, 2);
 		assert_true(opened <= SHARD_FULL);
@@ -2524,7 +2523,7 @@ static void idle_shards_close_their_connections(void **state)
 	 * connection (taking the handle first left that shard and its
 	 * connections open, the call reusing one) */
 	for (round = 0; round < 2; round++) {
-		wms__shard_idle_ns = 5000000000u;
+		wms__shard_idle_ns = WMS__SHARD_IDLE_NS_DEFAULT;
 		(void)shard_wave(f, 2 * SHARD_FULL, &shards, run);
 		assert_int_equal(shards, 2);
 		/* (fewer than 64 when replies came back before the last connects) */
